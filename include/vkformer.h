@@ -1,0 +1,323 @@
+/* vkformer — Transformer inference with GLSL compute shaders on any Vulkan device.
+ *
+ * This is the library's only public header. It pulls in no Vulkan header: every
+ * handle is opaque and every value is a plain C type.
+ *
+ * Conventions
+ *  - Every call that can fail returns a vkf_status; VKF_OK is zero. On failure
+ *    vkf_last_error() returns a message naming the problem (and, for a Vulkan
+ *    failure, the VkResult and the call that returned it).
+ *  - Outputs come last and are named out_*. On failure *out is set to NULL/0 and
+ *    nothing is handed out.
+ *  - destroy(NULL) is a no-op.
+ *  - The library never exits, aborts or prints. Diagnostics (validation-layer
+ *    messages) go to the log callback of vkf_context_options, if one is given.
+ *
+ * Threads: vkf_last_error() is per thread. A vkf_context and everything made from
+ * it (tensors, command lists) must be used by one thread at a time; distinct
+ * contexts may be used from distinct threads at once.
+ */
+#ifndef VKFORMER_H
+#define VKFORMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VKF_VERSION_MAJOR 0
+#define VKF_VERSION_MINOR 1
+#define VKF_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH, comparable with vkf_version(). */
+#define VKF_VERSION_NUMBER (VKF_VERSION_MAJOR * 10000 + VKF_VERSION_MINOR * 100 + VKF_VERSION_PATCH)
+
+/* The version of the library actually loaded, as VKF_VERSION_NUMBER. */
+uint32_t vkf_version(void);
+/* The same as "MAJOR.MINOR.PATCH"; a static string. */
+const char *vkf_version_string(void);
+
+/* ------------------------------------------------------------------ status */
+
+/* Stable codes: values are never reused or renumbered. */
+typedef enum vkf_status {
+    VKF_OK = 0,
+    VKF_ERROR_INVALID_ARGUMENT = 1,     /* NULL handle, zero or inconsistent size, bad value */
+    VKF_ERROR_NO_VULKAN = 2,            /* the Vulkan loader could not be loaded */
+    VKF_ERROR_NO_DEVICE = 3,            /* no Vulkan device, or none matching the request */
+    VKF_ERROR_UNSUPPORTED = 4,          /* the device lacks a feature the call needs */
+    VKF_ERROR_TOO_LARGE = 5,            /* past a device limit (binding range, grid size) */
+    VKF_ERROR_OUT_OF_HOST_MEMORY = 6,
+    VKF_ERROR_OUT_OF_DEVICE_MEMORY = 7,
+    VKF_ERROR_DEVICE_LOST = 8,
+    VKF_ERROR_VULKAN = 9,               /* any other failing Vulkan call */
+    VKF_ERROR_BAD_MODEL = 10,           /* malformed or inconsistent model file */
+    VKF_ERROR_IO = 11,                  /* a file could not be read or written */
+    VKF_ERROR_STATE = 12,               /* call not valid in the object's current state */
+} vkf_status;
+
+/* A short constant name for a status, e.g. "VKF_ERROR_TOO_LARGE". */
+const char *vkf_status_string(vkf_status status);
+/* The message of this thread's last failed call; "" if none. Valid until the next
+ * failing call on this thread. */
+const char *vkf_last_error(void);
+
+/* ------------------------------------------------------------------ devices */
+
+typedef enum vkf_device_type {
+    VKF_DEVICE_OTHER = 0,
+    VKF_DEVICE_INTEGRATED_GPU = 1,
+    VKF_DEVICE_DISCRETE_GPU = 2,
+    VKF_DEVICE_VIRTUAL_GPU = 3,
+    VKF_DEVICE_CPU = 4,
+} vkf_device_type;
+
+#define VKF_MAX_HEAPS 16
+
+/* What vkformer discovered about one Vulkan device. */
+typedef struct vkf_device_info {
+    uint32_t index;                     /* position in the loader's enumeration */
+    char name[256];
+    vkf_device_type type;
+    uint32_t vendor_id, device_id;
+    uint32_t api_version;               /* VK_MAKE_API_VERSION-encoded */
+    uint32_t driver_version;            /* vendor-encoded */
+    char driver_name[256];              /* empty where the device does not say */
+    char driver_info[256];
+    uint32_t subgroup_size;
+    uint32_t max_shared_memory;         /* bytes per workgroup */
+    uint32_t max_workgroup_invocations;
+    uint32_t max_workgroup_size[3];
+    uint32_t max_workgroup_count[3];
+    uint32_t max_push_constants;        /* bytes */
+    bool storage_16bit;                 /* VK_KHR_16bit_storage storageBuffer16BitAccess */
+    bool float16;                       /* shaderFloat16 */
+    bool int8;                          /* shaderInt8 */
+    bool cooperative_matrix;            /* VK_KHR_cooperative_matrix present */
+    bool timestamps;                    /* compute queue has timestamp bits */
+    double timestamp_period_ns;
+    uint64_t max_storage_buffer_range;  /* bytes one binding may cover */
+    uint64_t max_memory_allocation_size;
+    uint32_t min_storage_buffer_offset_alignment;
+    uint32_t heap_count;
+    struct {
+        uint64_t size;                  /* bytes */
+        bool device_local;
+    } heaps[VKF_MAX_HEAPS];
+    bool unified_memory;                /* vkformer writes device memory directly from the host */
+} vkf_device_info;
+
+/* Lists every Vulkan device. Fills at most `capacity` entries of out_infos (which
+ * may be NULL when capacity is 0) and sets *out_count to the number of devices. */
+vkf_status vkf_devices_list(vkf_device_info *out_infos, uint32_t capacity, uint32_t *out_count);
+
+/* ------------------------------------------------------------------ context */
+
+typedef struct vkf_context vkf_context;
+
+typedef enum vkf_log_level {
+    VKF_LOG_INFO = 0,
+    VKF_LOG_WARNING = 1,
+    VKF_LOG_ERROR = 2,
+} vkf_log_level;
+
+typedef void (*vkf_log_fn)(void *user, vkf_log_level level, const char *message);
+
+typedef struct vkf_context_options {
+    /* Device to use: a decimal index, or a case-insensitive substring of its name.
+     * NULL: the VKFORMER_DEVICE environment variable, else the first discrete GPU,
+     * else integrated, else virtual, else CPU. Borrowed for the create call only. */
+    const char *device;
+    /* 1: enable VK_LAYER_KHRONOS_validation with a messenger that counts errors and
+     * warnings; 0: off; -1 (default): on iff VKFORMER_VALIDATE=1. */
+    int validation;
+    /* true (default): where device memory is host-visible and the device is a CPU,
+     * an integrated GPU or has all its memory mappable, write and read tensors
+     * directly; false: always go through a staging buffer. */
+    bool allow_host_visible;
+    /* Size of the device-memory blocks tensors are sub-allocated from; 0: default
+     * (64 MiB, or less where the device allows less). */
+    uint64_t block_size;
+    /* Receives validation messages and other diagnostics; NULL: dropped. */
+    vkf_log_fn log;
+    void *log_user;
+} vkf_context_options;
+
+/* Fills the defaults. Call before setting fields. */
+void vkf_context_options_init(vkf_context_options *options);
+
+/* Creates a context on one device. options may be NULL for the defaults. */
+vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **out_context);
+/* Waits for the device to be idle and frees everything. Tensors and command lists
+ * made from the context must be destroyed first. */
+void vkf_context_destroy(vkf_context *context);
+
+/* The device the context runs on. */
+vkf_status vkf_context_device_info(const vkf_context *context, vkf_device_info *out_info);
+/* Validation messages counted since the context was created (0 when validation is
+ * off). *out_validation_on tells whether the layer is active. Any pointer may be NULL. */
+vkf_status vkf_context_validation_counts(const vkf_context *context, uint32_t *out_errors,
+                                         uint32_t *out_warnings, bool *out_validation_on);
+/* Device memory the context holds: bytes in allocated blocks, and bytes of those
+ * handed to live tensors. Either pointer may be NULL. */
+vkf_status vkf_context_memory_usage(const vkf_context *context, uint64_t *out_allocated,
+                                    uint64_t *out_used);
+
+/* ------------------------------------------------------------------ tensors */
+
+typedef enum vkf_dtype {
+    VKF_DTYPE_F32 = 0,
+    VKF_DTYPE_I32 = 1,
+} vkf_dtype;
+
+#define VKF_MAX_RANK 4
+
+/* A dense, row-major array in device memory. */
+typedef struct vkf_tensor vkf_tensor;
+
+/* Creates an uninitialised tensor of the given shape (rank 1..VKF_MAX_RANK, every
+ * dimension > 0). A tensor larger than the device's maxStorageBufferRange cannot be
+ * bound to a shader and is refused with VKF_ERROR_TOO_LARGE. */
+vkf_status vkf_tensor_create(vkf_context *context, vkf_dtype dtype, uint32_t rank,
+                             const uint64_t *shape, vkf_tensor **out_tensor);
+void vkf_tensor_destroy(vkf_tensor *tensor);
+/* Size in bytes; 0 for NULL. */
+uint64_t vkf_tensor_bytes(const vkf_tensor *tensor);
+/* Copies `bytes` bytes (must equal vkf_tensor_bytes) from host memory into the
+ * tensor. Waits until the copy is done. */
+vkf_status vkf_tensor_upload(vkf_tensor *tensor, const void *src, uint64_t bytes);
+/* Copies the tensor (bytes must equal vkf_tensor_bytes) to host memory. Waits. */
+vkf_status vkf_tensor_download(vkf_tensor *tensor, void *dst, uint64_t bytes);
+
+/* ------------------------------------------------------------------ command lists */
+
+/* A list of GPU operations recorded once into one command buffer and submitted
+ * as often as wanted. Pipeline barriers are inserted only where an operation reads
+ * or overwrites what an earlier one in the list wrote (or overwrites what it read).
+ * Operations take borrowed tensors: they must outlive the list. */
+typedef struct vkf_cmd vkf_cmd;
+
+enum {
+    VKF_CMD_TIMESTAMPS = 1u << 0,       /* time every operation on the GPU */
+};
+
+vkf_status vkf_cmd_create(vkf_context *context, uint32_t flags, vkf_cmd **out_cmd);
+void vkf_cmd_destroy(vkf_cmd *cmd);
+/* Number of operations recorded so far. */
+uint32_t vkf_cmd_op_count(const vkf_cmd *cmd);
+/* Ends recording on the first call, submits the list once and waits for it to
+ * finish. No operation can be appended after the first submit. */
+vkf_status vkf_cmd_submit(vkf_cmd *cmd);
+/* GPU milliseconds of each operation in the last submit, in recording order
+ * (needs VKF_CMD_TIMESTAMPS and a device with timestamps). Fills at most
+ * `capacity` values and sets *out_count to the number of operations. */
+vkf_status vkf_cmd_timings(const vkf_cmd *cmd, double *out_ms, uint32_t capacity,
+                           uint32_t *out_count);
+
+/* A 2-D matrix inside a tensor, possibly one of a batch of matrices.
+ * Element (b0, b1, row, col) is at
+ *   offset + b0 * batch_stride[0] + b1 * batch_stride[1] + row * row_stride + col
+ * (in elements). row_stride 0 means packed (the matrix's column count). */
+typedef struct vkf_matrix_view {
+    vkf_tensor *tensor;                 /* borrowed; NULL = absent (optional inputs) */
+    uint64_t offset;
+    uint64_t row_stride;
+    uint64_t batch_stride[2];
+} vkf_matrix_view;
+
+typedef enum vkf_activation {
+    VKF_ACTIVATION_NONE = 0,
+    VKF_ACTIVATION_RELU = 1,
+    VKF_ACTIVATION_GELU = 2,            /* exact: x/2 * (1 + erf(x / sqrt 2)) */
+} vkf_activation;
+
+/* C = act(alpha * A·Bᵀ + bias) + residual, for every item of a batch of
+ * batch[0] × batch[1] products. */
+typedef struct vkf_matmul_desc {
+    uint32_t m, n, k;
+    uint32_t batch[2];                  /* 0 is read as 1 */
+    vkf_matrix_view a;                  /* (m, k) */
+    vkf_matrix_view b;                  /* (n, k), as nn.Linear.weight; (k, n) if b_is_k_by_n */
+    bool b_is_k_by_n;                   /* true for P·V, where V is (seq, head_dim) */
+    vkf_matrix_view c;                  /* (m, n), written */
+    vkf_tensor *bias;                   /* (n) or NULL */
+    vkf_matrix_view residual;           /* (m, n) or tensor NULL; may not alias c */
+    float alpha;
+    vkf_activation activation;
+} vkf_matmul_desc;
+
+/* Row-wise y = softmax(scale * x + mask) over rows of `cols` elements.
+ * Masked positions (additive -inf, or past the causal limit) get probability 0; a
+ * row with every position masked is written as all zeros. */
+typedef struct vkf_softmax_desc {
+    uint32_t rows, cols;
+    vkf_tensor *x;                      /* (rows, cols) */
+    vkf_tensor *y;                      /* (rows, cols); may be x */
+    float scale;
+    /* Optional additive mask (mask_rows, cols). Row r of x uses mask row
+     * (r / mask_row_div) % mask_rows; mask_row_div 0 is read as 1. */
+    vkf_tensor *mask;
+    uint32_t mask_rows;
+    uint32_t mask_row_div;
+    /* Causal: in row r, column j is masked iff j > (r % causal_period) + causal_offset.
+     * causal_period is the number of query rows of one (batch, head); 0 = no causal mask. */
+    uint32_t causal_period;
+    uint32_t causal_offset;
+} vkf_softmax_desc;
+
+/* Row-wise y = LayerNorm(x + residual) * gamma + beta over rows of `cols`, with
+ * the biased variance as in PyTorch. Optionally also writes s = x + residual. */
+typedef struct vkf_layernorm_desc {
+    uint32_t rows, cols;
+    vkf_tensor *x;                      /* (rows, cols) */
+    vkf_tensor *residual;               /* (rows, cols) or NULL */
+    vkf_tensor *gamma;                  /* (cols) */
+    vkf_tensor *beta;                   /* (cols) */
+    float eps;
+    vkf_tensor *y;                      /* (rows, cols); may be x or residual */
+    vkf_tensor *sum;                    /* (rows, cols) or NULL; may not alias x, residual or y */
+} vkf_layernorm_desc;
+
+/* out[t] = table[ids[t]] * scale + pe[t % seq_len + pos_offset], where pe is a
+ * sinusoidal table from vkf_positional_encoding_create. An id outside [0, vocab)
+ * or a position past the table cannot be reported from the GPU: its row is written
+ * as NaN (never read out of bounds); callers that take ids from users check them
+ * first. */
+typedef struct vkf_embed_desc {
+    uint32_t tokens, d, vocab;
+    vkf_tensor *ids;                    /* (tokens) I32 */
+    vkf_tensor *table;                  /* (vocab, d) */
+    vkf_tensor *out;                    /* (tokens, d) */
+    float scale;
+    vkf_tensor *positions;              /* (max_positions, d) or NULL: no positional term */
+    uint32_t seq_len;                   /* 0 is read as tokens */
+    uint32_t pos_offset;
+} vkf_embed_desc;
+
+/* Makes the (positions, d) F32 table PE(pos, 2i) = sin(pos / 10000^(2i/d)),
+ * PE(pos, 2i+1) = cos(pos / 10000^(2i/d)), computed in double on the host and
+ * rounded once, so every device adds the same values (GPU sin/cos are only
+ * required to be accurate to 2^-11). */
+vkf_status vkf_positional_encoding_create(vkf_context *context, uint32_t positions, uint32_t d,
+                                          vkf_tensor **out_tensor);
+
+/* Each fills the defaults (alpha 1, scale 1, eps 1e-5, everything else 0/NULL). */
+void vkf_matmul_desc_init(vkf_matmul_desc *desc);
+void vkf_softmax_desc_init(vkf_softmax_desc *desc);
+void vkf_layernorm_desc_init(vkf_layernorm_desc *desc);
+void vkf_embed_desc_init(vkf_embed_desc *desc);
+
+/* Append one operation. Sizes and views are checked against the tensors; nothing
+ * is recorded on failure. */
+vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *desc);
+vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *desc);
+vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *desc);
+vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *desc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VKFORMER_H */

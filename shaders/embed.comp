@@ -1,0 +1,40 @@
+#version 450
+// Token embedding with positions:
+//   out[t, c] = table[ids[t], c] * scale + pe[pos, c],  pos = t % seq_len + pos_offset
+// pe is the sinusoidal table made on the host (vkf_positional_encoding_create).
+// One invocation per output element. An id outside [0, vocab), or a position past
+// the table, writes NaN and never reads out of bounds.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 256;
+
+// Mirrored by vkf_push_embed in push.h.
+layout(push_constant) uniform Push {
+    uint tokens, d, vocab;
+    uint positions;         // rows of pe; 0: no positional term
+    float scale;
+    uint seq_len, pos_offset;
+} pc;
+
+layout(set = 0, binding = 0) readonly buffer BufIds { int ids[]; };         // (tokens)
+layout(set = 0, binding = 1) readonly buffer BufTable { float table[]; };   // (vocab, d)
+layout(set = 0, binding = 2) readonly buffer BufPe { float pe[]; };         // (positions, d)
+layout(set = 0, binding = 3) writeonly buffer BufOut { float outv[]; };     // (tokens, d)
+
+void main()
+{
+    const uint e = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * WG;
+    if (e >= pc.tokens * pc.d) return;
+    const uint t = e / pc.d, c = e % pc.d;
+    const int id = ids[t];
+    const uint pos = t % pc.seq_len + pc.pos_offset;
+    if (id < 0 || uint(id) >= pc.vocab || (pc.positions != 0u && pos >= pc.positions)) {
+        outv[e] = uintBitsToFloat(0x7fc00000u);
+        return;
+    }
+    float v = table[uint(id) * pc.d + c] * pc.scale;
+    if (pc.positions != 0u) v += pe[pos * pc.d + c];
+    outv[e] = v;
+}

@@ -1,0 +1,58 @@
+#version 450
+// Row LayerNorm with an optional fused residual add:
+//   s = x + r;  y = (s - mean(s)) / sqrt(var(s) + eps) * gamma + beta
+// with the biased variance (as PyTorch). Optionally writes s. One workgroup per
+// row, rows of any length; the variance is a second pass over the row.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 256;
+#include "reduce.glsl"
+
+// Mirrored by vkf_push_layernorm in ops.c.
+layout(push_constant) uniform Push {
+    uint rows, cols;
+    uint flags;             // bit 0 residual, bit 1 write the sum
+    float eps;
+} pc;
+
+layout(set = 0, binding = 0) readonly buffer BufX { float x[]; };       // (rows, cols)
+layout(set = 0, binding = 1) readonly buffer BufR { float r[]; };       // (rows, cols)
+layout(set = 0, binding = 2) readonly buffer BufG { float gamma[]; };   // (cols)
+layout(set = 0, binding = 3) readonly buffer BufB { float beta[]; };    // (cols)
+layout(set = 0, binding = 4) writeonly buffer BufY { float y[]; };      // (rows, cols)
+layout(set = 0, binding = 5) writeonly buffer BufS { float s_out[]; };  // (rows, cols)
+
+float load(uint i)
+{
+    float v = x[i];
+    if ((pc.flags & 1u) != 0u) v += r[i];
+    return v;
+}
+
+void main()
+{
+    const uint row = linear_workgroup();
+    if (row >= pc.rows) return;
+    const uint tid = gl_LocalInvocationID.x;
+    const uint base = row * pc.cols;
+    const float n = float(pc.cols);
+
+    float sum = 0.0;
+    for (uint j = tid; j < pc.cols; j += WG) sum += load(base + j);
+    const float mean = workgroup_sum(sum) / n;
+
+    float sq = 0.0;
+    for (uint j = tid; j < pc.cols; j += WG) {
+        float d = load(base + j) - mean;
+        sq += d * d;
+    }
+    const float rstd = inversesqrt(workgroup_sum(sq) / n + pc.eps);
+
+    for (uint j = tid; j < pc.cols; j += WG) {
+        float v = load(base + j);
+        if ((pc.flags & 2u) != 0u) s_out[base + j] = v;
+        y[base + j] = (v - mean) * rstd * gamma[j] + beta[j];
+    }
+}

@@ -1,0 +1,21 @@
+// Push constants of both matmul kernels; mirrored by vkf_push_matmul in ops.c.
+// Views: element (b0, b1, row, col) of X is X[x_offset + b0*x_batch0 + b1*x_batch1
+// + row*x_row + col]. All offsets are in elements.
+layout(push_constant) uniform Push {
+    uint m, n, k;
+    uint flags;         // bit 0 bias, bit 1 residual, bit 2 B is (k, n), bit 3 vec4 loads ok, bits 4-5 activation
+    uint batch_inner;   // batch index z = b0 * batch_inner + b1
+    float alpha;
+    uint a_offset, a_row, a_batch0, a_batch1;
+    uint b_offset, b_row, b_batch0, b_batch1;
+    uint c_offset, c_row, c_batch0, c_batch1;
+    uint r_offset, r_row, r_batch0, r_batch1;
+} pc;
+
+const uint FLAG_BIAS = 1u;
+const uint FLAG_RESIDUAL = 2u;
+const uint FLAG_B_KN = 4u;
+const uint FLAG_VEC4 = 8u;
+
+// C = act(alpha * acc + bias) + residual at (row, col) of batch item (b0, b1).
+void store_output(uint b0, uint b1, uint row, uint col, float acc);

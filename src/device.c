@@ -1,0 +1,609 @@
+/* The device layer: loading Vulkan at run time (volk over a dlopen'ed loader), the
+ * instance with optional validation, discovery of every device's features and
+ * limits, the choice of one device, and the context's lifetime. */
+#include "internal.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Loading the loader. volk keeps its global entry points in process-wide
+ * variables, so initialisation is serialised. VKFORMER_VULKAN_LOADER names another
+ * loader library (tests use it to simulate a machine without Vulkan). */
+static pthread_mutex_t volk_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static vkf_status loader_open(void **out_handle)
+{
+    *out_handle = NULL;
+    const char *name = getenv("VKFORMER_VULKAN_LOADER");
+    if (!name || !*name) name = "libvulkan.so.1";
+    void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+        return vkf_fail(VKF_ERROR_NO_VULKAN,
+                        "the Vulkan loader (%s) could not be loaded: %s; install libvulkan1", name,
+                        dlerror());
+    PFN_vkGetInstanceProcAddr gipa = (PFN_vkGetInstanceProcAddr)dlsym(handle, "vkGetInstanceProcAddr");
+    if (!gipa) {
+        dlclose(handle);
+        return vkf_fail(VKF_ERROR_NO_VULKAN, "%s has no vkGetInstanceProcAddr: not a Vulkan loader", name);
+    }
+    pthread_mutex_lock(&volk_mutex);
+    volkInitializeCustom(gipa);
+    pthread_mutex_unlock(&volk_mutex);
+    *out_handle = handle;
+    return VKF_OK;
+}
+
+static bool has_layer(const char *layer)
+{
+    uint32_t count = 0;
+    if (vkEnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS || count == 0) return false;
+    VkLayerProperties *props = calloc(count, sizeof *props);
+    if (!props) return false;
+    bool found = false;
+    if (vkEnumerateInstanceLayerProperties(&count, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < count && !found; i++) found = strcmp(props[i].layerName, layer) == 0;
+    free(props);
+    return found;
+}
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                     VkDebugUtilsMessageTypeFlagsEXT types,
+                                                     const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                                     void *user)
+{
+    (void)types;
+    vkf_context *ctx = user;
+    vkf_log_level level = VKF_LOG_INFO;
+    if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+        ctx->validation_errors++;
+        level = VKF_LOG_ERROR;
+    } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        ctx->validation_warnings++;
+        level = VKF_LOG_WARNING;
+    }
+    vkf_log(ctx, level, "validation: %s", data && data->pMessage ? data->pMessage : "(no message)");
+    return VK_FALSE;
+}
+
+static void fill_messenger_info(VkDebugUtilsMessengerCreateInfoEXT *info, vkf_context *ctx)
+{
+    *info = (VkDebugUtilsMessengerCreateInfoEXT){
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = debug_callback,
+        .pUserData = ctx,
+    };
+}
+
+/* Creates the instance; with ctx != NULL and validation requested, also the layer
+ * and messenger. */
+static vkf_status instance_create(vkf_context *ctx, bool validation, VkInstance *out_instance)
+{
+    *out_instance = VK_NULL_HANDLE;
+    uint32_t loader_version = VK_API_VERSION_1_0;
+    if (vkEnumerateInstanceVersion) vkEnumerateInstanceVersion(&loader_version);
+    if (loader_version < VK_API_VERSION_1_1)
+        return vkf_fail(VKF_ERROR_NO_VULKAN, "the Vulkan loader supports only Vulkan 1.0; vkformer needs 1.1");
+
+    const char *layers[1];
+    const char *extensions[1];
+    uint32_t layer_count = 0, extension_count = 0;
+    VkDebugUtilsMessengerCreateInfoEXT messenger_info;
+    const void *next = NULL;
+    if (validation) {
+        if (!has_layer("VK_LAYER_KHRONOS_validation"))
+            return vkf_fail(VKF_ERROR_UNSUPPORTED,
+                            "validation was requested but VK_LAYER_KHRONOS_validation is not installed "
+                            "(Debian: vulkan-validationlayers)");
+        layers[layer_count++] = "VK_LAYER_KHRONOS_validation";
+        extensions[extension_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+        fill_messenger_info(&messenger_info, ctx);
+        next = &messenger_info; /* also catches messages from instance creation */
+    }
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "vkformer",
+        .applicationVersion = VKF_VERSION_NUMBER,
+        .pEngineName = "vkformer",
+        .engineVersion = VKF_VERSION_NUMBER,
+        .apiVersion = loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : loader_version,
+    };
+    VkInstanceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pNext = next,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = layer_count,
+        .ppEnabledLayerNames = layers,
+        .enabledExtensionCount = extension_count,
+        .ppEnabledExtensionNames = extensions,
+    };
+    VkInstance instance;
+    VkResult r = vkCreateInstance(&info, NULL, &instance);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+        return vkf_fail(VKF_ERROR_NO_DEVICE, "no Vulkan driver is installed (vkCreateInstance returned "
+                                             "VK_ERROR_INCOMPATIBLE_DRIVER)");
+    if (r != VK_SUCCESS) return vkf_fail_vk(r, "vkCreateInstance");
+    pthread_mutex_lock(&volk_mutex);
+    volkLoadInstanceOnly(instance);
+    pthread_mutex_unlock(&volk_mutex);
+    *out_instance = instance;
+    return VKF_OK;
+}
+
+static bool has_device_extension(const VkExtensionProperties *exts, uint32_t count, const char *name)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (strcmp(exts[i].extensionName, name) == 0) return true;
+    return false;
+}
+
+static vkf_device_type map_type(VkPhysicalDeviceType t)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return VKF_DEVICE_INTEGRATED_GPU;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return VKF_DEVICE_DISCRETE_GPU;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return VKF_DEVICE_VIRTUAL_GPU;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return VKF_DEVICE_CPU;
+    default: return VKF_DEVICE_OTHER;
+    }
+}
+
+/* Index of the first queue family with compute, or UINT32_MAX. Prefers a family
+ * with timestamps. */
+static uint32_t compute_family(VkPhysicalDevice pd, uint32_t *out_timestamp_bits)
+{
+    uint32_t count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &count, NULL);
+    VkQueueFamilyProperties *fams = calloc(count ? count : 1, sizeof *fams);
+    if (!fams) return UINT32_MAX;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &count, fams);
+    uint32_t best = UINT32_MAX;
+    for (uint32_t i = 0; i < count; i++) {
+        if (!(fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+        if (best == UINT32_MAX || (fams[best].timestampValidBits == 0 && fams[i].timestampValidBits > 0))
+            best = i;
+    }
+    *out_timestamp_bits = best == UINT32_MAX ? 0 : fams[best].timestampValidBits;
+    free(fams);
+    return best;
+}
+
+/* The memory type tensors live in, whether the host may write it directly, and a
+ * host-visible coherent type for staging. */
+static void choose_memory_types(const VkPhysicalDeviceMemoryProperties *mp, bool allow_host_visible, uint32_t *out_device, uint32_t *out_staging,
+                                bool *out_direct)
+{
+    const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    uint32_t device = UINT32_MAX, unified = UINT32_MAX, staging = UINT32_MAX;
+    uint64_t largest_local_heap = 0;
+    for (uint32_t h = 0; h < mp->memoryHeapCount; h++)
+        if ((mp->memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) && mp->memoryHeaps[h].size > largest_local_heap)
+            largest_local_heap = mp->memoryHeaps[h].size;
+    for (uint32_t i = 0; i < mp->memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = mp->memoryTypes[i].propertyFlags;
+        uint64_t heap = mp->memoryHeaps[mp->memoryTypes[i].heapIndex].size;
+        bool local = f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+        if (local && device == UINT32_MAX) device = i;
+        if (local && (f & host) == host && unified == UINT32_MAX && heap == largest_local_heap) unified = i;
+        if ((f & host) == host && staging == UINT32_MAX) staging = i;
+    }
+    if (device == UINT32_MAX) device = staging; /* a device with no device-local type */
+    /* Direct access only where the mappable device-local type sits on the largest
+     * device-local heap (CPUs, integrated GPUs, discrete GPUs with resizable BAR),
+     * not on a small BAR window. */
+    bool direct = allow_host_visible && unified != UINT32_MAX;
+    *out_device = direct ? unified : device;
+    *out_staging = staging;
+    *out_direct = direct;
+}
+
+static void fill_info(VkPhysicalDevice pd, uint32_t index, vkf_device_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->index = index;
+
+    VkPhysicalDeviceProperties base;
+    vkGetPhysicalDeviceProperties(pd, &base);
+    uint32_t ext_count = 0;
+    vkEnumerateDeviceExtensionProperties(pd, NULL, &ext_count, NULL);
+    VkExtensionProperties *exts = calloc(ext_count ? ext_count : 1, sizeof *exts);
+    if (exts) vkEnumerateDeviceExtensionProperties(pd, NULL, &ext_count, exts);
+    else ext_count = 0;
+    bool v12 = base.apiVersion >= VK_API_VERSION_1_2;
+    bool has_driver_props = v12 || has_device_extension(exts, ext_count, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+    bool has_f16i8 = v12 || has_device_extension(exts, ext_count, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+    info->cooperative_matrix = has_device_extension(exts, ext_count, "VK_KHR_cooperative_matrix");
+    free(exts);
+
+    VkPhysicalDeviceDriverProperties driver = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties maint3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties subgroup = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+                                                   .pNext = &maint3};
+    if (has_driver_props) maint3.pNext = &driver;
+    VkPhysicalDeviceProperties2 props = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &subgroup};
+    vkGetPhysicalDeviceProperties2(pd, &props);
+
+    VkPhysicalDeviceShaderFloat16Int8Features f16i8 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    if (has_f16i8) s16.pNext = &f16i8;
+    VkPhysicalDeviceFeatures2 feats = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
+    vkGetPhysicalDeviceFeatures2(pd, &feats);
+
+    const VkPhysicalDeviceLimits *l = &base.limits;
+    snprintf(info->name, sizeof info->name, "%s", base.deviceName);
+    info->type = map_type(base.deviceType);
+    info->vendor_id = base.vendorID;
+    info->device_id = base.deviceID;
+    info->api_version = base.apiVersion;
+    info->driver_version = base.driverVersion;
+    if (has_driver_props) {
+        snprintf(info->driver_name, sizeof info->driver_name, "%s", driver.driverName);
+        snprintf(info->driver_info, sizeof info->driver_info, "%s", driver.driverInfo);
+    }
+    info->subgroup_size = subgroup.subgroupSize;
+    info->max_shared_memory = l->maxComputeSharedMemorySize;
+    info->max_workgroup_invocations = l->maxComputeWorkGroupInvocations;
+    for (int i = 0; i < 3; i++) {
+        info->max_workgroup_size[i] = l->maxComputeWorkGroupSize[i];
+        info->max_workgroup_count[i] = l->maxComputeWorkGroupCount[i];
+    }
+    info->max_push_constants = l->maxPushConstantsSize;
+    info->storage_16bit = s16.storageBuffer16BitAccess;
+    info->float16 = has_f16i8 && f16i8.shaderFloat16;
+    info->int8 = has_f16i8 && f16i8.shaderInt8;
+    info->max_storage_buffer_range = l->maxStorageBufferRange;
+    info->max_memory_allocation_size = maint3.maxMemoryAllocationSize;
+    info->min_storage_buffer_offset_alignment = (uint32_t)l->minStorageBufferOffsetAlignment;
+    uint32_t ts_bits = 0;
+    compute_family(pd, &ts_bits);
+    info->timestamps = ts_bits > 0 && l->timestampPeriod > 0;
+    info->timestamp_period_ns = l->timestampPeriod;
+
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(pd, &mp);
+    info->heap_count = mp.memoryHeapCount < VKF_MAX_HEAPS ? mp.memoryHeapCount : VKF_MAX_HEAPS;
+    for (uint32_t h = 0; h < info->heap_count; h++) {
+        info->heaps[h].size = mp.memoryHeaps[h].size;
+        info->heaps[h].device_local = mp.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
+    }
+    uint32_t dev_type, staging_type;
+    choose_memory_types(&mp, true, &dev_type, &staging_type, &info->unified_memory);
+}
+
+static vkf_status physical_devices(VkInstance instance, VkPhysicalDevice **out_list, uint32_t *out_count)
+{
+    *out_list = NULL;
+    *out_count = 0;
+    uint32_t count = 0;
+    VkResult r = vkEnumeratePhysicalDevices(instance, &count, NULL);
+    if (r != VK_SUCCESS) return vkf_fail_vk(r, "vkEnumeratePhysicalDevices");
+    if (count == 0) return VKF_OK;
+    VkPhysicalDevice *list = calloc(count, sizeof *list);
+    if (!list) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory listing devices");
+    r = vkEnumeratePhysicalDevices(instance, &count, list);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+        free(list);
+        return vkf_fail_vk(r, "vkEnumeratePhysicalDevices");
+    }
+    *out_list = list;
+    *out_count = count;
+    return VKF_OK;
+}
+
+vkf_status vkf_devices_list(vkf_device_info *out_infos, uint32_t capacity, uint32_t *out_count)
+{
+    if (!out_count) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_devices_list: out_count is NULL");
+    *out_count = 0;
+    if (capacity > 0 && !out_infos)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_devices_list: out_infos is NULL with capacity %u", capacity);
+    void *loader;
+    VKF_TRY(loader_open(&loader));
+    VkInstance instance;
+    vkf_status st = instance_create(NULL, /*validation=*/false, &instance);
+    if (st != VKF_OK) {
+        dlclose(loader);
+        return st;
+    }
+    VkPhysicalDevice *list;
+    uint32_t count;
+    st = physical_devices(instance, &list, &count);
+    if (st == VKF_OK) {
+        for (uint32_t i = 0; i < count && i < capacity; i++) fill_info(list[i], i, &out_infos[i]);
+        *out_count = count;
+    }
+    free(list);
+    vkDestroyInstance(instance, NULL);
+    dlclose(loader);
+    return st;
+}
+
+/* Rank for the default choice: discrete, integrated, virtual, CPU, other. */
+static int type_rank(vkf_device_type t)
+{
+    switch (t) {
+    case VKF_DEVICE_DISCRETE_GPU: return 0;
+    case VKF_DEVICE_INTEGRATED_GPU: return 1;
+    case VKF_DEVICE_VIRTUAL_GPU: return 2;
+    case VKF_DEVICE_CPU: return 3;
+    default: return 4;
+    }
+}
+
+static bool contains_nocase(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i])) i++;
+        if (i == n) return true;
+    }
+    return n == 0;
+}
+
+static vkf_status choose_device(VkInstance instance, const char *request, VkPhysicalDevice *out_pd,
+                                vkf_device_info *out_info)
+{
+    VkPhysicalDevice *list;
+    uint32_t count;
+    VKF_TRY(physical_devices(instance, &list, &count));
+    if (count == 0) {
+        free(list);
+        return vkf_fail(VKF_ERROR_NO_DEVICE, "no Vulkan device found (is a driver installed? "
+                                             "VK_ICD_FILENAMES may point to a missing file)");
+    }
+    vkf_device_info *infos = calloc(count, sizeof *infos);
+    if (!infos) {
+        free(list);
+        return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory listing devices");
+    }
+    for (uint32_t i = 0; i < count; i++) fill_info(list[i], i, &infos[i]);
+
+    int chosen = -1;
+    vkf_status st = VKF_OK;
+    if (request && *request) {
+        char *end;
+        unsigned long idx = strtoul(request, &end, 10);
+        bool numeric = *end == '\0' && isdigit((unsigned char)request[0]);
+        if (numeric) {
+            if (idx < count) chosen = (int)idx;
+            else st = vkf_fail(VKF_ERROR_NO_DEVICE, "device index %lu requested but there are %u devices", idx, count);
+        } else {
+            for (uint32_t i = 0; i < count && chosen < 0; i++)
+                if (contains_nocase(infos[i].name, request)) chosen = (int)i;
+            if (chosen < 0) {
+                char names[512] = "";
+                for (uint32_t i = 0; i < count; i++) {
+                    size_t len = strlen(names);
+                    snprintf(names + len, sizeof names - len, "%s%u: %s", i ? ", " : "", i, infos[i].name);
+                }
+                st = vkf_fail(VKF_ERROR_NO_DEVICE, "no device name contains \"%s\" (devices: %s)", request, names);
+            }
+        }
+    } else {
+        for (uint32_t i = 0; i < count; i++)
+            if (chosen < 0 || type_rank(infos[i].type) < type_rank(infos[chosen].type)) chosen = (int)i;
+    }
+    if (st == VKF_OK) {
+        *out_pd = list[chosen];
+        *out_info = infos[chosen];
+    }
+    free(infos);
+    free(list);
+    return st;
+}
+
+void vkf_log(const vkf_context *ctx, vkf_log_level level, const char *fmt, ...)
+{
+    if (!ctx || !ctx->log) return;
+    char msg[4096];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(msg, sizeof msg, fmt, args);
+    va_end(args);
+    ctx->log(ctx->log_user, level, msg);
+}
+
+vkf_status vkf_context_vk_fail(vkf_context *ctx, VkResult result, const char *call)
+{
+    if (result == VK_ERROR_DEVICE_LOST && ctx) ctx->lost = true;
+    return vkf_fail_vk(result, call);
+}
+
+void vkf_context_options_init(vkf_context_options *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->validation = -1;
+    o->allow_host_visible = true;
+}
+
+static vkf_status device_create(vkf_context *ctx)
+{
+    uint32_t ts_bits;
+    ctx->queue_family = compute_family(ctx->physical, &ts_bits);
+    if (ctx->queue_family == UINT32_MAX)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "device \"%s\" has no compute queue", ctx->info.name);
+    if (ctx->info.api_version < VK_API_VERSION_1_1)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkformer needs 1.1",
+                        ctx->info.name);
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = ctx->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    VkDeviceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue,
+    };
+    VkResult r = vkCreateDevice(ctx->physical, &info, NULL, &ctx->device);
+    if (r != VK_SUCCESS) return vkf_fail_vk(r, "vkCreateDevice");
+    volkLoadDeviceTable(&ctx->vk, ctx->device);
+    ctx->vk.vkGetDeviceQueue(ctx->device, ctx->queue_family, 0, &ctx->queue);
+
+    VkCommandPoolCreateInfo pool = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = ctx->queue_family,
+    };
+    VKF_VK_TRY(ctx->vk.vkCreateCommandPool(ctx->device, &pool, NULL, &ctx->command_pool));
+    VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VKF_VK_TRY(ctx->vk.vkCreateFence(ctx->device, &fence, NULL, &ctx->transfer_fence));
+    VkPipelineCacheCreateInfo cache = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    VKF_VK_TRY(ctx->vk.vkCreatePipelineCache(ctx->device, &cache, NULL, &ctx->pipeline_cache));
+    return VKF_OK;
+}
+
+vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **out_context)
+{
+    if (!out_context) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_create: out_context is NULL");
+    *out_context = NULL;
+    vkf_context_options defaults;
+    vkf_context_options_init(&defaults);
+    if (!options) options = &defaults;
+    if (options->validation < -1 || options->validation > 1)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_create: validation must be -1, 0 or 1, not %d",
+                        options->validation);
+
+    vkf_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating a context");
+    ctx->log = options->log;
+    ctx->log_user = options->log_user;
+    if (options->validation == -1) {
+        const char *env = getenv("VKFORMER_VALIDATE");
+        ctx->validation = env && strcmp(env, "1") == 0;
+    } else {
+        ctx->validation = options->validation == 1;
+    }
+
+    vkf_status st = loader_open(&ctx->loader);
+    if (st == VKF_OK) st = instance_create(ctx, ctx->validation, &ctx->instance);
+    if (st == VKF_OK && ctx->validation) {
+        VkDebugUtilsMessengerCreateInfoEXT mi;
+        fill_messenger_info(&mi, ctx);
+        VkResult r = vkCreateDebugUtilsMessengerEXT(ctx->instance, &mi, NULL, &ctx->messenger);
+        if (r != VK_SUCCESS) st = vkf_fail_vk(r, "vkCreateDebugUtilsMessengerEXT");
+    }
+    const char *request = options->device;
+    if (!request || !*request) request = getenv("VKFORMER_DEVICE");
+    if (st == VKF_OK) st = choose_device(ctx->instance, request, &ctx->physical, &ctx->info);
+    if (st == VKF_OK) {
+        vkGetPhysicalDeviceMemoryProperties(ctx->physical, &ctx->memory_properties);
+        choose_memory_types(&ctx->memory_properties, options->allow_host_visible,
+                            &ctx->device_memory_type, &ctx->staging_memory_type, &ctx->direct_host_access);
+        ctx->info.unified_memory = ctx->direct_host_access;
+        if (ctx->device_memory_type == UINT32_MAX || ctx->staging_memory_type == UINT32_MAX)
+            st = vkf_fail(VKF_ERROR_UNSUPPORTED, "device \"%s\" offers no usable memory type", ctx->info.name);
+    }
+    if (st == VKF_OK) {
+        uint64_t block = options->block_size ? options->block_size : 64ull << 20;
+        if (block > ctx->info.max_memory_allocation_size && ctx->info.max_memory_allocation_size)
+            block = ctx->info.max_memory_allocation_size;
+        ctx->block_size = block;
+        uint64_t align = ctx->info.min_storage_buffer_offset_alignment;
+        ctx->alignment = align > 16 ? align : 16;
+        st = device_create(ctx);
+    }
+    if (st == VKF_OK) {
+        vkf_tuning_choose(ctx);
+        uint64_t one = 4;
+        st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 1, &one, &ctx->dummy);
+    }
+    if (st != VKF_OK) {
+        char saved[1024];
+        snprintf(saved, sizeof saved, "%s", vkf_last_error());
+        vkf_context_destroy(ctx);
+        vkf_fail(st, "%s", saved);
+        return st;
+    }
+    *out_context = ctx;
+    return VKF_OK;
+}
+
+void vkf_context_destroy(vkf_context *ctx)
+{
+    if (!ctx) return;
+    if (ctx->device) {
+        ctx->vk.vkDeviceWaitIdle(ctx->device);
+        vkf_tensor_destroy(ctx->dummy);
+        vkf_pipelines_destroy(ctx);
+        vkf_memory_destroy_all(ctx);
+        if (ctx->pipeline_cache) ctx->vk.vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, NULL);
+        if (ctx->transfer_fence) ctx->vk.vkDestroyFence(ctx->device, ctx->transfer_fence, NULL);
+        if (ctx->command_pool) ctx->vk.vkDestroyCommandPool(ctx->device, ctx->command_pool, NULL);
+        ctx->vk.vkDestroyDevice(ctx->device, NULL);
+    }
+    if (ctx->messenger) vkDestroyDebugUtilsMessengerEXT(ctx->instance, ctx->messenger, NULL);
+    if (ctx->instance) vkDestroyInstance(ctx->instance, NULL);
+    if (ctx->loader) dlclose(ctx->loader);
+    free(ctx);
+}
+
+vkf_status vkf_context_device_info(const vkf_context *ctx, vkf_device_info *out_info)
+{
+    if (!ctx || !out_info)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_device_info: %s is NULL", ctx ? "out_info" : "context");
+    *out_info = ctx->info;
+    return VKF_OK;
+}
+
+vkf_status vkf_context_validation_counts(const vkf_context *ctx, uint32_t *out_errors, uint32_t *out_warnings,
+                                         bool *out_validation_on)
+{
+    if (!ctx) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_validation_counts: context is NULL");
+    if (out_errors) *out_errors = ctx->validation_errors;
+    if (out_warnings) *out_warnings = ctx->validation_warnings;
+    if (out_validation_on) *out_validation_on = ctx->validation;
+    return VKF_OK;
+}
+
+vkf_status vkf_oneshot_begin(vkf_context *ctx, VkCommandBuffer *out_cb)
+{
+    VkCommandBufferAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = ctx->command_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    VkResult r = ctx->vk.vkAllocateCommandBuffers(ctx->device, &ai, out_cb);
+    if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkAllocateCommandBuffers");
+    VkCommandBufferBeginInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    r = ctx->vk.vkBeginCommandBuffer(*out_cb, &bi);
+    if (r != VK_SUCCESS) {
+        ctx->vk.vkFreeCommandBuffers(ctx->device, ctx->command_pool, 1, out_cb);
+        return vkf_context_vk_fail(ctx, r, "vkBeginCommandBuffer");
+    }
+    return VKF_OK;
+}
+
+vkf_status vkf_oneshot_end(vkf_context *ctx, VkCommandBuffer cb)
+{
+    VkResult r = ctx->vk.vkEndCommandBuffer(cb);
+    const char *call = "vkEndCommandBuffer";
+    if (r == VK_SUCCESS) {
+        VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
+        r = ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, ctx->transfer_fence);
+        call = "vkQueueSubmit";
+        if (r == VK_SUCCESS) {
+            r = ctx->vk.vkWaitForFences(ctx->device, 1, &ctx->transfer_fence, VK_TRUE, UINT64_MAX);
+            call = "vkWaitForFences";
+            ctx->vk.vkResetFences(ctx->device, 1, &ctx->transfer_fence);
+        }
+    }
+    ctx->vk.vkFreeCommandBuffers(ctx->device, ctx->command_pool, 1, &cb);
+    if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, call);
+    return VKF_OK;
+}

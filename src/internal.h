@@ -1,0 +1,208 @@
+/* Internal declarations shared by the library's source files. Nothing here is
+ * public; the public API is include/vkformer.h. */
+#ifndef VKF_INTERNAL_H
+#define VKF_INTERNAL_H
+
+#define VK_NO_PROTOTYPES
+#include <volk.h>
+
+#include "vkformer.h"
+
+#include <stdarg.h>
+
+/* ------------------------------------------------------------------ status.c */
+
+/* Records the thread's last error message (printf-style) and returns `status`. */
+vkf_status vkf_fail(vkf_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Turns a failing VkResult from `call` into a status and message. */
+vkf_status vkf_fail_vk(VkResult result, const char *call);
+const char *vkf_vk_result_name(VkResult result);
+
+/* Evaluate a vkf_status expression; return it from the caller if not OK. */
+#define VKF_TRY(expr)                                                                   \
+    do {                                                                                \
+        vkf_status vkf_try_status_ = (expr);                                            \
+        if (vkf_try_status_ != VKF_OK) return vkf_try_status_;                          \
+    } while (0)
+
+/* Evaluate a Vulkan call through the context's device table; on failure return a
+ * status naming the call. */
+#define VKF_VK_TRY(call)                                                                \
+    do {                                                                                \
+        VkResult vkf_vk_result_ = (call);                                               \
+        if (vkf_vk_result_ != VK_SUCCESS) return vkf_fail_vk(vkf_vk_result_, #call);    \
+    } while (0)
+
+/* ------------------------------------------------------------------ memory.c */
+
+/* One free range inside a block. */
+typedef struct vkf_range {
+    uint64_t offset, size;
+} vkf_range;
+
+/* A device-memory allocation with one VkBuffer over all of it; tensors are
+ * sub-ranges of it. */
+typedef struct vkf_block {
+    VkDeviceMemory memory;              /* owned */
+    VkBuffer buffer;                    /* owned, covers the whole block */
+    uint64_t size;                      /* bytes */
+    uint64_t used;                      /* bytes handed to tensors */
+    void *mapped;                       /* persistent map, or NULL when not host-visible */
+    vkf_range *free;                    /* owned; sorted by offset, coalesced */
+    uint32_t free_count, free_capacity;
+    struct vkf_block *next;
+} vkf_block;
+
+struct vkf_tensor {
+    vkf_context *ctx;                   /* borrowed */
+    vkf_block *block;                   /* borrowed from ctx's block list */
+    uint64_t offset;                    /* bytes into block */
+    uint64_t bytes;
+    vkf_dtype dtype;
+    uint32_t rank;
+    uint64_t shape[VKF_MAX_RANK];
+    uint64_t elements;
+};
+
+void vkf_memory_destroy_all(vkf_context *ctx);
+uint32_t vkf_dtype_size(vkf_dtype dtype);
+
+/* ------------------------------------------------------------------ pipeline.c */
+
+/* Every shader variant; one entry of the table in pipeline.c each. */
+typedef enum vkf_variant_id {
+    VKF_VARIANT_MATMUL_TILED = 0,       /* shared-memory tiles + register blocking */
+    VKF_VARIANT_MATMUL_DIRECT,          /* register blocking, no shared memory (CPUs) */
+    VKF_VARIANT_SOFTMAX,
+    VKF_VARIANT_LAYERNORM,
+    VKF_VARIANT_EMBED,
+    VKF_VARIANT_COUNT
+} vkf_variant_id;
+
+#define VKF_MAX_BINDINGS 6
+#define VKF_MAX_SPEC 8
+
+typedef struct vkf_pipeline {
+    vkf_variant_id variant;
+    uint32_t spec[VKF_MAX_SPEC];        /* specialization constants by constant_id */
+    uint32_t spec_count;
+    VkPipeline pipeline;                /* owned */
+} vkf_pipeline;
+
+/* Per-variant objects, made on first use. */
+typedef struct vkf_variant_objects {
+    VkShaderModule module;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout layout;
+} vkf_variant_objects;
+
+typedef struct vkf_variant_desc {
+    const char *name;
+    const uint32_t *spirv;
+    size_t spirv_bytes;
+    uint32_t bindings;                  /* storage buffers at bindings 0..n-1 */
+    uint32_t push_bytes;
+} vkf_variant_desc;
+
+const vkf_variant_desc *vkf_variant(vkf_variant_id id);
+/* Returns the pipeline of `variant` with these specialization constants, creating
+ * it on first use; the context owns it. */
+vkf_status vkf_pipeline_get(vkf_context *ctx, vkf_variant_id variant, const uint32_t *spec,
+                            uint32_t spec_count, const vkf_pipeline **out_pipeline);
+void vkf_pipelines_destroy(vkf_context *ctx);
+
+/* ------------------------------------------------------------------ tuning (ops.c) */
+
+/* Specialization constants of both matmul families, in constant_id order. */
+typedef struct vkf_matmul_tiles {
+    uint32_t workgroup;                 /* id 0: invocations per workgroup */
+    uint32_t bm, bn;                    /* ids 1, 2: output tile of one workgroup */
+    uint32_t bk;                        /* id 3: K step held in shared memory (tiled only) */
+    uint32_t tm, tn;                    /* ids 4, 5: outputs per invocation */
+} vkf_matmul_tiles;
+_Static_assert(sizeof(vkf_matmul_tiles) == 6 * sizeof(uint32_t), "spec constants are uint32");
+
+typedef struct vkf_tuning {
+    vkf_variant_id matmul_variant;
+    vkf_matmul_tiles matmul;
+    uint32_t row_workgroup;             /* softmax / layernorm invocations per row */
+    uint32_t elementwise_workgroup;
+} vkf_tuning;
+
+void vkf_tuning_choose(vkf_context *ctx);
+/* Replaces the matmul kernel family and tiles (tests, `vkformer tune`); checks them
+ * against the device's limits. */
+vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const vkf_matmul_tiles *tiles);
+
+/* ------------------------------------------------------------------ context (device.c) */
+
+struct vkf_context {
+    void *loader;                       /* dlopen handle of libvulkan, owned */
+    VkInstance instance;                /* owned */
+    VkDebugUtilsMessengerEXT messenger; /* owned, or VK_NULL_HANDLE */
+    VkPhysicalDevice physical;
+    VkDevice device;                    /* owned */
+    struct VolkDeviceTable vk;          /* device-level entry points */
+    VkQueue queue;
+    uint32_t queue_family;
+    VkCommandPool command_pool;         /* owned */
+    VkFence transfer_fence;             /* owned, for uploads/downloads */
+    VkPipelineCache pipeline_cache;     /* owned */
+
+    vkf_device_info info;
+    VkPhysicalDeviceMemoryProperties memory_properties;
+    uint32_t device_memory_type;        /* where tensors live */
+    uint32_t staging_memory_type;       /* host-visible, coherent */
+    bool direct_host_access;            /* tensors are mapped; no staging */
+    uint64_t block_size;
+    uint64_t alignment;                 /* of tensor offsets inside blocks */
+    vkf_block *blocks;                  /* owned list */
+    vkf_tensor *dummy;                  /* owned; bound where an optional input is absent */
+
+    vkf_variant_objects variants[VKF_VARIANT_COUNT];
+    vkf_pipeline *pipelines;            /* owned array */
+    uint32_t pipeline_count, pipeline_capacity;
+
+    vkf_tuning tuning;
+
+    bool validation;
+    uint32_t validation_errors, validation_warnings;
+    vkf_log_fn log;
+    void *log_user;
+    bool lost;                          /* a device loss was seen; unusable */
+};
+
+void vkf_log(const vkf_context *ctx, vkf_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A status for a failed Vulkan call on this context; marks the context lost on
+ * VK_ERROR_DEVICE_LOST. */
+vkf_status vkf_context_vk_fail(vkf_context *ctx, VkResult result, const char *call);
+
+/* One-time command buffer for transfers: begin, then end+submit+wait. */
+vkf_status vkf_oneshot_begin(vkf_context *ctx, VkCommandBuffer *out_cb);
+vkf_status vkf_oneshot_end(vkf_context *ctx, VkCommandBuffer cb);
+
+/* ------------------------------------------------------------------ record.c */
+
+typedef enum vkf_access { VKF_READ = 1, VKF_WRITE = 2 } vkf_access;
+
+typedef struct vkf_binding {
+    const vkf_tensor *tensor;           /* NULL: the context's dummy is bound */
+    vkf_access access;
+} vkf_binding;
+
+/* Appends one dispatch of `variant` with the given bindings (count must match the
+ * variant), push constants and workgroup counts. */
+vkf_status vkf_cmd_dispatch(vkf_cmd *cmd, const vkf_pipeline *pipeline,
+                            const vkf_binding *bindings, uint32_t binding_count,
+                            const void *push, uint32_t push_bytes, const uint32_t groups[3],
+                            const char *label);
+vkf_context *vkf_cmd_context(vkf_cmd *cmd);
+
+/* ------------------------------------------------------------------ helpers */
+
+static inline uint64_t vkf_div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+static inline uint64_t vkf_align_up(uint64_t a, uint64_t b) { return vkf_div_up(a, b) * b; }
+
+#endif /* VKF_INTERNAL_H */

@@ -1,0 +1,400 @@
+/* One host function per kernel: check the arguments against the tensors, fill the
+ * push constants, pick the pipeline for this device's tuning and compute the
+ * workgroup grid. Also the per-device choice of tile and workgroup sizes. */
+#include "internal.h"
+#include "push.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ tuning */
+
+static uint32_t pow2_floor(uint32_t v)
+{
+    uint32_t p = 1;
+    while (p * 2 <= v) p *= 2;
+    return p;
+}
+
+void vkf_tuning_choose(vkf_context *ctx)
+{
+    const vkf_device_info *d = &ctx->info;
+    vkf_tuning *t = &ctx->tuning;
+    uint32_t max_wg = d->max_workgroup_invocations < d->max_workgroup_size[0] ? d->max_workgroup_invocations
+                                                                             : d->max_workgroup_size[0];
+    bool cpu = d->type == VKF_DEVICE_CPU;
+    /* Row kernels: one workgroup per row. CPU drivers run a workgroup's
+     * invocations as SIMD lanes of one thread, so fewer lanes waste less on short rows. */
+    t->row_workgroup = pow2_floor(max_wg < (cpu ? 64u : 256u) ? max_wg : (cpu ? 64u : 256u));
+    t->elementwise_workgroup = pow2_floor(max_wg < 256u ? max_wg : 256u);
+    if (cpu) {
+        /* No shared memory and no barriers: measured 3-4x faster on lavapipe (DESIGN.md). */
+        t->matmul_variant = VKF_VARIANT_MATMUL_DIRECT;
+        t->matmul = (vkf_matmul_tiles){.workgroup = 64, .bm = 64, .bn = 32, .bk = 1, .tm = 8, .tn = 4};
+    } else {
+        t->matmul_variant = VKF_VARIANT_MATMUL_TILED;
+        t->matmul = (vkf_matmul_tiles){.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
+    }
+    /* Fit the workgroup and the shared tiles into this device's limits. */
+    while (t->matmul.workgroup > max_wg || (t->matmul_variant == VKF_VARIANT_MATMUL_TILED &&
+                                            (t->matmul.bm + t->matmul.bn) * t->matmul.bk * 4 > d->max_shared_memory)) {
+        if (t->matmul.bm > t->matmul.tm * 2) t->matmul.bm /= 2;
+        else t->matmul.bn /= 2;
+        t->matmul.workgroup = (t->matmul.bm / t->matmul.tm) * (t->matmul.bn / t->matmul.tn);
+        if (t->matmul.workgroup <= 1) break;
+    }
+}
+
+vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const vkf_matmul_tiles *tiles)
+{
+    if (variant != VKF_VARIANT_MATMUL_TILED && variant != VKF_VARIANT_MATMUL_DIRECT)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "not a matmul variant");
+    const vkf_matmul_tiles *m = tiles;
+    if (!m->tm || !m->tn || !m->bk || m->bm % m->tm || m->bn % m->tn ||
+        m->workgroup != (m->bm / m->tm) * (m->bn / m->tn))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "matmul tiles %ux%u/%ux%u do not match workgroup %u", m->bm, m->bn,
+                        m->tm, m->tn, m->workgroup);
+    if (m->workgroup > ctx->info.max_workgroup_invocations)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "workgroup %u exceeds the device's %u invocations", m->workgroup,
+                        ctx->info.max_workgroup_invocations);
+    if (variant == VKF_VARIANT_MATMUL_TILED && (m->bm + m->bn) * m->bk * 4 > ctx->info.max_shared_memory)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "tiles need %u bytes of shared memory; the device has %u",
+                        (m->bm + m->bn) * m->bk * 4, ctx->info.max_shared_memory);
+    ctx->tuning.matmul_variant = variant;
+    ctx->tuning.matmul = *m;
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ checks */
+
+static vkf_status check_cmd(vkf_cmd *cmd, const void *desc, const char *fn)
+{
+    if (!cmd) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: command list is NULL", fn);
+    if (!desc) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: descriptor is NULL", fn);
+    if (vkf_cmd_context(cmd)->lost)
+        return vkf_fail(VKF_ERROR_DEVICE_LOST, "the device was lost; destroy and recreate the context");
+    return VKF_OK;
+}
+
+/* The tensor exists, has the dtype, belongs to the context and holds at least
+ * `elements` elements. */
+static vkf_status check_tensor(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtype, uint64_t elements, const char *fn,
+                               const char *name)
+{
+    if (!t) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, name);
+    if (t->ctx != vkf_cmd_context(cmd))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s belongs to another context", fn, name);
+    if (t->dtype != dtype)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s must be %s", fn, name, dtype == VKF_DTYPE_F32 ? "F32" : "I32");
+    if (t->elements < elements)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s holds %llu elements, %llu needed", fn, name,
+                        (unsigned long long)t->elements, (unsigned long long)elements);
+    return VKF_OK;
+}
+
+/* A view of batch0 × batch1 matrices of rows × cols lies inside its tensor, and
+ * every offset fits the shaders' 32-bit indices. Fills the push-constant fields. */
+static vkf_status check_view(vkf_cmd *cmd, const vkf_matrix_view *v, uint64_t rows, uint64_t cols, uint64_t batch0,
+                             uint64_t batch1, const char *fn, const char *name, vkf_push_view *out)
+{
+    VKF_TRY(check_tensor(cmd, v->tensor, VKF_DTYPE_F32, 1, fn, name));
+    uint64_t row_stride = v->row_stride ? v->row_stride : cols;
+    if (row_stride < cols && rows > 1)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s row_stride %llu is less than its %llu columns", fn, name,
+                        (unsigned long long)row_stride, (unsigned long long)cols);
+    uint64_t last = v->offset, term;
+    bool overflow = false;
+    overflow |= __builtin_mul_overflow(batch0 - 1, v->batch_stride[0], &term) || __builtin_add_overflow(last, term, &last);
+    overflow |= __builtin_mul_overflow(batch1 - 1, v->batch_stride[1], &term) || __builtin_add_overflow(last, term, &last);
+    overflow |= __builtin_mul_overflow(rows - 1, row_stride, &term) || __builtin_add_overflow(last, term, &last);
+    overflow |= __builtin_add_overflow(last, cols - 1, &last);
+    if (overflow || last >= v->tensor->elements)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
+                        "%s: %s view (offset %llu, row stride %llu, batch strides %llu/%llu, %llux%llu x %llu rows "
+                        "x %llu cols) reaches past the tensor's %llu elements",
+                        fn, name, (unsigned long long)v->offset, (unsigned long long)row_stride,
+                        (unsigned long long)v->batch_stride[0], (unsigned long long)v->batch_stride[1],
+                        (unsigned long long)batch0, (unsigned long long)batch1, (unsigned long long)rows,
+                        (unsigned long long)cols, (unsigned long long)v->tensor->elements);
+    if (last > UINT32_MAX || v->batch_stride[0] > UINT32_MAX || v->batch_stride[1] > UINT32_MAX)
+        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %s indices pass 2^32 elements", fn, name);
+    *out = (vkf_push_view){(uint32_t)v->offset, (uint32_t)row_stride, (uint32_t)v->batch_stride[0],
+                           (uint32_t)v->batch_stride[1]};
+    return VKF_OK;
+}
+
+static vkf_status check_grid(const vkf_context *ctx, const uint32_t groups[3], const char *fn)
+{
+    for (int i = 0; i < 3; i++)
+        if (groups[i] > ctx->info.max_workgroup_count[i])
+            return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %u workgroups along axis %d exceed the device's limit of %u", fn,
+                            groups[i], i, ctx->info.max_workgroup_count[i]);
+    return VKF_OK;
+}
+
+/* Lays `count` workgroups out in 2-D when they pass the x limit; the shaders undo
+ * it with linear_workgroup(). */
+static vkf_status linear_grid(const vkf_context *ctx, uint64_t count, uint32_t groups[3], const char *fn)
+{
+    uint64_t max_x = ctx->info.max_workgroup_count[0];
+    uint64_t x = count < max_x ? count : max_x;
+    uint64_t y = vkf_div_up(count, x);
+    if (y > ctx->info.max_workgroup_count[1])
+        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %llu workgroups exceed the device's grid", fn, (unsigned long long)count);
+    groups[0] = (uint32_t)x;
+    groups[1] = (uint32_t)y;
+    groups[2] = 1;
+    return VKF_OK;
+}
+
+static bool same_tensor_overlap(const vkf_tensor *a, const vkf_tensor *b)
+{
+    return a && b && a->block == b->block && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
+}
+
+/* ------------------------------------------------------------------ ops */
+
+void vkf_matmul_desc_init(vkf_matmul_desc *d)
+{
+    if (!d) return;
+    memset(d, 0, sizeof *d);
+    d->batch[0] = d->batch[1] = 1;
+    d->alpha = 1.0f;
+}
+
+void vkf_softmax_desc_init(vkf_softmax_desc *d)
+{
+    if (!d) return;
+    memset(d, 0, sizeof *d);
+    d->scale = 1.0f;
+}
+
+void vkf_layernorm_desc_init(vkf_layernorm_desc *d)
+{
+    if (!d) return;
+    memset(d, 0, sizeof *d);
+    d->eps = 1e-5f;
+}
+
+void vkf_embed_desc_init(vkf_embed_desc *d)
+{
+    if (!d) return;
+    memset(d, 0, sizeof *d);
+    d->scale = 1.0f;
+}
+
+vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
+{
+    static const char fn[] = "vkf_cmd_matmul";
+    VKF_TRY(check_cmd(cmd, d, fn));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    if (d->m == 0 || d->n == 0 || d->k == 0)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive (m %u, n %u, k %u)", fn, d->m, d->n, d->k);
+    if ((unsigned)d->activation > VKF_ACTIVATION_GELU)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: unknown activation %d", fn, (int)d->activation);
+    if (!isfinite(d->alpha)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: alpha is not finite", fn);
+    uint64_t b0 = d->batch[0] ? d->batch[0] : 1, b1 = d->batch[1] ? d->batch[1] : 1;
+    vkf_push_matmul p = {.m = d->m, .n = d->n, .k = d->k, .batch_inner = (uint32_t)b1, .alpha = d->alpha};
+    VKF_TRY(check_view(cmd, &d->a, d->m, d->k, b0, b1, fn, "A", &p.a));
+    if (d->b_is_k_by_n) VKF_TRY(check_view(cmd, &d->b, d->k, d->n, b0, b1, fn, "B", &p.b));
+    else VKF_TRY(check_view(cmd, &d->b, d->n, d->k, b0, b1, fn, "B", &p.b));
+    VKF_TRY(check_view(cmd, &d->c, d->m, d->n, b0, b1, fn, "C", &p.c));
+    if (d->bias) VKF_TRY(check_tensor(cmd, d->bias, VKF_DTYPE_F32, d->n, fn, "bias"));
+    if (d->residual.tensor) {
+        VKF_TRY(check_view(cmd, &d->residual, d->m, d->n, b0, b1, fn, "residual", &p.r));
+        if (same_tensor_overlap(d->residual.tensor, d->c.tensor))
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: residual may not alias C", fn);
+    }
+    if (same_tensor_overlap(d->c.tensor, d->a.tensor) || same_tensor_overlap(d->c.tensor, d->b.tensor) ||
+        same_tensor_overlap(d->c.tensor, d->bias))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: C may not alias A, B or the bias", fn);
+
+    p.flags = (d->bias ? VKF_MATMUL_FLAG_BIAS : 0) | (d->residual.tensor ? VKF_MATMUL_FLAG_RESIDUAL : 0) |
+              (d->b_is_k_by_n ? VKF_MATMUL_FLAG_B_KN : 0) | ((uint32_t)d->activation << 4);
+    /* vec4 loads along K need every row of A and B to start on 4 elements. */
+    bool aligned4 = d->k % 4 == 0 && (p.a.offset | p.a.row | p.a.batch0 | p.a.batch1) % 4 == 0 &&
+                    (p.b.offset | p.b.row | p.b.batch0 | p.b.batch1) % 4 == 0;
+    if (aligned4 && !d->b_is_k_by_n) p.flags |= VKF_MATMUL_FLAG_VEC4;
+
+    const vkf_matmul_tiles *t = &ctx->tuning.matmul;
+    if (b0 * b1 > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: batch count passes 2^32", fn);
+    uint32_t groups[3] = {(uint32_t)vkf_div_up(d->n, t->bn), (uint32_t)vkf_div_up(d->m, t->bm), (uint32_t)(b0 * b1)};
+    VKF_TRY(check_grid(ctx, groups, fn));
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, ctx->tuning.matmul_variant, (const uint32_t *)t, 6, &pipe));
+    vkf_binding b[5] = {
+        {d->a.tensor, VKF_READ},
+        {d->b.tensor, VKF_READ},
+        {d->bias, VKF_READ},
+        {d->residual.tensor, VKF_READ},
+        {d->c.tensor, VKF_WRITE},
+    };
+    return vkf_cmd_dispatch(cmd, pipe, b, 5, &p, sizeof p, groups, "matmul");
+}
+
+vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *d)
+{
+    static const char fn[] = "vkf_cmd_softmax";
+    VKF_TRY(check_cmd(cmd, d, fn));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    if (d->rows == 0 || d->cols == 0)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive (rows %u, cols %u)", fn, d->rows, d->cols);
+    if (!isfinite(d->scale)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: scale is not finite", fn);
+    uint64_t n = (uint64_t)d->rows * d->cols;
+    if (n > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: rows x cols passes 2^32 elements", fn);
+    VKF_TRY(check_tensor(cmd, d->x, VKF_DTYPE_F32, n, fn, "x"));
+    VKF_TRY(check_tensor(cmd, d->y, VKF_DTYPE_F32, n, fn, "y"));
+    if (d->y != d->x && same_tensor_overlap(d->x, d->y))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: y partly overlaps x; use the same tensor or disjoint ones", fn);
+    vkf_push_softmax p = {
+        .rows = d->rows,
+        .cols = d->cols,
+        .scale = d->scale,
+        .mask_rows = 1,
+        .mask_row_div = 1,
+        .causal_period = d->causal_period,
+        .causal_offset = d->causal_offset,
+    };
+    if (d->mask) {
+        if (d->mask_rows == 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: mask_rows is 0 with a mask", fn);
+        VKF_TRY(check_tensor(cmd, d->mask, VKF_DTYPE_F32, (uint64_t)d->mask_rows * d->cols, fn, "mask"));
+        if (same_tensor_overlap(d->mask, d->y)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: mask may not alias y", fn);
+        p.has_mask = 1;
+        p.mask_rows = d->mask_rows;
+        p.mask_row_div = d->mask_row_div ? d->mask_row_div : 1;
+    }
+    uint32_t groups[3];
+    VKF_TRY(linear_grid(ctx, d->rows, groups, fn));
+    uint32_t spec[1] = {ctx->tuning.row_workgroup};
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_SOFTMAX, spec, 1, &pipe));
+    vkf_binding b[3] = {{d->x, VKF_READ}, {d->mask, VKF_READ}, {d->y, VKF_WRITE}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 3, &p, sizeof p, groups, "softmax");
+}
+
+vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *d)
+{
+    static const char fn[] = "vkf_cmd_layernorm";
+    VKF_TRY(check_cmd(cmd, d, fn));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    if (d->rows == 0 || d->cols == 0)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive (rows %u, cols %u)", fn, d->rows, d->cols);
+    if (!(d->eps > 0.0f) || !isfinite(d->eps))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: eps must be positive and finite", fn);
+    uint64_t n = (uint64_t)d->rows * d->cols;
+    if (n > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: rows x cols passes 2^32 elements", fn);
+    VKF_TRY(check_tensor(cmd, d->x, VKF_DTYPE_F32, n, fn, "x"));
+    VKF_TRY(check_tensor(cmd, d->y, VKF_DTYPE_F32, n, fn, "y"));
+    VKF_TRY(check_tensor(cmd, d->gamma, VKF_DTYPE_F32, d->cols, fn, "gamma"));
+    VKF_TRY(check_tensor(cmd, d->beta, VKF_DTYPE_F32, d->cols, fn, "beta"));
+    if (d->residual) VKF_TRY(check_tensor(cmd, d->residual, VKF_DTYPE_F32, n, fn, "residual"));
+    if (d->sum) {
+        VKF_TRY(check_tensor(cmd, d->sum, VKF_DTYPE_F32, n, fn, "sum"));
+        if (same_tensor_overlap(d->sum, d->x) || same_tensor_overlap(d->sum, d->residual) ||
+            same_tensor_overlap(d->sum, d->y))
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sum may not alias x, residual or y", fn);
+    }
+    if ((d->y != d->x && same_tensor_overlap(d->y, d->x)) ||
+        (d->y != d->residual && same_tensor_overlap(d->y, d->residual)) || same_tensor_overlap(d->y, d->gamma) ||
+        same_tensor_overlap(d->y, d->beta))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: y partly overlaps an input", fn);
+    vkf_push_layernorm p = {
+        .rows = d->rows,
+        .cols = d->cols,
+        .flags = (d->residual ? 1u : 0u) | (d->sum ? 2u : 0u),
+        .eps = d->eps,
+    };
+    uint32_t groups[3];
+    VKF_TRY(linear_grid(ctx, d->rows, groups, fn));
+    uint32_t spec[1] = {ctx->tuning.row_workgroup};
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_LAYERNORM, spec, 1, &pipe));
+    vkf_binding b[6] = {
+        {d->x, VKF_READ}, {d->residual, VKF_READ}, {d->gamma, VKF_READ},
+        {d->beta, VKF_READ}, {d->y, VKF_WRITE},   {d->sum, VKF_WRITE},
+    };
+    return vkf_cmd_dispatch(cmd, pipe, b, 6, &p, sizeof p, groups, "layernorm");
+}
+
+vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
+{
+    static const char fn[] = "vkf_cmd_embed";
+    VKF_TRY(check_cmd(cmd, d, fn));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    if (d->tokens == 0 || d->d == 0 || d->vocab == 0)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive (tokens %u, d %u, vocab %u)", fn,
+                        d->tokens, d->d, d->vocab);
+    if (d->vocab > INT32_MAX) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: vocab %u passes the I32 id range", fn, d->vocab);
+    if (!isfinite(d->scale)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: scale is not finite", fn);
+    uint64_t n = (uint64_t)d->tokens * d->d;
+    if (n > UINT32_MAX || (uint64_t)d->vocab * d->d > UINT32_MAX)
+        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: the table or output passes 2^32 elements", fn);
+    VKF_TRY(check_tensor(cmd, d->ids, VKF_DTYPE_I32, d->tokens, fn, "ids"));
+    VKF_TRY(check_tensor(cmd, d->table, VKF_DTYPE_F32, (uint64_t)d->vocab * d->d, fn, "table"));
+    VKF_TRY(check_tensor(cmd, d->out, VKF_DTYPE_F32, n, fn, "out"));
+    if (same_tensor_overlap(d->out, d->table) || same_tensor_overlap(d->out, d->ids) ||
+        same_tensor_overlap(d->out, d->positions))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias ids, the table or positions", fn);
+    uint32_t seq_len = d->seq_len ? d->seq_len : d->tokens;
+    uint32_t positions = 0;
+    if (d->positions) {
+        VKF_TRY(check_tensor(cmd, d->positions, VKF_DTYPE_F32, 1, fn, "positions"));
+        if (d->positions->rank != 2 || d->positions->shape[1] != d->d)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: positions must be a (max_positions, %u) table", fn, d->d);
+        if ((uint64_t)seq_len + d->pos_offset > d->positions->shape[0])
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
+                            "%s: positions up to %llu requested, the table holds %llu (max_len too small)", fn,
+                            (unsigned long long)seq_len + d->pos_offset - 1,
+                            (unsigned long long)d->positions->shape[0]);
+        positions = (uint32_t)d->positions->shape[0];
+    }
+    vkf_push_embed p = {
+        .tokens = d->tokens,
+        .d = d->d,
+        .vocab = d->vocab,
+        .positions = positions,
+        .scale = d->scale,
+        .seq_len = seq_len,
+        .pos_offset = d->pos_offset,
+    };
+    uint32_t wg = ctx->tuning.elementwise_workgroup;
+    uint32_t groups[3];
+    VKF_TRY(linear_grid(ctx, vkf_div_up(n, wg), groups, fn));
+    uint32_t spec[1] = {wg};
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_EMBED, spec, 1, &pipe));
+    vkf_binding b[4] = {{d->ids, VKF_READ}, {d->table, VKF_READ}, {d->positions, VKF_READ}, {d->out, VKF_WRITE}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 4, &p, sizeof p, groups, "embed");
+}
+
+vkf_status vkf_positional_encoding_create(vkf_context *ctx, uint32_t positions, uint32_t d, vkf_tensor **out_tensor)
+{
+    static const char fn[] = "vkf_positional_encoding_create";
+    if (!out_tensor) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out_tensor is NULL", fn);
+    *out_tensor = NULL;
+    if (!ctx) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: context is NULL", fn);
+    if (positions == 0 || d == 0)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive (positions %u, d %u)", fn, positions, d);
+    uint64_t shape[2] = {positions, d};
+    vkf_tensor *t;
+    VKF_TRY(vkf_tensor_create(ctx, VKF_DTYPE_F32, 2, shape, &t));
+    float *table = malloc((size_t)positions * d * sizeof *table);
+    if (!table) {
+        vkf_tensor_destroy(t);
+        return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory for %u x %u", fn, positions, d);
+    }
+    for (uint32_t c = 0; c < d; c++) {
+        double freq = exp((double)(c & ~1u) * -log(10000.0) / (double)d);
+        for (uint32_t pos = 0; pos < positions; pos++)
+            table[(size_t)pos * d + c] = (float)((c & 1) ? cos(pos * freq) : sin(pos * freq));
+    }
+    vkf_status st = vkf_tensor_upload(t, table, (uint64_t)positions * d * sizeof *table);
+    free(table);
+    if (st != VKF_OK) {
+        vkf_tensor_destroy(t);
+        return st;
+    }
+    *out_tensor = t;
+    return VKF_OK;
+}

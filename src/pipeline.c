@@ -1,0 +1,155 @@
+/* Shader variants and pipelines. The table below is the one list of every SPIR-V
+ * variant built into the library (compiled by glslc at build time and embedded);
+ * pipelines are made on first use for each set of specialization constants and
+ * kept in the context. */
+#include "internal.h"
+#include "push.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const uint32_t spirv_matmul_tiled[] =
+#include "matmul_tiled.spv.h"
+    ;
+static const uint32_t spirv_matmul_direct[] =
+#include "matmul_direct.spv.h"
+    ;
+static const uint32_t spirv_softmax[] =
+#include "softmax.spv.h"
+    ;
+static const uint32_t spirv_layernorm[] =
+#include "layernorm.spv.h"
+    ;
+static const uint32_t spirv_embed[] =
+#include "embed.spv.h"
+    ;
+
+/* One line per variant: name, SPIR-V, storage-buffer bindings, push-constant bytes. */
+static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
+    [VKF_VARIANT_MATMUL_TILED] = {"matmul_tiled", spirv_matmul_tiled, sizeof spirv_matmul_tiled, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_DIRECT] = {"matmul_direct", spirv_matmul_direct, sizeof spirv_matmul_direct, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_SOFTMAX] = {"softmax", spirv_softmax, sizeof spirv_softmax, 3, sizeof(vkf_push_softmax)},
+    [VKF_VARIANT_LAYERNORM] = {"layernorm", spirv_layernorm, sizeof spirv_layernorm, 6, sizeof(vkf_push_layernorm)},
+    [VKF_VARIANT_EMBED] = {"embed", spirv_embed, sizeof spirv_embed, 4, sizeof(vkf_push_embed)},
+};
+
+const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }
+
+/* Module and layouts of one variant, made on first use. */
+static vkf_status variant_objects(vkf_context *ctx, vkf_variant_id id, const vkf_variant_objects **out)
+{
+    vkf_variant_objects *o = &ctx->variants[id];
+    *out = o;
+    if (o->layout) return VKF_OK;
+    const vkf_variant_desc *d = &variant_table[id];
+    if (d->push_bytes > ctx->info.max_push_constants)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "shader %s needs %u bytes of push constants; the device allows %u",
+                        d->name, d->push_bytes, ctx->info.max_push_constants);
+    if (!o->module) {
+        VkShaderModuleCreateInfo mi = {
+            .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+            .codeSize = d->spirv_bytes,
+            .pCode = d->spirv,
+        };
+        VkResult r = ctx->vk.vkCreateShaderModule(ctx->device, &mi, NULL, &o->module);
+        if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkCreateShaderModule");
+    }
+    if (!o->set_layout) {
+        VkDescriptorSetLayoutBinding b[VKF_MAX_BINDINGS];
+        for (uint32_t i = 0; i < d->bindings; i++)
+            b[i] = (VkDescriptorSetLayoutBinding){
+                .binding = i,
+                .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                .descriptorCount = 1,
+                .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+            };
+        VkDescriptorSetLayoutCreateInfo li = {
+            .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+            .bindingCount = d->bindings,
+            .pBindings = b,
+        };
+        VkResult r = ctx->vk.vkCreateDescriptorSetLayout(ctx->device, &li, NULL, &o->set_layout);
+        if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkCreateDescriptorSetLayout");
+    }
+    VkPushConstantRange push = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = d->push_bytes};
+    VkPipelineLayoutCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = 1,
+        .pSetLayouts = &o->set_layout,
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &push,
+    };
+    VkResult r = ctx->vk.vkCreatePipelineLayout(ctx->device, &pi, NULL, &o->layout);
+    if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkCreatePipelineLayout");
+    return VKF_OK;
+}
+
+vkf_status vkf_pipeline_get(vkf_context *ctx, vkf_variant_id variant, const uint32_t *spec, uint32_t spec_count,
+                            const vkf_pipeline **out_pipeline)
+{
+    *out_pipeline = NULL;
+    if (spec_count > VKF_MAX_SPEC) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "too many specialization constants");
+    for (uint32_t i = 0; i < ctx->pipeline_count; i++) {
+        const vkf_pipeline *p = &ctx->pipelines[i];
+        if (p->variant == variant && p->spec_count == spec_count &&
+            memcmp(p->spec, spec, spec_count * sizeof *spec) == 0) {
+            *out_pipeline = p;
+            return VKF_OK;
+        }
+    }
+    const vkf_variant_objects *o;
+    VKF_TRY(variant_objects(ctx, variant, &o));
+    if (ctx->pipeline_count == ctx->pipeline_capacity) {
+        uint32_t cap = ctx->pipeline_capacity ? 2 * ctx->pipeline_capacity : 16;
+        vkf_pipeline *grown = realloc(ctx->pipelines, cap * sizeof *grown);
+        if (!grown) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for pipelines");
+        ctx->pipelines = grown;
+        ctx->pipeline_capacity = cap;
+    }
+    VkSpecializationMapEntry entries[VKF_MAX_SPEC];
+    for (uint32_t i = 0; i < spec_count; i++)
+        entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = i * 4, .size = 4};
+    VkSpecializationInfo si = {
+        .mapEntryCount = spec_count,
+        .pMapEntries = entries,
+        .dataSize = spec_count * 4,
+        .pData = spec,
+    };
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+            .module = o->module,
+            .pName = "main",
+            .pSpecializationInfo = spec_count ? &si : NULL,
+        },
+        .layout = o->layout,
+    };
+    vkf_pipeline *p = &ctx->pipelines[ctx->pipeline_count];
+    memset(p, 0, sizeof *p);
+    VkResult r = ctx->vk.vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &ci, NULL, &p->pipeline);
+    if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkCreateComputePipelines");
+    p->variant = variant;
+    p->spec_count = spec_count;
+    memcpy(p->spec, spec, spec_count * sizeof *spec);
+    ctx->pipeline_count++;
+    *out_pipeline = p;
+    return VKF_OK;
+}
+
+void vkf_pipelines_destroy(vkf_context *ctx)
+{
+    for (uint32_t i = 0; i < ctx->pipeline_count; i++)
+        ctx->vk.vkDestroyPipeline(ctx->device, ctx->pipelines[i].pipeline, NULL);
+    free(ctx->pipelines);
+    ctx->pipelines = NULL;
+    ctx->pipeline_count = ctx->pipeline_capacity = 0;
+    for (int v = 0; v < VKF_VARIANT_COUNT; v++) {
+        vkf_variant_objects *o = &ctx->variants[v];
+        if (o->layout) ctx->vk.vkDestroyPipelineLayout(ctx->device, o->layout, NULL);
+        if (o->set_layout) ctx->vk.vkDestroyDescriptorSetLayout(ctx->device, o->set_layout, NULL);
+        if (o->module) ctx->vk.vkDestroyShaderModule(ctx->device, o->module, NULL);
+        memset(o, 0, sizeof *o);
+    }
+}

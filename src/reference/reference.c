@@ -1,0 +1,95 @@
+/* The plain-C reference kernels; see reference.h. */
+#include "reference.h"
+
+#include <math.h>
+
+static double activate(double x, int act)
+{
+    if (act == 1) return x > 0 ? x : 0;
+    if (act == 2) return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    return x;
+}
+
+void ref_matmul(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb, bool b_kn,
+                const float *bias, const float *r, size_t ldr, size_t m, size_t n, size_t k, float alpha, int act)
+{
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            double acc = 0;
+            for (size_t p = 0; p < k; p++) acc += (double)a[i * lda + p] * (b_kn ? b[p * ldb + j] : b[j * ldb + p]);
+            double v = alpha * acc;
+            if (bias) v += bias[j];
+            v = activate(v, act);
+            if (r) v += r[i * ldr + j];
+            c[i * ldc + j] = (float)v;
+        }
+}
+
+void ref_softmax(float *y, const float *x, size_t rows, size_t cols, float scale, const float *mask, size_t mask_rows,
+                 size_t mask_row_div, size_t causal_period, size_t causal_offset)
+{
+    if (mask_row_div == 0) mask_row_div = 1;
+    for (size_t i = 0; i < rows; i++) {
+        size_t limit = cols;
+        if (causal_period && i % causal_period + causal_offset + 1 < cols) limit = i % causal_period + causal_offset + 1;
+        const float *mrow = mask ? mask + ((i / mask_row_div) % mask_rows) * cols : NULL;
+        double mx = -INFINITY;
+        for (size_t j = 0; j < limit; j++) {
+            double v = (double)scale * x[i * cols + j] + (mrow ? mrow[j] : 0);
+            if (v > mx) mx = v;
+        }
+        double s = 0;
+        for (size_t j = 0; j < limit && mx != -INFINITY; j++)
+            s += exp((double)scale * x[i * cols + j] + (mrow ? mrow[j] : 0) - mx);
+        for (size_t j = 0; j < cols; j++) {
+            double p = 0;
+            if (j < limit && mx != -INFINITY) p = exp((double)scale * x[i * cols + j] + (mrow ? mrow[j] : 0) - mx) / s;
+            y[i * cols + j] = (float)p;
+        }
+    }
+}
+
+void ref_layernorm(float *y, float *sum, const float *x, const float *r, const float *gamma, const float *beta,
+                   size_t rows, size_t cols, float eps)
+{
+    for (size_t i = 0; i < rows; i++) {
+        /* The residual sum is rounded to float first, as PyTorch's separate add does. */
+        const float *xi = x + i * cols;
+        double mean = 0, var = 0;
+        for (size_t j = 0; j < cols; j++) mean += (float)(xi[j] + (r ? r[i * cols + j] : 0.0f));
+        mean /= (double)cols;
+        for (size_t j = 0; j < cols; j++) {
+            double d = (float)(xi[j] + (r ? r[i * cols + j] : 0.0f)) - mean;
+            var += d * d;
+        }
+        var /= (double)cols;
+        double rstd = 1.0 / sqrt(var + eps);
+        for (size_t j = 0; j < cols; j++) {
+            float s = xi[j] + (r ? r[i * cols + j] : 0.0f);
+            if (sum) sum[i * cols + j] = s;
+            y[i * cols + j] = (float)(((double)s - mean) * rstd * gamma[j] + beta[j]);
+        }
+    }
+}
+
+void ref_embed(float *out, const int32_t *ids, const float *table, size_t tokens, size_t d, size_t vocab, float scale,
+               bool positional, size_t seq_len, size_t pos_offset)
+{
+    if (seq_len == 0) seq_len = tokens;
+    for (size_t t = 0; t < tokens; t++) {
+        bool valid = ids[t] >= 0 && (size_t)ids[t] < vocab;
+        double pos = (double)(t % seq_len + pos_offset);
+        for (size_t c = 0; c < d; c++) {
+            if (!valid) {
+                out[t * d + c] = NAN;
+                continue;
+            }
+            double v = (double)table[(size_t)ids[t] * d + c] * scale;
+            if (positional) {
+                double freq = exp((double)(c & ~(size_t)1) * -log(10000.0) / (double)d);
+                v += (c & 1) ? cos(pos * freq) : sin(pos * freq);
+            }
+            out[t * d + c] = (float)v;
+        }
+    }
+}

@@ -1,0 +1,384 @@
+/* Every GPU op against the plain-C reference, on sizes 1, 3, 17, 64, 100, 257 and
+ * 1000 in each dimension, both matmul kernel families, and every option (bias,
+ * residual, activations, strided and batched views, masks, in-place). */
+#include "harness.h"
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const uint32_t SIZES[] = {1, 3, 17, 64, 100, 257, 1000};
+#define NSIZES (sizeof SIZES / sizeof SIZES[0])
+
+/* ------------------------------------------------------------------ matmul */
+
+typedef struct mm_case {
+    uint32_t m, n, k;
+    bool bias, residual, b_kn;
+    vkf_activation act;
+    float alpha;
+    uint32_t pad;                       /* extra elements per row and at the start (unaligned views) */
+} mm_case;
+
+static void run_matmul(vkf_context *ctx, const char *family, const mm_case *c, uint64_t seed)
+{
+    size_t lda = c->k + c->pad, ldb = (c->b_kn ? c->n : c->k) + c->pad, ldc = c->n + c->pad;
+    size_t b_rows = c->b_kn ? c->k : c->n;
+    size_t off = c->pad;
+    float *a = harness_random(off + c->m * lda, seed);
+    float *b = harness_random(off + b_rows * ldb, seed + 1);
+    float *bias = harness_random(c->n, seed + 2);
+    float *r = harness_random(c->m * c->n, seed + 3);
+    float *want = harness_random(off + c->m * ldc, seed + 4); /* untouched padding must stay as it was */
+    vkf_tensor *ta = harness_tensor(ctx, a, 1, off + c->m * lda);
+    vkf_tensor *tb = harness_tensor(ctx, b, 1, off + b_rows * ldb);
+    vkf_tensor *tbias = harness_tensor(ctx, bias, 1, c->n);
+    vkf_tensor *tr = harness_tensor(ctx, r, c->m, c->n);
+    vkf_tensor *tc = harness_tensor(ctx, want, 1, off + c->m * ldc);
+
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_matmul_desc d;
+    vkf_matmul_desc_init(&d);
+    d.m = c->m, d.n = c->n, d.k = c->k;
+    d.a = (vkf_matrix_view){.tensor = ta, .offset = off, .row_stride = lda};
+    d.b = (vkf_matrix_view){.tensor = tb, .offset = off, .row_stride = ldb};
+    d.b_is_k_by_n = c->b_kn;
+    d.c = (vkf_matrix_view){.tensor = tc, .offset = off, .row_stride = ldc};
+    d.bias = c->bias ? tbias : NULL;
+    if (c->residual) d.residual.tensor = tr;
+    d.alpha = c->alpha;
+    d.activation = c->act;
+    CHECK_OK(vkf_cmd_matmul(cmd, &d));
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got = harness_download(tc);
+    ref_matmul(want + off, ldc, a + off, lda, b + off, ldb, c->b_kn, c->bias ? bias : NULL, c->residual ? r : NULL,
+               c->n, c->m, c->n, c->k, c->alpha, (int)c->act);
+    char what[160];
+    snprintf(what, sizeof what, "%s matmul m=%u n=%u k=%u%s%s%s act=%d alpha=%g pad=%u", family, c->m, c->n, c->k,
+             c->bias ? " bias" : "", c->residual ? " residual" : "", c->b_kn ? " B(k,n)" : "", (int)c->act, c->alpha,
+             c->pad);
+    /* fp32 accumulation over k terms of magnitude <= 1 */
+    harness_compare(what, got, want, off + c->m * ldc, 1e-5 + 2e-7 * c->k, 1e-4);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(ta), vkf_tensor_destroy(tb), vkf_tensor_destroy(tbias);
+    vkf_tensor_destroy(tr), vkf_tensor_destroy(tc);
+    free(a), free(b), free(bias), free(r), free(want), free(got);
+}
+
+/* Per-head products as attention uses them: Q, K, V (seq, heads * hd) packed; the
+ * batch runs over (batch, head) with two batch strides. S = Q·Kᵀ, O = S·V. */
+static void run_batched(vkf_context *ctx, const char *family, uint32_t batch, uint32_t heads, uint32_t seq,
+                        uint32_t hd)
+{
+    size_t dm = (size_t)heads * hd;
+    size_t n_qkv = (size_t)batch * seq * dm, n_s = (size_t)batch * heads * seq * seq;
+    float *q = harness_random(n_qkv, 11), *k = harness_random(n_qkv, 12), *v = harness_random(n_qkv, 13);
+    vkf_tensor *tq = harness_tensor(ctx, q, batch * seq, dm), *tk = harness_tensor(ctx, k, batch * seq, dm);
+    vkf_tensor *tv = harness_tensor(ctx, v, batch * seq, dm);
+    vkf_tensor *ts = harness_tensor(ctx, NULL, batch * heads * seq, seq);
+    vkf_tensor *to = harness_tensor(ctx, NULL, batch * seq, dm);
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_matmul_desc d;
+    vkf_matmul_desc_init(&d);
+    d.m = seq, d.n = seq, d.k = hd;
+    d.batch[0] = batch, d.batch[1] = heads;
+    d.a = (vkf_matrix_view){.tensor = tq, .row_stride = dm, .batch_stride = {seq * dm, hd}};
+    d.b = (vkf_matrix_view){.tensor = tk, .row_stride = dm, .batch_stride = {seq * dm, hd}};
+    d.c = (vkf_matrix_view){.tensor = ts, .batch_stride = {(uint64_t)heads * seq * seq, (uint64_t)seq * seq}};
+    d.alpha = 1.0f / sqrtf((float)hd);
+    CHECK_OK(vkf_cmd_matmul(cmd, &d));
+    vkf_matmul_desc_init(&d);
+    d.m = seq, d.n = hd, d.k = seq;
+    d.batch[0] = batch, d.batch[1] = heads;
+    d.a = (vkf_matrix_view){.tensor = ts, .batch_stride = {(uint64_t)heads * seq * seq, (uint64_t)seq * seq}};
+    d.b = (vkf_matrix_view){.tensor = tv, .row_stride = dm, .batch_stride = {seq * dm, hd}};
+    d.b_is_k_by_n = true;
+    d.c = (vkf_matrix_view){.tensor = to, .row_stride = dm, .batch_stride = {seq * dm, hd}};
+    CHECK_OK(vkf_cmd_matmul(cmd, &d));
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got_s = harness_download(ts), *got_o = harness_download(to);
+    float *want_s = harness_alloc(n_s * 4), *want_o = harness_alloc(n_qkv * 4);
+    for (uint32_t b = 0; b < batch; b++)
+        for (uint32_t h = 0; h < heads; h++) {
+            size_t qo = (size_t)b * seq * dm + (size_t)h * hd, so = ((size_t)b * heads + h) * seq * seq;
+            ref_matmul(want_s + so, seq, q + qo, dm, k + qo, dm, false, NULL, NULL, 0, seq, seq, hd,
+                       1.0f / sqrtf((float)hd), 0);
+            /* P·V from the GPU's scores, so the two products are checked separately */
+            ref_matmul(want_o + qo, dm, got_s + so, seq, v + qo, dm, true, NULL, NULL, 0, seq, hd, seq, 1.0f, 0);
+        }
+    char what[128];
+    snprintf(what, sizeof what, "%s batched Q.K^T batch=%u heads=%u seq=%u hd=%u", family, batch, heads, seq, hd);
+    harness_compare(what, got_s, want_s, n_s, 1e-5, 1e-4);
+    snprintf(what, sizeof what, "%s batched P.V batch=%u heads=%u seq=%u hd=%u", family, batch, heads, seq, hd);
+    harness_compare(what, got_o, want_o, n_qkv, 1e-4, 1e-4);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tq), vkf_tensor_destroy(tk), vkf_tensor_destroy(tv);
+    vkf_tensor_destroy(ts), vkf_tensor_destroy(to);
+    free(q), free(k), free(v), free(got_s), free(got_o), free(want_s), free(want_o);
+}
+
+static void test_matmul_family(vkf_context *ctx, const char *family)
+{
+    uint64_t seed = 100;
+    /* Each size in each dimension, the other two from a small rotating set. */
+    static const uint32_t others[] = {3, 17, 64, 100};
+    for (int dim = 0; dim < 3; dim++)
+        for (size_t i = 0; i < NSIZES; i++) {
+            uint32_t s[3] = {others[i % 4], others[(i + 1) % 4], others[(i + 2) % 4]};
+            s[dim] = SIZES[i];
+            mm_case c = {.m = s[0], .n = s[1], .k = s[2], .alpha = 1.0f};
+            run_matmul(ctx, family, &c, seed++);
+        }
+    /* Large on all sides at once, and the edge cases. */
+    mm_case big[] = {
+        {.m = 1000, .n = 257, .k = 100, .alpha = 1.0f},
+        {.m = 257, .n = 1000, .k = 257, .alpha = 1.0f, .bias = true},
+        {.m = 100, .n = 100, .k = 1000, .alpha = 1.0f},
+        {.m = 1, .n = 1, .k = 1, .alpha = 1.0f},
+        {.m = 64, .n = 64, .k = 64, .alpha = 1.0f},
+    };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) run_matmul(ctx, family, &big[i], seed++);
+    /* Every epilogue and layout option. */
+    mm_case opts[] = {
+        {.m = 17, .n = 100, .k = 64, .bias = true, .act = VKF_ACTIVATION_RELU, .alpha = 1.0f},
+        {.m = 100, .n = 17, .k = 257, .bias = true, .act = VKF_ACTIVATION_GELU, .alpha = 1.0f},
+        {.m = 64, .n = 3, .k = 17, .residual = true, .alpha = 0.125f},
+        {.m = 257, .n = 64, .k = 100, .bias = true, .residual = true, .act = VKF_ACTIVATION_GELU, .alpha = 0.5f},
+        {.m = 17, .n = 100, .k = 64, .b_kn = true, .alpha = 1.0f},
+        {.m = 100, .n = 3, .k = 257, .b_kn = true, .bias = true, .act = VKF_ACTIVATION_RELU, .alpha = 1.0f},
+        {.m = 17, .n = 64, .k = 64, .pad = 1, .alpha = 1.0f},   /* unaligned: scalar loads */
+        {.m = 64, .n = 17, .k = 100, .pad = 3, .bias = true, .alpha = 1.0f},
+        {.m = 64, .n = 17, .k = 100, .pad = 4, .bias = true, .alpha = 1.0f}, /* aligned with padding: vec4 */
+        {.m = 3, .n = 257, .k = 17, .pad = 2, .b_kn = true, .residual = true, .alpha = 1.0f},
+    };
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) run_matmul(ctx, family, &opts[i], seed++);
+    run_batched(ctx, family, 2, 3, 17, 16);
+    run_batched(ctx, family, 1, 4, 100, 64);
+    run_batched(ctx, family, 3, 1, 1, 3);
+}
+
+/* ------------------------------------------------------------------ softmax */
+
+static void run_softmax(vkf_context *ctx, uint32_t rows, uint32_t cols, float scale, bool mask, uint32_t mask_rows,
+                        uint32_t mask_div, uint32_t causal_period, uint32_t causal_offset, bool in_place, uint64_t seed)
+{
+    size_t n = (size_t)rows * cols;
+    float *x = harness_random(n, seed);
+    for (size_t i = 0; i < n; i++) x[i] *= 8.0f; /* wide range: exercises the max subtraction */
+    float *m = harness_random((size_t)mask_rows * cols, seed + 1);
+    for (size_t i = 0; i < (size_t)mask_rows * cols; i++) m[i] = m[i] > 0.5f ? -INFINITY : m[i];
+    vkf_tensor *tx = harness_tensor(ctx, x, rows, cols);
+    vkf_tensor *tm = harness_tensor(ctx, m, mask_rows, cols);
+    vkf_tensor *ty = in_place ? tx : harness_tensor(ctx, NULL, rows, cols);
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_softmax_desc d;
+    vkf_softmax_desc_init(&d);
+    d.rows = rows, d.cols = cols, d.x = tx, d.y = ty, d.scale = scale;
+    if (mask) d.mask = tm, d.mask_rows = mask_rows, d.mask_row_div = mask_div;
+    d.causal_period = causal_period, d.causal_offset = causal_offset;
+    CHECK_OK(vkf_cmd_softmax(cmd, &d));
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got = harness_download(ty);
+    float *want = harness_alloc(n * 4);
+    ref_softmax(want, x, rows, cols, scale, mask ? m : NULL, mask_rows, mask_div, causal_period, causal_offset);
+    char what[160];
+    snprintf(what, sizeof what, "softmax rows=%u cols=%u scale=%g mask=%d/%u/%u causal=%u+%u%s", rows, cols, scale,
+             mask, mask_rows, mask_div, causal_period, causal_offset, in_place ? " in-place" : "");
+    harness_compare(what, got, want, n, 1e-6, 1e-4);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tx), vkf_tensor_destroy(tm);
+    if (!in_place) vkf_tensor_destroy(ty);
+    free(x), free(m), free(got), free(want);
+}
+
+static void test_softmax(vkf_context *ctx)
+{
+    uint64_t seed = 500;
+    for (size_t i = 0; i < NSIZES; i++)
+        for (size_t j = 0; j < NSIZES; j += 2) {
+            uint32_t rows = SIZES[i], cols = SIZES[(i + j) % NSIZES];
+            if ((uint64_t)rows * cols > 300000) continue;
+            run_softmax(ctx, rows, cols, 1.0f, false, 1, 1, 0, 0, false, seed++);
+        }
+    run_softmax(ctx, 1000, 257, 0.125f, false, 1, 1, 0, 0, false, seed++);
+    run_softmax(ctx, 3, 5000, 1.0f, false, 1, 1, 0, 0, false, seed++);          /* row >> workgroup */
+    run_softmax(ctx, 100, 100, 0.5f, false, 1, 1, 100, 0, false, seed++);       /* causal */
+    run_softmax(ctx, 2 * 17, 40, 1.0f, false, 1, 1, 17, 23, false, seed++);     /* causal with a cache offset */
+    run_softmax(ctx, 4 * 3 * 17, 17, 1.0f, true, 4, 3 * 17, 0, 0, false, seed++); /* key padding per batch */
+    run_softmax(ctx, 6 * 64, 64, 0.25f, true, 64, 1, 0, 0, false, seed++);      /* (seq, seq) mask, per row */
+    run_softmax(ctx, 257, 257, 1.0f, true, 1, 1, 257, 0, true, seed++);          /* mask + causal, in place */
+    run_softmax(ctx, 1, 1, 1.0f, false, 1, 1, 0, 0, true, seed++);
+
+    /* A row with every column masked is zeros, not NaN. */
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, m[8];
+    for (int i = 0; i < 8; i++) m[i] = i < 4 ? -INFINITY : 0.0f;
+    vkf_tensor *tx = harness_tensor(ctx, x, 2, 4), *tm = harness_tensor(ctx, m, 2, 4);
+    vkf_tensor *ty = harness_tensor(ctx, NULL, 2, 4);
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_softmax_desc d;
+    vkf_softmax_desc_init(&d);
+    d.rows = 2, d.cols = 4, d.x = tx, d.y = ty, d.mask = tm, d.mask_rows = 2;
+    CHECK_OK(vkf_cmd_softmax(cmd, &d));
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got = harness_download(ty), want[8];
+    ref_softmax(want, x, 2, 4, 1.0f, m, 2, 1, 0, 0);
+    for (int i = 0; i < 4; i++) CHECK(got[i] == 0.0f);
+    harness_compare("softmax with a fully masked row", got, want, 8, 1e-6, 1e-5);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tx), vkf_tensor_destroy(tm), vkf_tensor_destroy(ty);
+    free(got);
+}
+
+/* ------------------------------------------------------------------ layernorm */
+
+static void run_layernorm(vkf_context *ctx, uint32_t rows, uint32_t cols, bool residual, bool sum, bool in_place,
+                          float eps, uint64_t seed)
+{
+    size_t n = (size_t)rows * cols;
+    float *x = harness_random(n, seed), *r = harness_random(n, seed + 1);
+    float *g = harness_random(cols, seed + 2), *b = harness_random(cols, seed + 3);
+    for (size_t i = 0; i < n; i++) x[i] = x[i] * 3.0f + 2.0f; /* non-zero mean */
+    vkf_tensor *tx = harness_tensor(ctx, x, rows, cols), *tr = harness_tensor(ctx, r, rows, cols);
+    vkf_tensor *tg = harness_tensor(ctx, g, 1, cols), *tb = harness_tensor(ctx, b, 1, cols);
+    vkf_tensor *ty = in_place ? tx : harness_tensor(ctx, NULL, rows, cols);
+    vkf_tensor *ts = harness_tensor(ctx, NULL, rows, cols);
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_layernorm_desc d;
+    vkf_layernorm_desc_init(&d);
+    d.rows = rows, d.cols = cols, d.x = tx, d.residual = residual ? tr : NULL, d.gamma = tg, d.beta = tb;
+    d.y = ty, d.sum = sum ? ts : NULL, d.eps = eps;
+    CHECK_OK(vkf_cmd_layernorm(cmd, &d));
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got = harness_download(ty), *got_sum = harness_download(ts);
+    float *want = harness_alloc(n * 4), *want_sum = harness_alloc(n * 4);
+    ref_layernorm(want, want_sum, x, residual ? r : NULL, g, b, rows, cols, eps);
+    char what[128];
+    snprintf(what, sizeof what, "layernorm rows=%u cols=%u%s%s%s eps=%g", rows, cols, residual ? " +residual" : "",
+             sum ? " sum-out" : "", in_place ? " in-place" : "", eps);
+    /* one element alone in its row normalises to 0 (var 0): exact */
+    harness_compare(what, got, want, n, 2e-5, 1e-4);
+    if (sum) harness_compare(what, got_sum, want_sum, n, 0, 1e-6);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tx), vkf_tensor_destroy(tr), vkf_tensor_destroy(tg), vkf_tensor_destroy(tb);
+    vkf_tensor_destroy(ts);
+    if (!in_place) vkf_tensor_destroy(ty);
+    free(x), free(r), free(g), free(b), free(got), free(got_sum), free(want), free(want_sum);
+}
+
+static void test_layernorm(vkf_context *ctx)
+{
+    uint64_t seed = 900;
+    for (size_t i = 0; i < NSIZES; i++)
+        for (size_t j = 0; j < NSIZES; j += 3) {
+            uint32_t rows = SIZES[(i + j) % NSIZES], cols = SIZES[i];
+            if ((uint64_t)rows * cols > 300000) continue;
+            run_layernorm(ctx, rows, cols, (i + j) % 2 == 0, false, false, 1e-5f, seed++);
+        }
+    run_layernorm(ctx, 100, 1000, true, true, false, 1e-5f, seed++);
+    run_layernorm(ctx, 17, 5000, false, true, false, 1e-6f, seed++);
+    run_layernorm(ctx, 257, 64, true, false, true, 1e-5f, seed++);
+    run_layernorm(ctx, 3, 48, true, true, true, 1e-3f, seed++);
+}
+
+/* ------------------------------------------------------------------ embedding */
+
+static void run_embed(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, float scale, bool positional,
+                      uint32_t seq_len, uint32_t pos_offset, int bad_id_at, uint64_t seed)
+{
+    float *table = harness_random((size_t)vocab * d, seed);
+    int32_t *ids = harness_alloc(tokens * sizeof *ids);
+    for (uint32_t t = 0; t < tokens; t++) ids[t] = (int32_t)(((uint64_t)t * 2654435761u + seed) % vocab);
+    if (bad_id_at >= 0) ids[bad_id_at] = (bad_id_at % 2) ? -1 : (int32_t)vocab;
+    vkf_tensor *tt = harness_tensor(ctx, table, vocab, d), *to = harness_tensor(ctx, NULL, tokens, d);
+    vkf_tensor *ti, *tpe = NULL;
+    uint32_t max_pos = (seq_len ? seq_len : tokens) + pos_offset;
+    if (positional) CHECK_OK(vkf_positional_encoding_create(ctx, max_pos, d, &tpe));
+    uint64_t shape = tokens;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, &shape, &ti));
+    CHECK_OK(vkf_tensor_upload(ti, ids, shape * 4));
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_embed_desc e;
+    vkf_embed_desc_init(&e);
+    e.tokens = tokens, e.d = d, e.vocab = vocab, e.ids = ti, e.table = tt, e.out = to;
+    e.scale = scale, e.positions = tpe, e.seq_len = seq_len, e.pos_offset = pos_offset;
+    CHECK_OK(vkf_cmd_embed(cmd, &e));
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got = harness_download(to), *want = harness_alloc((size_t)tokens * d * 4);
+    ref_embed(want, ids, table, tokens, d, vocab, scale, positional, seq_len, pos_offset);
+    if (bad_id_at >= 0) {
+        /* the bad row is NaN on both sides; compare the rest, then the NaNs */
+        for (uint32_t c = 0; c < d; c++) {
+            CHECK(isnan(got[(size_t)bad_id_at * d + c]));
+            got[(size_t)bad_id_at * d + c] = want[(size_t)bad_id_at * d + c] = 0;
+        }
+    }
+    char what[128];
+    snprintf(what, sizeof what, "embed tokens=%u d=%u vocab=%u scale=%g pe=%d seq=%u offset=%u bad=%d", tokens, d,
+             vocab, scale, positional, seq_len, pos_offset, bad_id_at);
+    harness_compare(what, got, want, (size_t)tokens * d, 1e-6, 1e-6);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tt), vkf_tensor_destroy(to), vkf_tensor_destroy(ti), vkf_tensor_destroy(tpe);
+    free(table), free(ids), free(got), free(want);
+}
+
+static void test_embed(vkf_context *ctx)
+{
+    uint64_t seed = 1300;
+    for (size_t i = 0; i < NSIZES; i++) {
+        uint32_t tokens = SIZES[i], d = SIZES[(i + 2) % NSIZES], vocab = SIZES[(i + 4) % NSIZES];
+        if (d % 2 && d > 1) d += 1; /* models have even d_model; odd d is still checked below */
+        run_embed(ctx, tokens, d, vocab, sqrtf((float)d), true, 0, 0, -1, seed++);
+    }
+    run_embed(ctx, 1000, 64, 257, 1.0f, true, 0, 0, -1, seed++);
+    run_embed(ctx, 17, 1000, 3, 2.0f, false, 0, 0, -1, seed++);
+    run_embed(ctx, 3 * 17, 17, 100, 1.0f, true, 17, 0, -1, seed++);     /* 3 sequences of 17, odd d */
+    run_embed(ctx, 4, 64, 100, 8.0f, true, 1, 257, -1, seed++);         /* decode steps at position 257 */
+    run_embed(ctx, 100, 64, 100, 1.0f, true, 0, 0, 7, seed++);          /* id = -1 */
+    run_embed(ctx, 100, 64, 100, 1.0f, true, 0, 0, 42, seed++);         /* id = vocab */
+}
+
+int main(void)
+{
+    vkf_context *ctx = harness_context();
+    vkf_device_info info;
+    vkf_context_device_info(ctx, &info);
+
+    /* Both matmul families with the tiles this device would get, plus other tiles. */
+    vkf_matmul_tiles tiled = {.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
+    vkf_matmul_tiles tiled_small = {.workgroup = 64, .bm = 32, .bn = 16, .bk = 8, .tm = 2, .tn = 4};
+    vkf_matmul_tiles direct = {.workgroup = 64, .bm = 64, .bn = 32, .bk = 1, .tm = 8, .tn = 4};
+    vkf_matmul_tiles direct_small = {.workgroup = 32, .bm = 16, .bn = 16, .bk = 1, .tm = 2, .tn = 4};
+    struct {
+        const char *name;
+        vkf_variant_id variant;
+        vkf_matmul_tiles *tiles;
+    } families[] = {
+        {"tiled-64x64", VKF_VARIANT_MATMUL_TILED, &tiled},
+        {"tiled-32x16", VKF_VARIANT_MATMUL_TILED, &tiled_small},
+        {"direct-64x32", VKF_VARIANT_MATMUL_DIRECT, &direct},
+        {"direct-16x16", VKF_VARIANT_MATMUL_DIRECT, &direct_small},
+    };
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+        vkf_status st = vkf_tuning_set_matmul(ctx, families[f].variant, families[f].tiles);
+        if (st == VKF_ERROR_UNSUPPORTED) {
+            fprintf(stderr, "skipping %s on this device: %s\n", families[f].name, vkf_last_error());
+            continue;
+        }
+        CHECK_OK(st);
+        fprintf(stderr, "matmul family %s\n", families[f].name);
+        test_matmul_family(ctx, families[f].name);
+    }
+    vkf_tuning_choose(ctx);
+    test_softmax(ctx);
+    test_layernorm(ctx);
+    test_embed(ctx);
+    harness_close(ctx);
+    return harness_result("test_ops");
+}

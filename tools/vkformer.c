@@ -1,0 +1,632 @@
+/* The vkformer command-line tool.
+ *
+ *   vkformer info [--json]                         every Vulkan device and what vkformer found
+ *   vkformer check                                 every GPU op against the C reference
+ *   vkformer bench matmul --m M --n N --k K        GPU time of C = A·Bᵀ (timestamps)
+ *                  [--size S[,S...]] [--repeat R] [--json]
+ *
+ * Every command takes --device INDEX|NAME-SUBSTRING (else VKFORMER_DEVICE, else the
+ * first discrete GPU, integrated, virtual, CPU). VKFORMER_VALIDATE=1 turns the
+ * validation layer on; any validation message then fails the command.
+ *
+ * Exit codes: 0 success, 1 error, 2 usage, 3 no Vulkan loader, 4 no Vulkan device,
+ * 5 a check found wrong results, 6 validation messages were reported.
+ */
+#include "vkformer.h"
+#include "reference/reference.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_NO_VULKAN = 3, EXIT_NO_DEVICE = 4, EXIT_WRONG = 5, EXIT_VALIDATION = 6 };
+
+static const char usage_text[] =
+    "usage: vkformer COMMAND [options]\n"
+    "  info [--json]                         list Vulkan devices and their limits\n"
+    "  check                                 run every GPU op against the C reference\n"
+    "  bench matmul [--m M --n N --k K | --size S[,S...]] [--repeat R] [--json]\n"
+    "common options: --device INDEX|NAME-SUBSTRING\n";
+
+typedef struct options {
+    const char *device;
+    bool json;
+    unsigned long m, n, k;
+    const char *sizes;
+    unsigned long repeat;
+} options;
+
+static int exit_code_for(vkf_status st)
+{
+    if (st == VKF_ERROR_NO_VULKAN) return EXIT_NO_VULKAN;
+    if (st == VKF_ERROR_NO_DEVICE) return EXIT_NO_DEVICE;
+    return EXIT_ERROR;
+}
+
+static int fail(vkf_status st)
+{
+    fprintf(stderr, "vkformer: %s\n", vkf_last_error());
+    return exit_code_for(st);
+}
+
+static void log_to_stderr(void *user, vkf_log_level level, const char *message)
+{
+    (void)user;
+    fprintf(stderr, "vkformer: %s: %s\n", level == VKF_LOG_ERROR ? "error" : level == VKF_LOG_WARNING ? "warning" : "info",
+            message);
+}
+
+static vkf_status open_context(const options *o, vkf_context **out)
+{
+    vkf_context_options co;
+    vkf_context_options_init(&co);
+    co.device = o->device;
+    co.log = log_to_stderr;
+    return vkf_context_create(&co, out);
+}
+
+/* Destroys the context; turns validation messages into a failing exit code. */
+static int close_context(vkf_context *ctx, int code)
+{
+    uint32_t errors = 0, warnings = 0;
+    vkf_context_validation_counts(ctx, &errors, &warnings, NULL);
+    vkf_context_destroy(ctx);
+    if (code == 0 && errors + warnings > 0) {
+        fprintf(stderr, "vkformer: the validation layer reported %u errors and %u warnings\n", errors, warnings);
+        return EXIT_VALIDATION;
+    }
+    return code;
+}
+
+static bool parse_ulong(const char *s, unsigned long *out)
+{
+    if (!s || !*s) return false;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*end || s[0] == '-') return false;
+    *out = v;
+    return true;
+}
+
+/* Host allocation for the tool; the tool (not the library) may exit on failure. */
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "vkformer: out of host memory (%zu bytes)\n", bytes);
+        exit(EXIT_ERROR);
+    }
+    return p;
+}
+
+/* ------------------------------------------------------------------ info */
+
+static const char *type_name(vkf_device_type t)
+{
+    switch (t) {
+    case VKF_DEVICE_INTEGRATED_GPU: return "integrated-gpu";
+    case VKF_DEVICE_DISCRETE_GPU: return "discrete-gpu";
+    case VKF_DEVICE_VIRTUAL_GPU: return "virtual-gpu";
+    case VKF_DEVICE_CPU: return "cpu";
+    default: return "other";
+    }
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+static void print_device_json(const vkf_device_info *d, bool is_default)
+{
+    printf("{\"index\":%u,\"name\":", d->index);
+    json_string(d->name);
+    printf(",\"type\":\"%s\",\"default\":%s,\"vendor_id\":%u,\"device_id\":%u,\"api_version\":\"%u.%u.%u\","
+           "\"driver_version\":%u,\"driver_name\":",
+           type_name(d->type), is_default ? "true" : "false", d->vendor_id, d->device_id, d->api_version >> 22,
+           (d->api_version >> 12) & 0x3ff, d->api_version & 0xfff, d->driver_version);
+    json_string(d->driver_name);
+    printf(",\"driver_info\":");
+    json_string(d->driver_info);
+    printf(",\"subgroup_size\":%u,\"max_shared_memory\":%u,\"max_workgroup_invocations\":%u,"
+           "\"max_workgroup_size\":[%u,%u,%u],\"max_workgroup_count\":[%u,%u,%u],\"max_push_constants\":%u,"
+           "\"storage_16bit\":%s,\"float16\":%s,\"int8\":%s,\"cooperative_matrix\":%s,\"timestamps\":%s,"
+           "\"timestamp_period_ns\":%g,\"max_storage_buffer_range\":%llu,\"max_memory_allocation_size\":%llu,"
+           "\"unified_memory\":%s,\"heaps\":[",
+           d->subgroup_size, d->max_shared_memory, d->max_workgroup_invocations, d->max_workgroup_size[0],
+           d->max_workgroup_size[1], d->max_workgroup_size[2], d->max_workgroup_count[0], d->max_workgroup_count[1],
+           d->max_workgroup_count[2], d->max_push_constants, d->storage_16bit ? "true" : "false",
+           d->float16 ? "true" : "false", d->int8 ? "true" : "false", d->cooperative_matrix ? "true" : "false",
+           d->timestamps ? "true" : "false", d->timestamp_period_ns, (unsigned long long)d->max_storage_buffer_range,
+           (unsigned long long)d->max_memory_allocation_size, d->unified_memory ? "true" : "false");
+    for (uint32_t h = 0; h < d->heap_count; h++)
+        printf("%s{\"size\":%llu,\"device_local\":%s}", h ? "," : "", (unsigned long long)d->heaps[h].size,
+               d->heaps[h].device_local ? "true" : "false");
+    printf("]}");
+}
+
+static void print_device_text(const vkf_device_info *d, bool is_default)
+{
+    printf("device %u: %s%s\n", d->index, d->name, is_default ? "   [default]" : "");
+    printf("  type                        %s\n", type_name(d->type));
+    printf("  vendor / device id          0x%04x / 0x%04x\n", d->vendor_id, d->device_id);
+    printf("  Vulkan                      %u.%u.%u\n", d->api_version >> 22, (d->api_version >> 12) & 0x3ff,
+           d->api_version & 0xfff);
+    printf("  driver                      %s %s (version 0x%x)\n", d->driver_name, d->driver_info, d->driver_version);
+    printf("  subgroup size               %u\n", d->subgroup_size);
+    printf("  shared memory / workgroup   %u bytes\n", d->max_shared_memory);
+    printf("  workgroup invocations       %u (size %u x %u x %u)\n", d->max_workgroup_invocations,
+           d->max_workgroup_size[0], d->max_workgroup_size[1], d->max_workgroup_size[2]);
+    printf("  workgroup count             %u x %u x %u\n", d->max_workgroup_count[0], d->max_workgroup_count[1],
+           d->max_workgroup_count[2]);
+    printf("  push constants              %u bytes\n", d->max_push_constants);
+    printf("  16-bit storage              %s\n", d->storage_16bit ? "yes" : "no");
+    printf("  float16 / int8 arithmetic   %s / %s\n", d->float16 ? "yes" : "no", d->int8 ? "yes" : "no");
+    printf("  VK_KHR_cooperative_matrix   %s\n", d->cooperative_matrix ? "yes" : "no");
+    printf("  timestamps                  %s (%g ns per tick)\n", d->timestamps ? "yes" : "no", d->timestamp_period_ns);
+    printf("  maxStorageBufferRange       %llu bytes\n", (unsigned long long)d->max_storage_buffer_range);
+    printf("  maxMemoryAllocationSize     %llu bytes\n", (unsigned long long)d->max_memory_allocation_size);
+    printf("  host writes device memory   %s\n", d->unified_memory ? "yes (no staging)" : "no (staging copies)");
+    for (uint32_t h = 0; h < d->heap_count; h++)
+        printf("  heap %u                      %llu MiB%s\n", h, (unsigned long long)(d->heaps[h].size >> 20),
+               d->heaps[h].device_local ? " device-local" : "");
+}
+
+static int cmd_info(const options *o)
+{
+    uint32_t count = 0;
+    vkf_status st = vkf_devices_list(NULL, 0, &count);
+    if (st != VKF_OK) return fail(st);
+    if (count == 0) {
+        fprintf(stderr, "vkformer: no Vulkan device found (is a driver installed? VK_ICD_FILENAMES may point to a missing file)\n");
+        return EXIT_NO_DEVICE;
+    }
+    vkf_device_info *infos = xmalloc(count * sizeof *infos);
+    st = vkf_devices_list(infos, count, &count);
+    if (st != VKF_OK) {
+        free(infos);
+        return fail(st);
+    }
+    /* The device a command would run on, chosen as every other command does. */
+    vkf_context *ctx;
+    st = open_context(o, &ctx);
+    if (st != VKF_OK) {
+        free(infos);
+        return fail(st);
+    }
+    vkf_device_info chosen;
+    vkf_context_device_info(ctx, &chosen);
+    if (o->json) {
+        printf("{\"vkformer\":\"%s\",\"default\":%u,\"devices\":[", vkf_version_string(), chosen.index);
+        for (uint32_t i = 0; i < count; i++) {
+            if (i) putchar(',');
+            print_device_json(&infos[i], i == chosen.index);
+        }
+        printf("]}\n");
+    } else {
+        printf("vkformer %s, %u Vulkan device%s\n", vkf_version_string(), count, count == 1 ? "" : "s");
+        for (uint32_t i = 0; i < count; i++) print_device_text(&infos[i], i == chosen.index);
+    }
+    free(infos);
+    return close_context(ctx, 0);
+}
+
+/* ------------------------------------------------------------------ shared helpers */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static float rand_uniform(void) /* [-1, 1) */
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (float)((rng_state >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+static float *random_floats(size_t n)
+{
+    float *v = xmalloc(n * sizeof *v);
+    for (size_t i = 0; i < n; i++) v[i] = rand_uniform();
+    return v;
+}
+
+static vkf_status tensor_from(vkf_context *ctx, const float *data, uint64_t rows, uint64_t cols, vkf_tensor **out)
+{
+    uint64_t shape[2] = {rows, cols};
+    vkf_status st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 2, shape, out);
+    if (st == VKF_OK && data) st = vkf_tensor_upload(*out, data, rows * cols * 4);
+    if (st != VKF_OK) {
+        vkf_tensor_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------ check */
+
+/* Max |gpu - ref| relative to tolerance: ok iff every element has
+ * |gpu - ref| <= atol + rtol * |ref|. */
+static bool close_enough(const float *gpu, const float *ref, size_t n, double atol, double rtol, double *out_max_err)
+{
+    bool ok = true;
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double err = fabs((double)gpu[i] - ref[i]);
+        if (!(err <= atol + rtol * fabs(ref[i]))) ok = false;
+        if (err > worst || err != err) worst = err;
+    }
+    *out_max_err = worst;
+    return ok;
+}
+
+static int check_report(const char *what, bool ok, double err, int *failures)
+{
+    printf("  %-44s max abs error %.3g  %s\n", what, err, ok ? "ok" : "WRONG");
+    if (!ok) (*failures)++;
+    return ok;
+}
+
+static vkf_status check_matmul(vkf_context *ctx, uint32_t m, uint32_t n, uint32_t k, vkf_activation act, int *failures)
+{
+    float *a = random_floats((size_t)m * k), *b = random_floats((size_t)n * k), *bias = random_floats(n);
+    float *gpu = xmalloc((size_t)m * n * 4), *ref = xmalloc((size_t)m * n * 4);
+    vkf_tensor *ta = NULL, *tb = NULL, *tbias = NULL, *tc = NULL;
+    vkf_cmd *cmd = NULL;
+    vkf_status st = VKF_OK;
+    if (st == VKF_OK) st = tensor_from(ctx, a, m, k, &ta);
+    if (st == VKF_OK) st = tensor_from(ctx, b, n, k, &tb);
+    if (st == VKF_OK) st = tensor_from(ctx, bias, 1, n, &tbias);
+    if (st == VKF_OK) st = tensor_from(ctx, NULL, m, n, &tc);
+    if (st == VKF_OK) st = vkf_cmd_create(ctx, 0, &cmd);
+    if (st == VKF_OK) {
+        vkf_matmul_desc d;
+        vkf_matmul_desc_init(&d);
+        d.m = m, d.n = n, d.k = k;
+        d.a.tensor = ta, d.b.tensor = tb, d.c.tensor = tc, d.bias = tbias;
+        d.activation = act;
+        st = vkf_cmd_matmul(cmd, &d);
+    }
+    if (st == VKF_OK) st = vkf_cmd_submit(cmd);
+    if (st == VKF_OK) st = vkf_tensor_download(tc, gpu, (uint64_t)m * n * 4);
+    if (st == VKF_OK) {
+        ref_matmul(ref, n, a, k, b, k, false, bias, NULL, 0, m, n, k, 1.0f, (int)act);
+        char what[96];
+        snprintf(what, sizeof what, "matmul %ux%ux%u + bias%s", m, n, k,
+                 act == VKF_ACTIVATION_RELU ? " + relu" : act == VKF_ACTIVATION_GELU ? " + gelu" : "");
+        double err;
+        bool ok = close_enough(gpu, ref, (size_t)m * n, 1e-4, 1e-4, &err);
+        check_report(what, ok, err, failures);
+    }
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(ta);
+    vkf_tensor_destroy(tb);
+    vkf_tensor_destroy(tbias);
+    vkf_tensor_destroy(tc);
+    free(a), free(b), free(bias), free(gpu), free(ref);
+    return st;
+}
+
+static vkf_status check_rows(vkf_context *ctx, uint32_t rows, uint32_t cols, int *failures)
+{
+    size_t n = (size_t)rows * cols;
+    float *x = random_floats(n), *r = random_floats(n), *g = random_floats(cols), *be = random_floats(cols);
+    float *gpu = xmalloc(n * 4), *ref = xmalloc(n * 4);
+    vkf_tensor *tx = NULL, *tr = NULL, *tg = NULL, *tb = NULL, *ty = NULL, *tp = NULL;
+    vkf_cmd *cmd = NULL;
+    vkf_status st = VKF_OK;
+    if (st == VKF_OK) st = tensor_from(ctx, x, rows, cols, &tx);
+    if (st == VKF_OK) st = tensor_from(ctx, r, rows, cols, &tr);
+    if (st == VKF_OK) st = tensor_from(ctx, g, 1, cols, &tg);
+    if (st == VKF_OK) st = tensor_from(ctx, be, 1, cols, &tb);
+    if (st == VKF_OK) st = tensor_from(ctx, NULL, rows, cols, &ty);
+    if (st == VKF_OK) st = tensor_from(ctx, NULL, rows, cols, &tp);
+    if (st == VKF_OK) st = vkf_cmd_create(ctx, 0, &cmd);
+    if (st == VKF_OK) {
+        vkf_layernorm_desc ln;
+        vkf_layernorm_desc_init(&ln);
+        ln.rows = rows, ln.cols = cols, ln.x = tx, ln.residual = tr, ln.gamma = tg, ln.beta = tb, ln.y = ty;
+        st = vkf_cmd_layernorm(cmd, &ln);
+    }
+    if (st == VKF_OK) {
+        vkf_softmax_desc sm;
+        vkf_softmax_desc_init(&sm);
+        sm.rows = rows, sm.cols = cols, sm.x = ty, sm.y = tp, sm.scale = 0.5f, sm.causal_period = rows;
+        st = vkf_cmd_softmax(cmd, &sm);
+    }
+    if (st == VKF_OK) st = vkf_cmd_submit(cmd);
+    double err = 0;
+    char what[96];
+    if (st == VKF_OK) st = vkf_tensor_download(ty, gpu, n * 4);
+    float *ln_ref = xmalloc(n * 4);
+    if (st == VKF_OK) {
+        ref_layernorm(ln_ref, NULL, x, r, g, be, rows, cols, 1e-5f);
+        snprintf(what, sizeof what, "layernorm(x + r) %ux%u", rows, cols);
+        bool ok = close_enough(gpu, ln_ref, n, 1e-4, 1e-4, &err);
+        check_report(what, ok, err, failures);
+        st = vkf_tensor_download(tp, gpu, n * 4);
+    }
+    if (st == VKF_OK) {
+        /* The softmax reads the GPU's layernorm output, as it did on the device. */
+        float *ln_gpu = xmalloc(n * 4);
+        st = vkf_tensor_download(ty, ln_gpu, n * 4);
+        if (st == VKF_OK) {
+            ref_softmax(ref, ln_gpu, rows, cols, 0.5f, NULL, 0, 0, rows, 0);
+            snprintf(what, sizeof what, "causal softmax %ux%u", rows, cols);
+            bool ok = close_enough(gpu, ref, n, 1e-6, 1e-4, &err);
+        check_report(what, ok, err, failures);
+        }
+        free(ln_gpu);
+    }
+    free(ln_ref);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tx), vkf_tensor_destroy(tr), vkf_tensor_destroy(tg);
+    vkf_tensor_destroy(tb), vkf_tensor_destroy(ty), vkf_tensor_destroy(tp);
+    free(x), free(r), free(g), free(be), free(gpu), free(ref);
+    return st;
+}
+
+static vkf_status check_embed(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, int *failures)
+{
+    float *table = random_floats((size_t)vocab * d);
+    int32_t *ids = xmalloc(tokens * sizeof *ids);
+    float *gpu = xmalloc((size_t)tokens * d * 4), *ref = xmalloc((size_t)tokens * d * 4);
+    vkf_tensor *tt = NULL, *ti = NULL, *to = NULL, *tpe = NULL;
+    vkf_cmd *cmd = NULL;
+    vkf_status st = VKF_OK;
+    for (uint32_t t = 0; st == VKF_OK && t < tokens; t++) ids[t] = (int32_t)((t * 7919u) % vocab);
+    uint64_t ntok = tokens;
+    if (st == VKF_OK) st = tensor_from(ctx, table, vocab, d, &tt);
+    if (st == VKF_OK) st = vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, &ntok, &ti);
+    if (st == VKF_OK) st = vkf_tensor_upload(ti, ids, ntok * 4);
+    if (st == VKF_OK) st = tensor_from(ctx, NULL, tokens, d, &to);
+    if (st == VKF_OK) st = vkf_positional_encoding_create(ctx, tokens, d, &tpe);
+    if (st == VKF_OK) st = vkf_cmd_create(ctx, 0, &cmd);
+    if (st == VKF_OK) {
+        vkf_embed_desc e;
+        vkf_embed_desc_init(&e);
+        e.tokens = tokens, e.d = d, e.vocab = vocab, e.ids = ti, e.table = tt, e.out = to;
+        e.scale = sqrtf((float)d), e.positions = tpe;
+        st = vkf_cmd_embed(cmd, &e);
+    }
+    if (st == VKF_OK) st = vkf_cmd_submit(cmd);
+    if (st == VKF_OK) st = vkf_tensor_download(to, gpu, (uint64_t)tokens * d * 4);
+    if (st == VKF_OK) {
+        ref_embed(ref, ids, table, tokens, d, vocab, sqrtf((float)d), true, tokens, 0);
+        char what[96];
+        snprintf(what, sizeof what, "embedding + positions %u tokens x %u", tokens, d);
+        double err;
+        bool ok = close_enough(gpu, ref, (size_t)tokens * d, 1e-4, 1e-4, &err);
+        check_report(what, ok, err, failures);
+    }
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tt), vkf_tensor_destroy(ti), vkf_tensor_destroy(to), vkf_tensor_destroy(tpe);
+    free(table), free(ids), free(gpu), free(ref);
+    return st;
+}
+
+static int cmd_check(const options *o)
+{
+    vkf_context *ctx;
+    vkf_status st = open_context(o, &ctx);
+    if (st != VKF_OK) return fail(st);
+    vkf_device_info info;
+    vkf_context_device_info(ctx, &info);
+    printf("checking every op against the C reference on %s\n", info.name);
+    int failures = 0;
+    if (st == VKF_OK) st = check_matmul(ctx, 100, 257, 64, VKF_ACTIVATION_NONE, &failures);
+    if (st == VKF_OK) st = check_matmul(ctx, 17, 3, 1000, VKF_ACTIVATION_RELU, &failures);
+    if (st == VKF_OK) st = check_matmul(ctx, 257, 100, 17, VKF_ACTIVATION_GELU, &failures);
+    if (st == VKF_OK) st = check_rows(ctx, 64, 1000, &failures);
+    if (st == VKF_OK) st = check_embed(ctx, 100, 64, 1000, &failures);
+    if (st != VKF_OK) {
+        fprintf(stderr, "vkformer: %s\n", vkf_last_error());
+        return close_context(ctx, exit_code_for(st));
+    }
+    printf("%s\n", failures ? "check FAILED" : "all ops match the reference");
+    return close_context(ctx, failures ? EXIT_WRONG : 0);
+}
+
+/* ------------------------------------------------------------------ bench */
+
+/* Times one m×n×k matmul: a warm-up submit, then `repeat` timed submits; the GPU
+ * time of each comes from timestamp queries around the dispatch. Checks 64
+ * sampled outputs against dot products on the host. */
+static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsigned long m, unsigned long n,
+                            unsigned long k, unsigned long repeat, bool json)
+{
+    float *a = random_floats((size_t)m * k), *b = random_floats((size_t)n * k), *c = xmalloc((size_t)m * n * 4);
+    double *ms = xmalloc(repeat * sizeof *ms);
+    vkf_tensor *ta = NULL, *tb = NULL, *tc = NULL;
+    vkf_cmd *cmd = NULL;
+    vkf_status st = VKF_OK;
+    if (st == VKF_OK) st = tensor_from(ctx, a, m, k, &ta);
+    if (st == VKF_OK) st = tensor_from(ctx, b, n, k, &tb);
+    if (st == VKF_OK) st = tensor_from(ctx, NULL, m, n, &tc);
+    if (st == VKF_OK) st = vkf_cmd_create(ctx, VKF_CMD_TIMESTAMPS, &cmd);
+    if (st == VKF_OK) {
+        vkf_matmul_desc d;
+        vkf_matmul_desc_init(&d);
+        d.m = (uint32_t)m, d.n = (uint32_t)n, d.k = (uint32_t)k;
+        d.a.tensor = ta, d.b.tensor = tb, d.c.tensor = tc;
+        st = vkf_cmd_matmul(cmd, &d);
+    }
+    double t0 = now_s();
+    if (st == VKF_OK) st = vkf_cmd_submit(cmd); /* warm-up: pipeline compile, caches */
+    double warm = now_s() - t0;
+    bool progress = warm * (double)repeat > 2.0;
+    for (unsigned long r = 0; st == VKF_OK && r < repeat; r++) {
+        if (progress) fprintf(stderr, "bench matmul %lux%lux%lu: repeat %lu/%lu\n", m, n, k, r + 1, repeat);
+        st = vkf_cmd_submit(cmd);
+        uint32_t count;
+        if (st == VKF_OK) st = vkf_cmd_timings(cmd, &ms[r], 1, &count);
+    }
+    if (st == VKF_OK) st = vkf_tensor_download(tc, c, (uint64_t)m * n * 4);
+    int code = 0;
+    if (st != VKF_OK) {
+        fprintf(stderr, "vkformer: %s\n", vkf_last_error());
+        code = exit_code_for(st);
+    } else {
+        double max_err = 0;
+        for (int s = 0; s < 64; s++) {
+            size_t i = (size_t)((s * 2654435761u) % m), j = (size_t)((s * 40503u + 7) % n);
+            double ref = 0;
+            for (size_t p = 0; p < k; p++) ref += (double)a[i * k + p] * b[j * k + p];
+            double err = fabs(ref - c[i * n + j]) / (1.0 + fabs(ref));
+            if (err > max_err || err != err) max_err = err;
+        }
+        qsort(ms, repeat, sizeof *ms, compare_doubles);
+        double median = repeat % 2 ? ms[repeat / 2] : 0.5 * (ms[repeat / 2 - 1] + ms[repeat / 2]);
+        double gflops = 2.0 * m * n * k / (median * 1e-3) / 1e9;
+        if (json) {
+            printf("{\"op\":\"matmul\",\"m\":%lu,\"n\":%lu,\"k\":%lu,\"dtype\":\"f32\",\"ms\":%.4f,\"gflops\":%.3f,"
+                   "\"repeat\":%lu,\"max_rel_err\":%.3g,\"device\":",
+                   m, n, k, median, gflops, repeat, max_err);
+            json_string(info->name);
+            printf("}\n");
+        } else {
+            printf("matmul %lux%lux%lu f32: %.3f ms median of %lu, %.2f GFLOP/s on %s (sampled error %.2g)\n", m, n, k,
+                   median, repeat, gflops, info->name, max_err);
+        }
+        if (!(max_err < 1e-3)) {
+            fprintf(stderr, "vkformer: matmul result is wrong (sampled relative error %.3g)\n", max_err);
+            code = EXIT_WRONG;
+        }
+    }
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(ta), vkf_tensor_destroy(tb), vkf_tensor_destroy(tc);
+    free(a), free(b), free(c), free(ms);
+    return code;
+}
+
+static int cmd_bench(const options *o, const char *what)
+{
+    if (!what || strcmp(what, "matmul") != 0) {
+        fprintf(stderr, "vkformer: bench: unknown benchmark \"%s\" (known: matmul)\n", what ? what : "");
+        return EXIT_USAGE;
+    }
+    unsigned long dims[64][3];
+    int cases = 0;
+    if (o->sizes) {
+        const char *p = o->sizes;
+        while (*p && cases < 64) {
+            char *end;
+            unsigned long s = strtoul(p, &end, 10);
+            if (end == p || s == 0 || (*end && *end != ',')) {
+                fprintf(stderr, "vkformer: --size takes positive integers separated by commas, not \"%s\"\n", o->sizes);
+                return EXIT_USAGE;
+            }
+            dims[cases][0] = dims[cases][1] = dims[cases][2] = s;
+            cases++;
+            p = *end ? end + 1 : end;
+        }
+    } else {
+        if (!o->m || !o->n || !o->k) {
+            fprintf(stderr, "vkformer: bench matmul needs --m, --n and --k (positive), or --size\n");
+            return EXIT_USAGE;
+        }
+        dims[0][0] = o->m, dims[0][1] = o->n, dims[0][2] = o->k;
+        cases = 1;
+    }
+    for (int i = 0; i < cases; i++)
+        for (int j = 0; j < 3; j++)
+            if (dims[i][j] > UINT32_MAX) {
+                fprintf(stderr, "vkformer: size %lu is too large\n", dims[i][j]);
+                return EXIT_USAGE;
+            }
+    if (o->repeat == 0) {
+        fprintf(stderr, "vkformer: --repeat must be positive\n");
+        return EXIT_USAGE;
+    }
+    vkf_context *ctx;
+    vkf_status st = open_context(o, &ctx);
+    if (st != VKF_OK) return fail(st);
+    vkf_device_info info;
+    vkf_context_device_info(ctx, &info);
+    if (!info.timestamps) {
+        fprintf(stderr, "vkformer: device \"%s\" has no timestamp queries; cannot time on the GPU\n", info.name);
+        return close_context(ctx, EXIT_ERROR);
+    }
+    int code = 0;
+    for (int i = 0; i < cases && code == 0; i++)
+        code = bench_matmul_one(ctx, &info, dims[i][0], dims[i][1], dims[i][2], o->repeat, o->json);
+    return close_context(ctx, code);
+}
+
+/* ------------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+    options o = {.repeat = 10};
+    const char *positional[3] = {NULL, NULL, NULL};
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        unsigned long *number = NULL;
+        if (strcmp(a, "--json") == 0) o.json = true;
+        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("vkformer %s\n", vkf_version_string());
+            return 0;
+        } else if (strcmp(a, "--device") == 0 || strcmp(a, "--size") == 0) {
+            if (!next) {
+                fprintf(stderr, "vkformer: %s needs a value\n", a);
+                return EXIT_USAGE;
+            }
+            if (a[2] == 'd') o.device = next;
+            else o.sizes = next;
+            i++;
+        } else if (strcmp(a, "--m") == 0) number = &o.m;
+        else if (strcmp(a, "--n") == 0) number = &o.n;
+        else if (strcmp(a, "--k") == 0) number = &o.k;
+        else if (strcmp(a, "--repeat") == 0) number = &o.repeat;
+        else if (a[0] == '-') {
+            fprintf(stderr, "vkformer: unknown option %s\n%s", a, usage_text);
+            return EXIT_USAGE;
+        } else if (npos < 3) positional[npos++] = a;
+        else {
+            fprintf(stderr, "vkformer: unexpected argument %s\n", a);
+            return EXIT_USAGE;
+        }
+        if (number) {
+            if (!parse_ulong(next, number)) {
+                fprintf(stderr, "vkformer: %s needs a non-negative integer\n", a);
+                return EXIT_USAGE;
+            }
+            i++;
+        }
+    }
+    if (!positional[0]) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(positional[0], "info") == 0) return cmd_info(&o);
+    if (strcmp(positional[0], "check") == 0) return cmd_check(&o);
+    if (strcmp(positional[0], "bench") == 0) return cmd_bench(&o, positional[1]);
+    fprintf(stderr, "vkformer: unknown command \"%s\"\n%s", positional[0], usage_text);
+    return EXIT_USAGE;
+}
