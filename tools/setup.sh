@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Sets vkformer up on Debian 12 and builds it; safe to run again (each step is
+# skipped when already done). Run as root, or as a user with sudo.
+#
+#   tools/setup.sh                 Debian packages + build (build/)
+#   tools/setup.sh --swiftshader   also fetch SwiftShader (for the tests)
+#
+# Environment: VKFORMER_BUILD_DIR (default: build), VKFORMER_CACHE (where
+# SwiftShader is unpacked; default ~/.cache/vkformer).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${VKFORMER_BUILD_DIR:-$root/build}
+with_swiftshader=0
+for arg in "$@"; do
+    case $arg in
+        --swiftshader) with_swiftshader=1 ;;
+        *) echo "setup.sh: unknown argument $arg" >&2; exit 2 ;;
+    esac
+done
+
+# Debian 12 packages: compiler and build tools, the Vulkan headers, volk (Vulkan is
+# loaded at run time), glslc (GLSL -> SPIR-V at build time), the validation layer,
+# lavapipe (Mesa's CPU Vulkan driver), vulkaninfo, and jansson (model-file headers).
+packages=(gcc libc6-dev pkg-config meson ninja-build glslc libvulkan-dev libvulkan-volk-dev libvulkan1
+          vulkan-validationlayers mesa-vulkan-drivers vulkan-tools libjansson-dev python3)
+if [ "$with_swiftshader" = 1 ]; then
+    packages+=(brotli ca-certificates)
+    command -v npm >/dev/null 2>&1 || packages+=(npm)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}" >&2
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null 2>&1 || { echo "setup: run as root (or install sudo) to install: ${missing[*]}" >&2; exit 1; }
+        sudo=sudo
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -q >&2
+    $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+
+meson_args=()
+if [ "$with_swiftshader" = 1 ]; then
+    icd=$("$root/tools/fetch_swiftshader.sh")
+    meson_args+=("-Dswiftshader_icd=$icd")
+fi
+
+if [ ! -f "$build_dir/build.ninja" ]; then
+    meson setup "$build_dir" "$root" "${meson_args[@]}" >&2
+elif [ ${#meson_args[@]} -gt 0 ]; then
+    meson configure "$build_dir" "${meson_args[@]}" >&2
+fi
+ninja -C "$build_dir" >&2
