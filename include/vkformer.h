@@ -296,6 +296,9 @@ typedef struct vkf_embed_desc {
     vkf_tensor *positions;              /* (max_positions, d) or NULL: no positional term */
     uint32_t seq_len;                   /* 0 is read as tokens */
     uint32_t pos_offset;
+    /* (1) I32 or NULL: state[0] is added to every position, so a decode step
+     * recorded once serves every position. Positions past the table give NaN. */
+    vkf_tensor *position_state;
 } vkf_embed_desc;
 
 /* Makes the (positions, d) F32 table PE(pos, 2i) = sin(pos / 10000^(2i/d)),
@@ -317,6 +320,69 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *desc);
 vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *desc);
 vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *desc);
 vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *desc);
+
+/* ------------------------------------------------------------------ models */
+
+/* An encoder-decoder Transformer loaded from a model file (docs/file-format.md):
+ * PyTorch nn.Transformer weights with embeddings and a generator. */
+typedef struct vkf_model vkf_model;
+
+typedef struct vkf_model_config {
+    uint32_t d_model, n_heads;
+    uint32_t n_encoder_layers, n_decoder_layers;
+    uint32_t d_ff;
+    vkf_activation activation;          /* RELU or GELU */
+    bool norm_first;                    /* pre-LN layers */
+    float layer_norm_eps;
+    uint32_t src_vocab_size, tgt_vocab_size;
+    uint32_t max_len;                   /* longest source or target sequence */
+    float embed_scale;
+    int32_t pad_id, bos_id, eos_id;
+    bool has_vocab;                     /* src_vocab and tgt_vocab present: text in and out */
+} vkf_model_config;
+
+/* Reads, validates and uploads a model file. Any inconsistency (missing or
+ * unexpected tensor, wrong shape or dtype, bad config key) fails with
+ * VKF_ERROR_BAD_MODEL and a message naming the tensor or key. F16 weights are
+ * widened to F32 on upload. */
+vkf_status vkf_model_load(vkf_context *context, const char *path, vkf_model **out_model);
+void vkf_model_destroy(vkf_model *model);
+vkf_status vkf_model_get_config(const vkf_model *model, vkf_model_config *out_config);
+
+/* A batch of id sequences of possibly different lengths (each 1..max_len). */
+typedef struct vkf_sequences {
+    uint32_t count;
+    const int32_t *const *ids;          /* count arrays, borrowed */
+    const uint32_t *lengths;            /* (count) */
+} vkf_sequences;
+
+/* Generator outputs (pre-softmax) for every target position: out_logits is
+ * (count, T, tgt_vocab_size) with T the longest target; the rows of positions past a
+ * target's length are zero. out_floats must be count * T * tgt_vocab_size. The
+ * whole pass (encoder, decoder, final norms, generator) is one command buffer,
+ * recorded once per (count, longest source, T) and reused. Sources are masked
+ * past their lengths; targets are causal, so padding never reaches a real row. */
+vkf_status vkf_model_forward(vkf_model *model, const vkf_sequences *src, const vkf_sequences *tgt, float *out_logits,
+                             uint64_t out_floats);
+
+/* Greedy decoding of every source at once: the encoder runs once, cross-attention
+ * keys/values are computed once per layer, and each step (a command buffer
+ * recorded once, its position read from GPU memory) extends a KV cache. Stops at
+ * eos_id or after max_new tokens (1..max_len). out_ids is (src->count, max_new): row
+ * i holds out_lengths[i] generated ids, without bos and without the final eos. */
+vkf_status vkf_model_generate(vkf_model *model, const vkf_sequences *src, uint32_t max_new, int32_t *out_ids,
+                              uint32_t *out_lengths);
+
+/* Text in and out, for models whose config has vocabularies. The source text is
+ * split on whitespace (config "src_split": "whitespace", the default) or into
+ * characters ("chars"), each piece looked up in src_vocab, and eos_id appended.
+ * An unknown piece fails with VKF_ERROR_INVALID_ARGUMENT naming it. */
+vkf_status vkf_model_encode_text(const vkf_model *model, const char *text, int32_t *out_ids, uint32_t capacity,
+                                 uint32_t *out_count);
+/* Joins tgt_vocab entries with config "tgt_join" (default " "); fails if the text
+ * would not fit `capacity` bytes including the terminating NUL. */
+vkf_status vkf_model_decode_text(const vkf_model *model, const int32_t *ids, uint32_t count, char *out_text,
+                                 size_t capacity);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
 #version 450
 // Token embedding with positions:
-//   out[t, c] = table[ids[t], c] * scale + pe[pos, c],  pos = t % seq_len + pos_offset
+//   out[t, c] = table[ids[t], c] * scale + pe[pos, c],  pos = t % seq_len + pos_offset (+ state[0])
+// With flag 1 the position offset also adds state[0], the decode step's position
+// kept in GPU memory, so one recorded step serves every position.
 // pe is the sinusoidal table made on the host (vkf_positional_encoding_create).
 // One invocation per output element. An id outside [0, vocab), or a position past
 // the table, writes NaN and never reads out of bounds.
@@ -16,12 +18,14 @@ layout(push_constant) uniform Push {
     uint positions;         // rows of pe; 0: no positional term
     float scale;
     uint seq_len, pos_offset;
+    uint pos_from_state;    // 1: add state[0] to every position
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufIds { int ids[]; };         // (tokens)
 layout(set = 0, binding = 1) readonly buffer BufTable { float table[]; };   // (vocab, d)
 layout(set = 0, binding = 2) readonly buffer BufPe { float pe[]; };         // (positions, d)
 layout(set = 0, binding = 3) writeonly buffer BufOut { float outv[]; };     // (tokens, d)
+layout(set = 0, binding = 4) readonly buffer BufState { int state[]; };     // (1): position
 
 void main()
 {
@@ -29,7 +33,8 @@ void main()
     if (e >= pc.tokens * pc.d) return;
     const uint t = e / pc.d, c = e % pc.d;
     const int id = ids[t];
-    const uint pos = t % pc.seq_len + pc.pos_offset;
+    uint pos = t % pc.seq_len + pc.pos_offset;
+    if (pc.pos_from_state != 0u) pos += uint(max(state[0], 0));
     if (id < 0 || uint(id) >= pc.vocab || (pc.positions != 0u && pos >= pc.positions)) {
         outv[e] = uintBitsToFloat(0x7fc00000u);
         return;

@@ -77,6 +77,10 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_SOFTMAX,
     VKF_VARIANT_LAYERNORM,
     VKF_VARIANT_EMBED,
+    VKF_VARIANT_ATTENTION_DECODE,       /* one query row per (sequence, head) */
+    VKF_VARIANT_KV_APPEND,
+    VKF_VARIANT_ARGMAX,
+    VKF_VARIANT_ADVANCE,
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 
@@ -205,6 +209,32 @@ vkf_status vkf_cmd_dispatch(vkf_cmd *cmd, const vkf_pipeline *pipeline,
 vkf_context *vkf_cmd_context(vkf_cmd *cmd);
 /* false once the list has been submitted (no more operations can be added). */
 bool vkf_cmd_recording(const vkf_cmd *cmd);
+
+/* ------------------------------------------------------------------ decode-step ops (ops.c) */
+
+/* Attention of one query row per (b, h). q, k, v are (batch, rows, heads * head_dim)
+ * views given as offset, row stride and batch stride in elements; out is
+ * (batch, heads * head_dim) packed. Key count: state[0] + 1 when length_from_state,
+ * else lengths[b]; at most max_keys. scratch holds (batch * heads, max_keys). */
+typedef struct vkf_attention_decode_desc {
+    uint32_t batch, heads, head_dim, max_keys;
+    float scale;
+    const vkf_tensor *q, *k, *v;
+    uint64_t q_offset, q_batch, k_offset, k_row, k_batch, v_offset, v_row, v_batch;
+    const vkf_tensor *lengths;          /* (batch) I32, or the (1) I32 state */
+    bool length_from_state;
+    vkf_tensor *scratch;                /* (batch * heads, max_keys) */
+    vkf_tensor *out;                    /* (batch, heads * head_dim) */
+} vkf_attention_decode_desc;
+vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *desc);
+/* cache_k/v (batch, capacity, d)[state[0]] = qkv (batch, 3d) K/V parts. */
+vkf_status vkf_op_kv_append(vkf_cmd *cmd, const vkf_tensor *qkv, const vkf_tensor *state, vkf_tensor *cache_k,
+                            vkf_tensor *cache_v, uint32_t batch, uint32_t d, uint32_t capacity);
+/* ids[b] = argmax logits[b]; tokens[b, state[0]] = ids[b]. */
+vkf_status vkf_op_argmax(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,
+                         vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity);
+/* state[0] += 1. */
+vkf_status vkf_op_advance(vkf_cmd *cmd, vkf_tensor *state);
 
 /* ------------------------------------------------------------------ helpers */
 

@@ -361,15 +361,22 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
         .scale = d->scale,
         .seq_len = seq_len,
         .pos_offset = d->pos_offset,
+        .pos_from_state = d->position_state ? 1u : 0u,
     };
+    if (d->position_state) {
+        VKF_TRY(check_tensor(cmd, d->position_state, VKF_DTYPE_I32, 1, fn, "position_state"));
+        if (!d->positions)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: position_state without a positions table", fn);
+    }
     uint32_t wg = ctx->tuning.elementwise_workgroup;
     uint32_t groups[3];
     VKF_TRY(linear_grid(ctx, vkf_div_up(n, wg), groups, fn));
     uint32_t spec[1] = {wg};
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_EMBED, spec, 1, &pipe));
-    vkf_binding b[4] = {{d->ids, VKF_READ}, {d->table, VKF_READ}, {d->positions, VKF_READ}, {d->out, VKF_WRITE}};
-    return vkf_cmd_dispatch(cmd, pipe, b, 4, &p, sizeof p, groups, "embed");
+    vkf_binding b[5] = {{d->ids, VKF_READ}, {d->table, VKF_READ}, {d->positions, VKF_READ},
+                        {d->out, VKF_WRITE}, {d->position_state, VKF_READ}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 5, &p, sizeof p, groups, "embed");
 }
 
 vkf_status vkf_positional_encoding_create(vkf_context *ctx, uint32_t positions, uint32_t d, vkf_tensor **out_tensor)
@@ -401,4 +408,114 @@ vkf_status vkf_positional_encoding_create(vkf_context *ctx, uint32_t positions, 
     }
     *out_tensor = t;
     return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ decode-step ops */
+
+/* The last element a (batch, rows, cols) view touches, checked against the tensor
+ * and the shaders' 32-bit indices. */
+static vkf_status check_span(const vkf_tensor *t, uint64_t offset, uint64_t batch, uint64_t batch_stride,
+                             uint64_t rows, uint64_t row_stride, uint64_t cols, const char *fn, const char *name)
+{
+    if (!t) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, name);
+    uint64_t last = offset + (batch - 1) * batch_stride + (rows - 1) * row_stride + cols - 1;
+    if (last >= t->elements || last > UINT32_MAX)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s view reaches element %llu of %llu", fn, name,
+                        (unsigned long long)last, (unsigned long long)t->elements);
+    return VKF_OK;
+}
+
+vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *d)
+{
+    static const char fn[] = "attention_decode";
+    VKF_TRY(check_cmd(cmd, d, fn));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    if (!d->batch || !d->heads || !d->head_dim || !d->max_keys)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive", fn);
+    uint64_t dm = (uint64_t)d->heads * d->head_dim;
+    VKF_TRY(check_span(d->q, d->q_offset, d->batch, d->q_batch, 1, 0, dm, fn, "q"));
+    VKF_TRY(check_span(d->k, d->k_offset, d->batch, d->k_batch, d->max_keys, d->k_row, dm, fn, "k"));
+    VKF_TRY(check_span(d->v, d->v_offset, d->batch, d->v_batch, d->max_keys, d->v_row, dm, fn, "v"));
+    VKF_TRY(check_tensor(cmd, d->lengths, VKF_DTYPE_I32, d->length_from_state ? 1 : d->batch, fn, "lengths"));
+    VKF_TRY(check_tensor(cmd, d->scratch, VKF_DTYPE_F32, (uint64_t)d->batch * d->heads * d->max_keys, fn, "scratch"));
+    VKF_TRY(check_tensor(cmd, d->out, VKF_DTYPE_F32, d->batch * dm, fn, "out"));
+    vkf_push_attention_decode p = {
+        .heads = d->heads,
+        .head_dim = d->head_dim,
+        .length_from_state = d->length_from_state ? 1u : 0u,
+        .scale = d->scale,
+        .q_offset = (uint32_t)d->q_offset,
+        .q_batch = (uint32_t)d->q_batch,
+        .k_offset = (uint32_t)d->k_offset,
+        .k_row = (uint32_t)d->k_row,
+        .k_batch = (uint32_t)d->k_batch,
+        .v_offset = (uint32_t)d->v_offset,
+        .v_row = (uint32_t)d->v_row,
+        .v_batch = (uint32_t)d->v_batch,
+        .out_batch = (uint32_t)dm,
+        .max_keys = d->max_keys,
+    };
+    uint32_t groups[3];
+    VKF_TRY(linear_grid(ctx, (uint64_t)d->batch * d->heads, groups, fn));
+    uint32_t spec[1] = {ctx->tuning.row_workgroup};
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_ATTENTION_DECODE, spec, 1, &pipe));
+    vkf_binding b[6] = {{d->q, VKF_READ},        {d->k, VKF_READ},
+                        {d->v, VKF_READ},        {d->lengths, VKF_READ},
+                        {d->scratch, VKF_READ | VKF_WRITE}, {d->out, VKF_WRITE}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 6, &p, sizeof p, groups, "attention_decode");
+}
+
+vkf_status vkf_op_kv_append(vkf_cmd *cmd, const vkf_tensor *qkv, const vkf_tensor *state, vkf_tensor *cache_k,
+                            vkf_tensor *cache_v, uint32_t batch, uint32_t d, uint32_t capacity)
+{
+    static const char fn[] = "kv_append";
+    VKF_TRY(check_cmd(cmd, qkv, fn));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    VKF_TRY(check_tensor(cmd, qkv, VKF_DTYPE_F32, (uint64_t)batch * 3 * d, fn, "qkv"));
+    VKF_TRY(check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    VKF_TRY(check_tensor(cmd, cache_k, VKF_DTYPE_F32, (uint64_t)batch * capacity * d, fn, "cache_k"));
+    VKF_TRY(check_tensor(cmd, cache_v, VKF_DTYPE_F32, (uint64_t)batch * capacity * d, fn, "cache_v"));
+    vkf_push_kv_append p = {.batch = batch, .d = d, .capacity = capacity};
+    uint32_t wg = ctx->tuning.elementwise_workgroup;
+    uint32_t groups[3];
+    VKF_TRY(linear_grid(ctx, vkf_div_up((uint64_t)batch * d, wg), groups, fn));
+    uint32_t spec[1] = {wg};
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_KV_APPEND, spec, 1, &pipe));
+    vkf_binding b[4] = {{qkv, VKF_READ}, {state, VKF_READ}, {cache_k, VKF_WRITE}, {cache_v, VKF_WRITE}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 4, &p, sizeof p, groups, "kv_append");
+}
+
+vkf_status vkf_op_argmax(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,
+                         vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity)
+{
+    static const char fn[] = "argmax";
+    VKF_TRY(check_cmd(cmd, logits, fn));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    VKF_TRY(check_tensor(cmd, logits, VKF_DTYPE_F32, (uint64_t)rows * cols, fn, "logits"));
+    VKF_TRY(check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    VKF_TRY(check_tensor(cmd, ids, VKF_DTYPE_I32, rows, fn, "ids"));
+    VKF_TRY(check_tensor(cmd, tokens, VKF_DTYPE_I32, (uint64_t)rows * token_capacity, fn, "tokens"));
+    vkf_push_argmax p = {.rows = rows, .cols = cols, .token_capacity = token_capacity};
+    uint32_t groups[3];
+    VKF_TRY(linear_grid(ctx, rows, groups, fn));
+    uint32_t spec[1] = {ctx->tuning.row_workgroup};
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_ARGMAX, spec, 1, &pipe));
+    vkf_binding b[4] = {{logits, VKF_READ}, {state, VKF_READ}, {ids, VKF_WRITE}, {tokens, VKF_WRITE}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 4, &p, sizeof p, groups, "argmax");
+}
+
+vkf_status vkf_op_advance(vkf_cmd *cmd, vkf_tensor *state)
+{
+    static const char fn[] = "advance";
+    VKF_TRY(check_cmd(cmd, state, fn));
+    VKF_TRY(check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    const vkf_pipeline *pipe;
+    static const uint32_t no_spec[1] = {0};
+    VKF_TRY(vkf_pipeline_get(vkf_cmd_context(cmd), VKF_VARIANT_ADVANCE, no_spec, 0, &pipe));
+    vkf_binding b[1] = {{state, VKF_READ | VKF_WRITE}};
+    uint32_t groups[3] = {1, 1, 1};
+    return vkf_cmd_dispatch(cmd, pipe, b, 1, NULL, 0, groups, "advance");
 }

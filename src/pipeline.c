@@ -23,6 +23,18 @@ static const uint32_t spirv_layernorm[] =
 static const uint32_t spirv_embed[] =
 #include "embed.spv.h"
     ;
+static const uint32_t spirv_attention_decode[] =
+#include "attention_decode.spv.h"
+    ;
+static const uint32_t spirv_kv_append[] =
+#include "kv_append.spv.h"
+    ;
+static const uint32_t spirv_argmax[] =
+#include "argmax.spv.h"
+    ;
+static const uint32_t spirv_advance[] =
+#include "advance.spv.h"
+    ;
 
 /* One line per variant: name, SPIR-V, storage-buffer bindings, push-constant bytes. */
 static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
@@ -30,7 +42,11 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_DIRECT] = {"matmul_direct", spirv_matmul_direct, sizeof spirv_matmul_direct, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_SOFTMAX] = {"softmax", spirv_softmax, sizeof spirv_softmax, 3, sizeof(vkf_push_softmax)},
     [VKF_VARIANT_LAYERNORM] = {"layernorm", spirv_layernorm, sizeof spirv_layernorm, 6, sizeof(vkf_push_layernorm)},
-    [VKF_VARIANT_EMBED] = {"embed", spirv_embed, sizeof spirv_embed, 4, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_EMBED] = {"embed", spirv_embed, sizeof spirv_embed, 5, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_ATTENTION_DECODE] = {"attention_decode", spirv_attention_decode, sizeof spirv_attention_decode, 6, sizeof(vkf_push_attention_decode)},
+    [VKF_VARIANT_KV_APPEND] = {"kv_append", spirv_kv_append, sizeof spirv_kv_append, 4, sizeof(vkf_push_kv_append)},
+    [VKF_VARIANT_ARGMAX] = {"argmax", spirv_argmax, sizeof spirv_argmax, 4, sizeof(vkf_push_argmax)},
+    [VKF_VARIANT_ADVANCE] = {"advance", spirv_advance, sizeof spirv_advance, 1, 0},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }
@@ -76,7 +92,7 @@ static vkf_status variant_objects(vkf_context *ctx, vkf_variant_id id, const vkf
         .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
         .setLayoutCount = 1,
         .pSetLayouts = &o->set_layout,
-        .pushConstantRangeCount = 1,
+        .pushConstantRangeCount = d->push_bytes ? 1 : 0,
         .pPushConstantRanges = &push,
     };
     VkResult r = ctx->vk.vkCreatePipelineLayout(ctx->device, &pi, NULL, &o->layout);

@@ -51,7 +51,34 @@ typedef struct vkf_push_embed {
     uint32_t positions;                 /* rows of the PE table; 0 = no positional term */
     float scale;
     uint32_t seq_len, pos_offset;
+    uint32_t pos_from_state;
 } vkf_push_embed;
-_Static_assert(sizeof(vkf_push_embed) == 7 * 4, "mirror of embed.comp");
+_Static_assert(sizeof(vkf_push_embed) == 8 * 4, "mirror of embed.comp");
+
+/* shaders/attention_decode.comp */
+typedef struct vkf_push_attention_decode {
+    uint32_t heads, head_dim;
+    uint32_t length_from_state;
+    float scale;
+    uint32_t q_offset, q_batch;
+    uint32_t k_offset, k_row, k_batch;
+    uint32_t v_offset, v_row, v_batch;
+    uint32_t out_batch;
+    uint32_t max_keys;
+} vkf_push_attention_decode;
+_Static_assert(sizeof(vkf_push_attention_decode) == 14 * 4, "mirror of attention_decode.comp");
+
+/* shaders/kv_append.comp */
+typedef struct vkf_push_kv_append {
+    uint32_t batch, d, capacity;
+} vkf_push_kv_append;
+_Static_assert(sizeof(vkf_push_kv_append) == 3 * 4, "mirror of kv_append.comp");
+
+/* shaders/argmax.comp */
+typedef struct vkf_push_argmax {
+    uint32_t rows, cols;
+    uint32_t token_capacity;
+} vkf_push_argmax;
+_Static_assert(sizeof(vkf_push_argmax) == 3 * 4, "mirror of argmax.comp");
 
 #endif /* VKF_PUSH_H */

@@ -265,7 +265,7 @@ vkf_status vkf_cmd_dispatch(vkf_cmd *cmd, const vkf_pipeline *pipeline, const vk
         cmd->bound = pipeline->pipeline;
     }
     ctx->vk.vkCmdBindDescriptorSets(cmd->cb, VK_PIPELINE_BIND_POINT_COMPUTE, objects->layout, 0, 1, &set, 0, NULL);
-    ctx->vk.vkCmdPushConstants(cmd->cb, objects->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+    if (push_bytes) ctx->vk.vkCmdPushConstants(cmd->cb, objects->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
     ctx->vk.vkCmdDispatch(cmd->cb, groups[0], groups[1], groups[2]);
     if (cmd->flags & VKF_CMD_TIMESTAMPS)
         ctx->vk.vkCmdWriteTimestamp(cmd->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qpool, qindex + 1);

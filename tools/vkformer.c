@@ -4,6 +4,9 @@
  *   vkformer check                                 every GPU op against the C reference
  *   vkformer bench matmul --m M --n N --k K        GPU time of C = A·Bᵀ (timestamps)
  *                  [--size S[,S...]] [--repeat R] [--json]
+ *   vkformer forward --model FILE --src 5,6,7 --tgt 1,8,9 --out logits.npy
+ *   vkformer generate --model FILE --src 5,6,7 [--max-new N]
+ *   vkformer translate --model FILE "text" [--max-new N]
  *
  * Every command takes --device INDEX|NAME-SUBSTRING (else VKFORMER_DEVICE, else the
  * first discrete GPU, integrated, virtual, CPU). VKFORMER_VALIDATE=1 turns the
@@ -28,6 +31,13 @@ static const char usage_text[] =
     "  info [--json]                         list Vulkan devices and their limits\n"
     "  check                                 run every GPU op against the C reference\n"
     "  bench matmul [--m M --n N --k K | --size S[,S...]] [--repeat R] [--json]\n"
+    "  forward --model FILE --src IDS --tgt IDS --out FILE.npy\n"
+    "                                        logits (len(tgt), tgt_vocab) as float32 .npy\n"
+    "  generate --model FILE --src IDS [--max-new N]\n"
+    "                                        greedy ids, comma-separated, without bos/eos\n"
+    "  translate --model FILE TEXT [--max-new N]\n"
+    "                                        greedy decoding of text (models with vocabularies)\n"
+    "IDS: comma-separated token ids, e.g. 5,6,7\n"
     "common options: --device INDEX|NAME-SUBSTRING\n";
 
 typedef struct options {
@@ -36,6 +46,8 @@ typedef struct options {
     unsigned long m, n, k;
     const char *sizes;
     unsigned long repeat;
+    const char *model, *src, *tgt, *out;
+    unsigned long max_new;              /* 0: the model's max_len */
 } options;
 
 static int exit_code_for(vkf_status st)
@@ -574,6 +586,184 @@ static int cmd_bench(const options *o, const char *what)
     return close_context(ctx, code);
 }
 
+
+/* ------------------------------------------------------------------ model commands */
+
+/* Parses "5,6,7" into ids; returns the count, or -1 (message printed). */
+static long parse_ids(const char *text, const char *flag, int32_t **out)
+{
+    *out = NULL;
+    if (!text || !*text) {
+        fprintf(stderr, "vkformer: %s needs comma-separated token ids\n", flag);
+        return -1;
+    }
+    size_t n = 1;
+    for (const char *p = text; *p; p++) n += *p == ',';
+    int32_t *ids = xmalloc(n * sizeof *ids);
+    const char *p = text;
+    for (size_t i = 0; i < n; i++) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || (*end && *end != ',') || v < INT32_MIN || v > INT32_MAX) {
+            fprintf(stderr, "vkformer: %s: \"%s\" is not a comma-separated list of integers\n", flag, text);
+            free(ids);
+            return -1;
+        }
+        ids[i] = (int32_t)v;
+        p = end + (*end == ',');
+    }
+    *out = ids;
+    return (long)n;
+}
+
+static int open_model(const options *o, vkf_context **out_ctx, vkf_model **out_model)
+{
+    if (!o->model) {
+        fprintf(stderr, "vkformer: --model FILE is required\n");
+        return EXIT_USAGE;
+    }
+    vkf_status st = open_context(o, out_ctx);
+    if (st != VKF_OK) return fail(st);
+    st = vkf_model_load(*out_ctx, o->model, out_model);
+    if (st != VKF_OK) {
+        int code = fail(st);
+        vkf_context_destroy(*out_ctx);
+        return code;
+    }
+    return 0;
+}
+
+/* Writes a float32 (rows, cols) array in NumPy's .npy format (version 1.0). */
+static bool write_npy(const char *path, const float *data, uint64_t rows, uint64_t cols)
+{
+    char header[128];
+    int len = snprintf(header, sizeof header, "{'descr': '<f4', 'fortran_order': False, 'shape': (%llu, %llu), }",
+                       (unsigned long long)rows, (unsigned long long)cols);
+    int total = 10 + len + 1;
+    int pad = (64 - total % 64) % 64;
+    FILE *f = fopen(path, "wb");
+    if (!f) return false;
+    unsigned short hlen = (unsigned short)(len + pad + 1);
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
+    bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(header, 1, (size_t)len, f) == (size_t)len;
+    for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
+    ok = ok && fputc('\n', f) != EOF;
+    ok = ok && fwrite(data, sizeof *data, rows * cols, f) == rows * cols; /* little-endian hosts */
+    return (fclose(f) == 0) && ok;
+}
+
+static int cmd_forward(const options *o)
+{
+    if (!o->out) {
+        fprintf(stderr, "vkformer: forward needs --out FILE.npy\n");
+        return EXIT_USAGE;
+    }
+    int32_t *src, *tgt;
+    long ns = parse_ids(o->src, "--src", &src);
+    if (ns < 0) return EXIT_USAGE;
+    long nt = parse_ids(o->tgt, "--tgt", &tgt);
+    if (nt < 0) {
+        free(src);
+        return EXIT_USAGE;
+    }
+    vkf_context *ctx = NULL;
+    vkf_model *model = NULL;
+    int code = open_model(o, &ctx, &model);
+    if (code) {
+        free(src), free(tgt);
+        return code;
+    }
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    uint32_t ls = (uint32_t)ns, lt = (uint32_t)nt;
+    const int32_t *sp = src, *tp = tgt;
+    vkf_sequences s = {1, &sp, &ls}, t = {1, &tp, &lt};
+    uint64_t n = (uint64_t)lt * cfg.tgt_vocab_size;
+    float *logits = xmalloc(n * sizeof *logits);
+    vkf_status st = vkf_model_forward(model, &s, &t, logits, n);
+    if (st != VKF_OK) code = fail(st);
+    else if (!write_npy(o->out, logits, lt, cfg.tgt_vocab_size)) {
+        fprintf(stderr, "vkformer: cannot write %s\n", o->out);
+        code = EXIT_ERROR;
+    }
+    free(logits), free(src), free(tgt);
+    vkf_model_destroy(model);
+    return close_context(ctx, code);
+}
+
+/* Greedy decoding of one source; prints ids or text. */
+static int generate_and_print(const options *o, vkf_context *ctx, vkf_model *model, const int32_t *src, uint32_t len,
+                              bool as_text)
+{
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    if (o->max_new > cfg.max_len) {
+        fprintf(stderr, "vkformer: --max-new %lu exceeds the model's max_len %u\n", o->max_new, cfg.max_len);
+        vkf_model_destroy(model);
+        return close_context(ctx, EXIT_USAGE);
+    }
+    uint32_t max_new = o->max_new ? (uint32_t)o->max_new : cfg.max_len;
+    int32_t *out = xmalloc((size_t)max_new * sizeof *out);
+    uint32_t out_len = 0;
+    vkf_sequences s = {1, &src, &len};
+    vkf_status st = vkf_model_generate(model, &s, max_new, out, &out_len);
+    int code = 0;
+    if (st != VKF_OK) code = fail(st);
+    else if (as_text) {
+        size_t cap = 64 + (size_t)out_len * 64;
+        char *text = xmalloc(cap);
+        st = vkf_model_decode_text(model, out, out_len, text, cap);
+        if (st != VKF_OK) code = fail(st);
+        else printf("%s\n", text);
+        free(text);
+    } else {
+        for (uint32_t i = 0; i < out_len; i++) printf("%s%d", i ? "," : "", out[i]);
+        printf("\n");
+    }
+    free(out);
+    vkf_model_destroy(model);
+    return close_context(ctx, code);
+}
+
+static int cmd_generate(const options *o)
+{
+    int32_t *src;
+    long ns = parse_ids(o->src, "--src", &src);
+    if (ns < 0) return EXIT_USAGE;
+    vkf_context *ctx;
+    vkf_model *model;
+    int code = open_model(o, &ctx, &model);
+    if (code == 0) code = generate_and_print(o, ctx, model, src, (uint32_t)ns, false);
+    free(src);
+    return code;
+}
+
+static int cmd_translate(const options *o, const char *text)
+{
+    if (!text) {
+        fprintf(stderr, "vkformer: translate needs the text to translate\n");
+        return EXIT_USAGE;
+    }
+    vkf_context *ctx;
+    vkf_model *model;
+    int code = open_model(o, &ctx, &model);
+    if (code) return code;
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    int32_t *ids = xmalloc(((size_t)cfg.max_len + 1) * sizeof *ids);
+    uint32_t n = 0;
+    vkf_status st = vkf_model_encode_text(model, text, ids, cfg.max_len, &n);
+    if (st != VKF_OK) {
+        code = fail(st);
+        vkf_model_destroy(model);
+        free(ids);
+        return close_context(ctx, code == EXIT_ERROR ? EXIT_ERROR : code);
+    }
+    code = generate_and_print(o, ctx, model, ids, n, true);
+    free(ids);
+    return code;
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
@@ -592,19 +782,25 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--version") == 0) {
             printf("vkformer %s\n", vkf_version_string());
             return 0;
-        } else if (strcmp(a, "--device") == 0 || strcmp(a, "--size") == 0) {
+        } else if (strcmp(a, "--device") == 0 || strcmp(a, "--size") == 0 || strcmp(a, "--model") == 0 ||
+                   strcmp(a, "--src") == 0 || strcmp(a, "--tgt") == 0 || strcmp(a, "--out") == 0) {
             if (!next) {
                 fprintf(stderr, "vkformer: %s needs a value\n", a);
                 return EXIT_USAGE;
             }
-            if (a[2] == 'd') o.device = next;
-            else o.sizes = next;
+            const char **slot = strcmp(a, "--device") == 0 ? &o.device
+                                : strcmp(a, "--size") == 0 ? &o.sizes
+                                : strcmp(a, "--model") == 0 ? &o.model
+                                : strcmp(a, "--src") == 0  ? &o.src
+                                : strcmp(a, "--tgt") == 0  ? &o.tgt
+                                                           : &o.out;
+            *slot = next;
             i++;
-        } else if (strcmp(a, "--m") == 0) number = &o.m;
+        } else if (strcmp(a, "--max-new") == 0) number = &o.max_new; else if (strcmp(a, "--m") == 0) number = &o.m;
         else if (strcmp(a, "--n") == 0) number = &o.n;
         else if (strcmp(a, "--k") == 0) number = &o.k;
         else if (strcmp(a, "--repeat") == 0) number = &o.repeat;
-        else if (a[0] == '-') {
+        else if (a[0] == '-' && !(a[1] >= '0' && a[1] <= '9')) {
             fprintf(stderr, "vkformer: unknown option %s\n%s", a, usage_text);
             return EXIT_USAGE;
         } else if (npos < 3) positional[npos++] = a;
@@ -627,6 +823,9 @@ int main(int argc, char **argv)
     if (strcmp(positional[0], "info") == 0) return cmd_info(&o);
     if (strcmp(positional[0], "check") == 0) return cmd_check(&o);
     if (strcmp(positional[0], "bench") == 0) return cmd_bench(&o, positional[1]);
+    if (strcmp(positional[0], "forward") == 0) return cmd_forward(&o);
+    if (strcmp(positional[0], "generate") == 0) return cmd_generate(&o);
+    if (strcmp(positional[0], "translate") == 0) return cmd_translate(&o, positional[1]);
     fprintf(stderr, "vkformer: unknown command \"%s\"\n%s", positional[0], usage_text);
     return EXIT_USAGE;
 }

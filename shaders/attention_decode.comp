@@ -1,0 +1,73 @@
+#version 450
+// Attention for one query row per (sequence, head), as in a decode step:
+//   out[b, h] = softmax(scale * q[b, h] · K[b, h, j]ᵀ, j < n_b) · V[b, h, j]
+// where n_b = state[0] + 1 (self-attention over the KV cache, the current
+// position read from GPU memory) or n_b = lengths[b] (cross-attention over the
+// encoder memory of each source). One workgroup per (b, h); the scores go to a
+// scratch row so keys of any count fit.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+#include "reduce.glsl"
+
+// Mirrored by vkf_push_attention_decode in push.h. Element (b, j, h, c) of K is
+// k[k_offset + b * k_batch + j * k_row + h * head_dim + c]; likewise q (j = 0), v, out.
+layout(push_constant) uniform Push {
+    uint heads, head_dim;
+    uint length_from_state;         // 1: n = state[0] + 1; 0: n = lengths[b]
+    float scale;
+    uint q_offset, q_batch;
+    uint k_offset, k_row, k_batch;
+    uint v_offset, v_row, v_batch;
+    uint out_batch;                 // out row of b starts at b * out_batch
+    uint max_keys;                  // scratch row length
+} pc;
+
+layout(set = 0, binding = 0) readonly buffer BufQ { float q[]; };
+layout(set = 0, binding = 1) readonly buffer BufK { float k[]; };
+layout(set = 0, binding = 2) readonly buffer BufV { float v[]; };
+layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch) or state (1)
+layout(set = 0, binding = 4) buffer BufScratch { float scores[]; };       // (batch * heads, max_keys)
+layout(set = 0, binding = 5) writeonly buffer BufOut { float outv[]; };
+
+#define NEG_INF uintBitsToFloat(0xff800000u)
+
+void main()
+{
+    const uint bh = linear_workgroup();
+    const uint b = bh / pc.heads, h = bh % pc.heads;
+    const uint tid = gl_LocalInvocationID.x;
+    int n_signed = pc.length_from_state != 0u ? lengths[0] + 1 : lengths[b];
+    const uint n = uint(clamp(n_signed, 0, int(pc.max_keys)));
+    const uint qb = pc.q_offset + b * pc.q_batch + h * pc.head_dim;
+    const uint kb = pc.k_offset + b * pc.k_batch + h * pc.head_dim;
+    const uint vb = pc.v_offset + b * pc.v_batch + h * pc.head_dim;
+    const uint sb = bh * pc.max_keys;
+
+    float m = NEG_INF;
+    for (uint j = tid; j < n; j += WG) {
+        float s = 0.0;
+        for (uint c = 0; c < pc.head_dim; c++) s += q[qb + c] * k[kb + j * pc.k_row + c];
+        s *= pc.scale;
+        scores[sb + j] = s;
+        m = max(m, s);
+    }
+    m = workgroup_max(m);
+    float sum = 0.0;
+    for (uint j = tid; j < n; j += WG) {
+        float p = exp(scores[sb + j] - m);
+        scores[sb + j] = p;
+        sum += p;
+    }
+    memoryBarrierBuffer();      // the scores written above, visible to the whole workgroup
+    sum = workgroup_sum(sum);   // (its barrier completes the exchange)
+    const float inv = sum > 0.0 ? 1.0 / sum : 0.0;
+    const uint ob = b * pc.out_batch + h * pc.head_dim;
+    for (uint c = tid; c < pc.head_dim; c += WG) {
+        float acc = 0.0;
+        for (uint j = 0; j < n; j++) acc += scores[sb + j] * v[vb + j * pc.v_row + c];
+        outv[ob + c] = acc * inv;
+    }
+}

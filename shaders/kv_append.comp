@@ -1,0 +1,32 @@
+#version 450
+// Appends the new token's keys and values to the KV cache at the position held in
+// GPU memory: cache_k[b, state[0], c] = qkv[b, d + c], cache_v[b, state[0], c] =
+// qkv[b, 2d + c]. qkv (batch, 3d) as the fused in-projection writes it; caches
+// (batch, capacity, d). One invocation per (b, c).
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 256;
+
+// Mirrored by vkf_push_kv_append in push.h.
+layout(push_constant) uniform Push {
+    uint batch, d, capacity;
+} pc;
+
+layout(set = 0, binding = 0) readonly buffer BufQkv { float qkv[]; };     // (batch, 3d)
+layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };   // (1): position
+layout(set = 0, binding = 2) writeonly buffer BufK { float cache_k[]; };  // (batch, capacity, d)
+layout(set = 0, binding = 3) writeonly buffer BufV { float cache_v[]; };  // (batch, capacity, d)
+
+void main()
+{
+    const uint e = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * WG;
+    if (e >= pc.batch * pc.d) return;
+    const int pos = state[0];
+    if (pos < 0 || uint(pos) >= pc.capacity) return;   // the host never lets this happen
+    const uint b = e / pc.d, c = e % pc.d;
+    const uint dst = (b * pc.capacity + uint(pos)) * pc.d + c;
+    cache_k[dst] = qkv[b * 3u * pc.d + pc.d + c];
+    cache_v[dst] = qkv[b * 3u * pc.d + 2u * pc.d + c];
+}

@@ -1,0 +1,1067 @@
+/* Encoder-decoder models: the config and every weight checked against the file
+ * format (docs/file-format.md), weights uploaded once, the forward pass recorded
+ * into one command buffer per shape, and greedy decoding with a KV cache whose
+ * step is recorded once and re-submitted. */
+#include "internal.h"
+#include "safetensors.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FORWARD_PLANS 4
+
+typedef struct linear {
+    vkf_tensor *w;                      /* (out, in), as nn.Linear.weight */
+    vkf_tensor *b;                      /* (out) */
+    uint32_t out, in;
+} linear;
+
+typedef struct norm {
+    vkf_tensor *g, *b;                  /* (d_model) each */
+} norm;
+
+typedef struct enc_layer {
+    linear qkv;                         /* (3d, d): self_attn.in_proj */
+    linear o;                           /* (d, d): self_attn.out_proj */
+    linear ff1, ff2;                    /* (d_ff, d), (d, d_ff) */
+    norm n1, n2;
+} enc_layer;
+
+typedef struct dec_layer {
+    linear qkv, o;                      /* self-attention */
+    linear cq;                          /* (d, d): rows 0..d of multihead_attn.in_proj */
+    linear ckv;                         /* (2d, d): rows d..3d */
+    linear co;                          /* (d, d): multihead_attn.out_proj */
+    linear ff1, ff2;
+    norm n1, n2, n3;
+} dec_layer;
+
+/* Activations and the recorded command buffer of one forward shape. */
+typedef struct fwd_plan {
+    uint32_t batch, src_len, tgt_len;   /* B, S, T */
+    vkf_cmd *cmd;                       /* owned */
+    vkf_tensor *src_ids, *tgt_ids;      /* (B*S), (B*T) I32 */
+    vkf_tensor *src_mask;               /* (B, S): 0 or -inf */
+    vkf_tensor *a, *b, *n;              /* (B*max(S,T), d): residual stream ping-pong, normed */
+    vkf_tensor *memory;                 /* (B*S, d) encoder output */
+    vkf_tensor *qkv;                    /* (B*max(S,T), 3d) */
+    vkf_tensor *q;                      /* (B*T, d) cross-attention queries */
+    vkf_tensor *kv;                     /* (B*S, 2d) cross-attention keys and values */
+    vkf_tensor *attn;                   /* (B*max(S,T), d) attention output */
+    vkf_tensor *tmp;                    /* (B*max(S,T), d) sublayer output */
+    vkf_tensor *hidden;                 /* (B*max(S,T), d_ff) */
+    vkf_tensor *scores;                 /* (B*H, max(S,T), max(S,T)) */
+    vkf_tensor *logits;                 /* (B*T, V) */
+} fwd_plan;
+
+/* Greedy decoding of B sources of length S for up to `steps` tokens. */
+typedef struct gen_plan {
+    uint32_t batch, src_len, steps;
+    uint32_t layers;                    /* entries of cross_kv, cache_k, cache_v */
+    fwd_plan *enc;                      /* owned; encoder and cross K/V (tgt_len 1) */
+    vkf_tensor **cross_kv;              /* (n_dec) each (B*S, 2d), owned */
+    vkf_tensor **cache_k, **cache_v;    /* (n_dec) each (B, steps, d), owned */
+    vkf_tensor *src_lengths;            /* (B) I32 */
+    vkf_tensor *state;                  /* (1) I32: position of the step's input token */
+    vkf_tensor *step_ids;               /* (B) I32: the step's input tokens, then its outputs */
+    vkf_tensor *tokens;                 /* (B, steps) I32 */
+    vkf_tensor *y, *y2, *yn, *qkv, *q, *attn, *tmp, *hidden, *scratch, *logits; /* (B, ...) */
+    vkf_cmd *step;                      /* owned, one decode step */
+    vkf_cmd *encode;                    /* owned, encoder + cross K/V */
+} gen_plan;
+
+struct vkf_model {
+    vkf_context *ctx;                   /* borrowed */
+    vkf_model_config cfg;
+    char **src_vocab, **tgt_vocab;      /* owned, or NULL */
+    bool split_chars;                   /* src_split == "chars" */
+    char *tgt_join;                     /* owned */
+    vkf_tensor *src_embed, *tgt_embed;  /* (V, d) */
+    vkf_tensor *pe;                     /* (max_len, d) */
+    enc_layer *enc;                     /* (n_encoder_layers), owned */
+    dec_layer *dec;                     /* (n_decoder_layers), owned */
+    norm enc_norm, dec_norm;
+    linear gen;                         /* (tgt_vocab, d) */
+    fwd_plan *plans[MAX_FORWARD_PLANS]; /* owned; most recently used last */
+    gen_plan *gen_plan;                 /* owned, or NULL */
+};
+
+/* ------------------------------------------------------------------ config */
+
+static vkf_status bad(const char *fmt, const char *key, const char *detail)
+{
+    return vkf_fail(VKF_ERROR_BAD_MODEL, fmt, key, detail);
+}
+
+static vkf_status get_uint(json_t *cfg, const char *key, uint64_t min, uint64_t max, uint32_t *out)
+{
+    json_t *v = json_object_get(cfg, key);
+    if (!v) return bad("vkformer.config: key \"%s\" is missing%s", key, "");
+    if (!json_is_integer(v)) return bad("vkformer.config: \"%s\" must be an integer%s", key, "");
+    json_int_t x = json_integer_value(v);
+    if (x < (json_int_t)min || (uint64_t)x > max) {
+        char range[96];
+        snprintf(range, sizeof range, " (%lld is outside %llu..%llu)", (long long)x, (unsigned long long)min,
+                 (unsigned long long)max);
+        return bad("vkformer.config: \"%s\" is out of range%s", key, range);
+    }
+    *out = (uint32_t)x;
+    return VKF_OK;
+}
+
+static vkf_status get_number(json_t *cfg, const char *key, double *out)
+{
+    json_t *v = json_object_get(cfg, key);
+    if (!v) return bad("vkformer.config: key \"%s\" is missing%s", key, "");
+    if (!json_is_number(v)) return bad("vkformer.config: \"%s\" must be a number%s", key, "");
+    *out = json_number_value(v);
+    if (!isfinite(*out)) return bad("vkformer.config: \"%s\" is not finite%s", key, "");
+    return VKF_OK;
+}
+
+static void free_vocab(char **vocab, uint32_t n)
+{
+    if (!vocab) return;
+    for (uint32_t i = 0; i < n; i++) free(vocab[i]);
+    free(vocab);
+}
+
+static vkf_status get_vocab(json_t *cfg, const char *key, uint32_t size, char ***out)
+{
+    *out = NULL;
+    json_t *v = json_object_get(cfg, key);
+    if (!v) return VKF_OK;
+    if (!json_is_array(v)) return bad("vkformer.config: \"%s\" must be a list of strings%s", key, "");
+    if (json_array_size(v) != size) {
+        char detail[96];
+        snprintf(detail, sizeof detail, " (%zu entries, the vocabulary size is %u)", json_array_size(v), size);
+        return bad("vkformer.config: \"%s\" has the wrong length%s", key, detail);
+    }
+    char **vocab = calloc(size, sizeof *vocab);
+    if (!vocab) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for %s", key);
+    for (uint32_t i = 0; i < size; i++) {
+        json_t *s = json_array_get(v, i);
+        if (!json_is_string(s)) {
+            free_vocab(vocab, size);
+            char detail[64];
+            snprintf(detail, sizeof detail, " (entry %u is not a string)", i);
+            return bad("vkformer.config: \"%s\" must be a list of strings%s", key, detail);
+        }
+        vocab[i] = strdup(json_string_value(s));
+        if (!vocab[i]) {
+            free_vocab(vocab, size);
+            return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for %s", key);
+        }
+    }
+    *out = vocab;
+    return VKF_OK;
+}
+
+/* Parses and checks __metadata__["vkformer.config"]. */
+static vkf_status parse_config(vkf_model *m, const char *text)
+{
+    if (!text) return vkf_fail(VKF_ERROR_BAD_MODEL, "the file has no __metadata__ key \"vkformer.config\"");
+    json_error_t err;
+    json_t *cfg = json_loads(text, JSON_REJECT_DUPLICATES, &err);
+    if (!cfg) return vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config is not valid JSON: %s (column %d)", err.text, err.column);
+    vkf_status st = VKF_OK;
+    vkf_model_config *c = &m->cfg;
+    uint32_t pad = 0, bos = 0, eos = 0;
+    double eps = 0, scale = 0;
+    if (!json_is_object(cfg)) st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config must be a JSON object");
+    /* Bounds keep every derived size inside 32-bit shader indices and sane memory. */
+    if (st == VKF_OK) st = get_uint(cfg, "d_model", 1, 65536, &c->d_model);
+    if (st == VKF_OK) st = get_uint(cfg, "n_heads", 1, 4096, &c->n_heads);
+    if (st == VKF_OK) st = get_uint(cfg, "n_encoder_layers", 1, 1024, &c->n_encoder_layers);
+    if (st == VKF_OK) st = get_uint(cfg, "n_decoder_layers", 1, 1024, &c->n_decoder_layers);
+    if (st == VKF_OK) st = get_uint(cfg, "d_ff", 1, 1u << 20, &c->d_ff);
+    if (st == VKF_OK) st = get_uint(cfg, "src_vocab_size", 1, 1u << 24, &c->src_vocab_size);
+    if (st == VKF_OK) st = get_uint(cfg, "tgt_vocab_size", 1, 1u << 24, &c->tgt_vocab_size);
+    if (st == VKF_OK) st = get_uint(cfg, "max_len", 1, 1u << 16, &c->max_len);
+    if (st == VKF_OK) st = get_uint(cfg, "pad_id", 0, UINT32_MAX, &pad);
+    if (st == VKF_OK) st = get_uint(cfg, "bos_id", 0, UINT32_MAX, &bos);
+    if (st == VKF_OK) st = get_uint(cfg, "eos_id", 0, UINT32_MAX, &eos);
+    if (st == VKF_OK) st = get_number(cfg, "layer_norm_eps", &eps);
+    if (st == VKF_OK) st = get_number(cfg, "embed_scale", &scale);
+    if (st == VKF_OK && c->d_model % c->n_heads)
+        st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: d_model %u is not divisible by n_heads %u", c->d_model,
+                      c->n_heads);
+    if (st == VKF_OK && !(eps > 0 && eps < 1))
+        st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: layer_norm_eps %g must be in (0, 1)", eps);
+    if (st == VKF_OK && (pad >= c->tgt_vocab_size || bos >= c->tgt_vocab_size || eos >= c->tgt_vocab_size))
+        st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: pad_id %u, bos_id %u and eos_id %u must be below tgt_vocab_size %u",
+                      pad, bos, eos, c->tgt_vocab_size);
+    if (st == VKF_OK && (pad >= c->src_vocab_size || eos >= c->src_vocab_size))
+        st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: pad_id %u and eos_id %u must be below src_vocab_size %u",
+                      pad, eos, c->src_vocab_size);
+    if (st == VKF_OK) {
+        json_t *act = json_object_get(cfg, "activation");
+        const char *a = json_is_string(act) ? json_string_value(act) : NULL;
+        if (!act) st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: key \"activation\" is missing");
+        else if (a && strcmp(a, "relu") == 0) c->activation = VKF_ACTIVATION_RELU;
+        else if (a && strcmp(a, "gelu") == 0) c->activation = VKF_ACTIVATION_GELU;
+        else st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: \"activation\" must be \"relu\" or \"gelu\"");
+    }
+    if (st == VKF_OK) {
+        json_t *nf = json_object_get(cfg, "norm_first");
+        if (!nf) st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: key \"norm_first\" is missing");
+        else if (!json_is_boolean(nf)) st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: \"norm_first\" must be true or false");
+        else c->norm_first = json_is_true(nf);
+    }
+    if (st == VKF_OK) st = get_vocab(cfg, "src_vocab", c->src_vocab_size, &m->src_vocab);
+    if (st == VKF_OK) st = get_vocab(cfg, "tgt_vocab", c->tgt_vocab_size, &m->tgt_vocab);
+    if (st == VKF_OK) {
+        json_t *split = json_object_get(cfg, "src_split");
+        if (split && !(json_is_string(split) && (strcmp(json_string_value(split), "whitespace") == 0 ||
+                                                 strcmp(json_string_value(split), "chars") == 0)))
+            st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: \"src_split\" must be \"whitespace\" or \"chars\"");
+        else m->split_chars = split && strcmp(json_string_value(split), "chars") == 0;
+    }
+    if (st == VKF_OK) {
+        json_t *join = json_object_get(cfg, "tgt_join");
+        if (join && !json_is_string(join)) st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: \"tgt_join\" must be a string");
+        else if (!(m->tgt_join = strdup(join ? json_string_value(join) : " ")))
+            st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    if (st == VKF_OK) {
+        c->layer_norm_eps = (float)eps;
+        c->embed_scale = (float)scale;
+        c->pad_id = (int32_t)pad, c->bos_id = (int32_t)bos, c->eos_id = (int32_t)eos;
+        c->has_vocab = m->src_vocab && m->tgt_vocab;
+    }
+    json_decref(cfg);
+    return st;
+}
+
+/* ------------------------------------------------------------------ weights */
+
+/* Names the loader expects, to find unexpected tensors afterwards. */
+typedef struct name_list {
+    char **names;
+    uint32_t count, capacity;
+} name_list;
+
+static bool name_add(name_list *l, const char *name)
+{
+    if (l->count == l->capacity) {
+        uint32_t cap = l->capacity ? 2 * l->capacity : 64;
+        char **grown = realloc(l->names, cap * sizeof *grown);
+        if (!grown) return false;
+        l->names = grown;
+        l->capacity = cap;
+    }
+    return (l->names[l->count++] = strdup(name)) != NULL;
+}
+
+static void name_free(name_list *l)
+{
+    for (uint32_t i = 0; i < l->count; i++) free(l->names[i]);
+    free(l->names);
+}
+
+typedef struct loader {
+    vkf_model *m;
+    vkf_st_file *file;
+    name_list expected;
+    float *scratch;                     /* owned host buffer for conversions */
+    uint64_t scratch_floats;
+} loader;
+
+/* Checks tensor `name` has shape (rows, cols) (or (cols) when rows == 0) and a
+ * float dtype, and reads rows [row0, row0 + nrows) of it into the scratch buffer. */
+static vkf_status read_rows(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0, uint32_t nrows,
+                            const float **out)
+{
+    const vkf_st_tensor *t = vkf_st_find(L->file, name);
+    if (!t) return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" is missing", name);
+    bool shape_ok = rows == 0 ? (t->rank == 1 && t->shape[0] == cols)
+                              : (t->rank == 2 && t->shape[0] == rows && t->shape[1] == cols);
+    if (!shape_ok) {
+        char got[128] = "(";
+        for (uint32_t i = 0; i < t->rank && i < 4; i++) {
+            size_t len = strlen(got);
+            snprintf(got + len, sizeof got - len, "%s%llu", i ? ", " : "", (unsigned long long)t->shape[i]);
+        }
+        strcat(got, ")");
+        if (rows == 0) return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" has shape %s, expected (%u)", name, got, cols);
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" has shape %s, expected (%u, %u)", name, got, rows, cols);
+    }
+    if (t->dtype != VKF_ST_F32 && t->dtype != VKF_ST_F16 && t->dtype != VKF_ST_BF16)
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" has dtype %s; F32, F16 or BF16 expected", name,
+                        vkf_st_dtype_name(t->dtype));
+    if (t->elements > L->scratch_floats) {
+        float *grown = realloc(L->scratch, t->elements * sizeof *grown);
+        if (!grown) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory reading \"%s\"", name);
+        L->scratch = grown;
+        L->scratch_floats = t->elements;
+    }
+    VKF_TRY(vkf_st_read_f32(L->file, t, L->scratch, t->elements));
+    if (!name_add(&L->expected, name)) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    (void)nrows;
+    *out = L->scratch + (uint64_t)row0 * cols;
+    return VKF_OK;
+}
+
+static vkf_status upload(loader *L, const float *data, uint32_t rows, uint32_t cols, vkf_tensor **out)
+{
+    uint64_t shape[2] = {rows ? rows : 1, cols};
+    VKF_TRY(vkf_tensor_create(L->m->ctx, VKF_DTYPE_F32, rows ? 2 : 1, rows ? shape : shape + 1, out));
+    return vkf_tensor_upload(*out, data, (uint64_t)(rows ? rows : 1) * cols * sizeof(float));
+}
+
+/* A weight (rows, cols), or rows [row0, row0 + nrows) of one (rows, cols). */
+static vkf_status load_matrix(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0, uint32_t nrows,
+                              vkf_tensor **out)
+{
+    const float *data;
+    VKF_TRY(read_rows(L, name, rows, cols, row0, nrows, &data));
+    return upload(L, data, nrows, cols, out);
+}
+
+/* A vector (n), or entries [begin, begin + count) of it. */
+static vkf_status load_vector(loader *L, const char *name, uint32_t n, uint32_t begin, uint32_t count, vkf_tensor **out)
+{
+    const float *data;
+    VKF_TRY(read_rows(L, name, 0, n, 0, 0, &data));
+    return upload(L, data + begin, 0, count, out);
+}
+
+static vkf_status load_linear(loader *L, const char *prefix, const char *wname, const char *bname, uint32_t rows,
+                              uint32_t cols, uint32_t row0, uint32_t nrows, linear *out)
+{
+    char w[256], b[256];
+    snprintf(w, sizeof w, "%s%s", prefix, wname);
+    snprintf(b, sizeof b, "%s%s", prefix, bname);
+    out->out = nrows;
+    out->in = cols;
+    VKF_TRY(load_matrix(L, w, rows, cols, row0, nrows, &out->w));
+    return load_vector(L, b, rows, row0, nrows, &out->b);
+}
+
+static vkf_status load_norm(loader *L, const char *prefix, uint32_t d, norm *out)
+{
+    char g[256], b[256];
+    snprintf(g, sizeof g, "%s.weight", prefix);
+    snprintf(b, sizeof b, "%s.bias", prefix);
+    VKF_TRY(load_vector(L, g, d, 0, d, &out->g));
+    return load_vector(L, b, d, 0, d, &out->b);
+}
+
+static vkf_status load_weights(loader *L)
+{
+    vkf_model *m = L->m;
+    const vkf_model_config *c = &m->cfg;
+    uint32_t d = c->d_model, f = c->d_ff;
+    char p[160];
+    VKF_TRY(load_matrix(L, "src_embed.weight", c->src_vocab_size, d, 0, c->src_vocab_size, &m->src_embed));
+    VKF_TRY(load_matrix(L, "tgt_embed.weight", c->tgt_vocab_size, d, 0, c->tgt_vocab_size, &m->tgt_embed));
+    for (uint32_t i = 0; i < c->n_encoder_layers; i++) {
+        enc_layer *e = &m->enc[i];
+        snprintf(p, sizeof p, "transformer.encoder.layers.%u.", i);
+        VKF_TRY(load_linear(L, p, "self_attn.in_proj_weight", "self_attn.in_proj_bias", 3 * d, d, 0, 3 * d, &e->qkv));
+        VKF_TRY(load_linear(L, p, "self_attn.out_proj.weight", "self_attn.out_proj.bias", d, d, 0, d, &e->o));
+        VKF_TRY(load_linear(L, p, "linear1.weight", "linear1.bias", f, d, 0, f, &e->ff1));
+        VKF_TRY(load_linear(L, p, "linear2.weight", "linear2.bias", d, f, 0, d, &e->ff2));
+        snprintf(p, sizeof p, "transformer.encoder.layers.%u.norm1", i);
+        VKF_TRY(load_norm(L, p, d, &e->n1));
+        snprintf(p, sizeof p, "transformer.encoder.layers.%u.norm2", i);
+        VKF_TRY(load_norm(L, p, d, &e->n2));
+    }
+    VKF_TRY(load_norm(L, "transformer.encoder.norm", d, &m->enc_norm));
+    for (uint32_t i = 0; i < c->n_decoder_layers; i++) {
+        dec_layer *e = &m->dec[i];
+        snprintf(p, sizeof p, "transformer.decoder.layers.%u.", i);
+        VKF_TRY(load_linear(L, p, "self_attn.in_proj_weight", "self_attn.in_proj_bias", 3 * d, d, 0, 3 * d, &e->qkv));
+        VKF_TRY(load_linear(L, p, "self_attn.out_proj.weight", "self_attn.out_proj.bias", d, d, 0, d, &e->o));
+        VKF_TRY(load_linear(L, p, "multihead_attn.in_proj_weight", "multihead_attn.in_proj_bias", 3 * d, d, 0, d, &e->cq));
+        VKF_TRY(load_linear(L, p, "multihead_attn.in_proj_weight", "multihead_attn.in_proj_bias", 3 * d, d, d, 2 * d,
+                            &e->ckv));
+        VKF_TRY(load_linear(L, p, "multihead_attn.out_proj.weight", "multihead_attn.out_proj.bias", d, d, 0, d, &e->co));
+        VKF_TRY(load_linear(L, p, "linear1.weight", "linear1.bias", f, d, 0, f, &e->ff1));
+        VKF_TRY(load_linear(L, p, "linear2.weight", "linear2.bias", d, f, 0, d, &e->ff2));
+        const char *norms[3] = {"norm1", "norm2", "norm3"};
+        norm *dst[3] = {&e->n1, &e->n2, &e->n3};
+        for (int k = 0; k < 3; k++) {
+            snprintf(p, sizeof p, "transformer.decoder.layers.%u.%s", i, norms[k]);
+            VKF_TRY(load_norm(L, p, d, dst[k]));
+        }
+    }
+    VKF_TRY(load_norm(L, "transformer.decoder.norm", d, &m->dec_norm));
+    VKF_TRY(load_linear(L, "", "generator.weight", "generator.bias", c->tgt_vocab_size, d, 0, c->tgt_vocab_size, &m->gen));
+    /* Anything else in the file means it was written for another layout. */
+    for (uint32_t i = 0; i < vkf_st_count(L->file); i++) {
+        const char *name = vkf_st_at(L->file, i)->name;
+        bool known = false;
+        for (uint32_t k = 0; k < L->expected.count && !known; k++) known = strcmp(L->expected.names[k], name) == 0;
+        if (!known)
+            return vkf_fail(VKF_ERROR_BAD_MODEL,
+                            "unexpected tensor \"%s\" (the config says %u encoder and %u decoder layers)", name,
+                            c->n_encoder_layers, c->n_decoder_layers);
+    }
+    return vkf_positional_encoding_create(m->ctx, c->max_len, d, &m->pe);
+}
+
+static void linear_free(linear *l)
+{
+    vkf_tensor_destroy(l->w);
+    vkf_tensor_destroy(l->b);
+}
+
+static void norm_free(norm *n)
+{
+    vkf_tensor_destroy(n->g);
+    vkf_tensor_destroy(n->b);
+}
+
+static void fwd_plan_free(fwd_plan *p);
+static void gen_plan_free(gen_plan *p);
+
+void vkf_model_destroy(vkf_model *m)
+{
+    if (!m) return;
+    for (int i = 0; i < MAX_FORWARD_PLANS; i++) fwd_plan_free(m->plans[i]);
+    gen_plan_free(m->gen_plan);
+    for (uint32_t i = 0; m->enc && i < m->cfg.n_encoder_layers; i++) {
+        enc_layer *e = &m->enc[i];
+        linear_free(&e->qkv), linear_free(&e->o), linear_free(&e->ff1), linear_free(&e->ff2);
+        norm_free(&e->n1), norm_free(&e->n2);
+    }
+    for (uint32_t i = 0; m->dec && i < m->cfg.n_decoder_layers; i++) {
+        dec_layer *e = &m->dec[i];
+        linear_free(&e->qkv), linear_free(&e->o), linear_free(&e->cq), linear_free(&e->ckv), linear_free(&e->co);
+        linear_free(&e->ff1), linear_free(&e->ff2);
+        norm_free(&e->n1), norm_free(&e->n2), norm_free(&e->n3);
+    }
+    free(m->enc);
+    free(m->dec);
+    norm_free(&m->enc_norm);
+    norm_free(&m->dec_norm);
+    linear_free(&m->gen);
+    vkf_tensor_destroy(m->src_embed);
+    vkf_tensor_destroy(m->tgt_embed);
+    vkf_tensor_destroy(m->pe);
+    free_vocab(m->src_vocab, m->cfg.src_vocab_size);
+    free_vocab(m->tgt_vocab, m->cfg.tgt_vocab_size);
+    free(m->tgt_join);
+    free(m);
+}
+
+vkf_status vkf_model_load(vkf_context *ctx, const char *path, vkf_model **out_model)
+{
+    if (!out_model) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_load: out_model is NULL");
+    *out_model = NULL;
+    if (!ctx || !path) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_load: %s is NULL", ctx ? "path" : "context");
+    if (ctx->lost) return vkf_fail(VKF_ERROR_DEVICE_LOST, "the device was lost; destroy and recreate the context");
+    vkf_model *m = calloc(1, sizeof *m);
+    if (!m) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a model");
+    m->ctx = ctx;
+    loader L = {.m = m};
+    vkf_status st = vkf_st_open(path, &L.file);
+    if (st == VKF_OK) st = parse_config(m, vkf_st_metadata(L.file, "vkformer.config"));
+    if (st == VKF_OK) {
+        m->enc = calloc(m->cfg.n_encoder_layers, sizeof *m->enc);
+        m->dec = calloc(m->cfg.n_decoder_layers, sizeof *m->dec);
+        if (!m->enc || !m->dec) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for layers");
+    }
+    if (st == VKF_OK) st = load_weights(&L);
+    if (st != VKF_OK && st == VKF_ERROR_BAD_MODEL) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", vkf_last_error());
+        if (!strstr(msg, path)) vkf_fail(st, "%s: %s", path, msg);
+    }
+    free(L.scratch);
+    name_free(&L.expected);
+    vkf_st_close(L.file);
+    if (st != VKF_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", vkf_last_error());
+        vkf_model_destroy(m);
+        vkf_fail(st, "%s", msg);
+        return st;
+    }
+    *out_model = m;
+    return VKF_OK;
+}
+
+vkf_status vkf_model_get_config(const vkf_model *m, vkf_model_config *out)
+{
+    if (!m || !out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_get_config: %s is NULL", m ? "out_config" : "model");
+    *out = m->cfg;
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ recording helpers */
+
+static vkf_status tensor2(vkf_context *ctx, vkf_dtype dtype, uint64_t rows, uint64_t cols, vkf_tensor **out)
+{
+    uint64_t shape[2] = {rows, cols};
+    return vkf_tensor_create(ctx, dtype, 2, shape, out);
+}
+
+/* out (rows, l.out) = act(in (rows, l.in) · l.wᵀ + l.b) + residual */
+static vkf_status rec_linear(vkf_cmd *cmd, const vkf_tensor *in, uint32_t rows, const linear *l, vkf_tensor *out,
+                             vkf_activation act, const vkf_tensor *residual)
+{
+    vkf_matmul_desc d;
+    vkf_matmul_desc_init(&d);
+    d.m = rows, d.n = l->out, d.k = l->in;
+    d.a.tensor = (vkf_tensor *)in;
+    d.b.tensor = l->w;
+    d.c.tensor = out;
+    d.bias = l->b;
+    d.residual.tensor = (vkf_tensor *)residual;
+    d.activation = act;
+    return vkf_cmd_matmul(cmd, &d);
+}
+
+static vkf_status rec_norm(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor *x, const vkf_tensor *residual,
+                           uint32_t rows, const norm *n, vkf_tensor *y)
+{
+    vkf_layernorm_desc d;
+    vkf_layernorm_desc_init(&d);
+    d.rows = rows, d.cols = m->cfg.d_model;
+    d.x = (vkf_tensor *)x, d.residual = (vkf_tensor *)residual, d.gamma = n->g, d.beta = n->b, d.y = y;
+    d.eps = m->cfg.layer_norm_eps;
+    return vkf_cmd_layernorm(cmd, &d);
+}
+
+/* A (rows, heads * head_dim) view of a projection output with row stride `stride`,
+ * starting at column `col`; the batch runs over (sequence of `len` rows, head). */
+typedef struct heads_view {
+    vkf_tensor *t;
+    uint64_t col, stride;
+} heads_view;
+
+/* out (B*Lq, d) = softmax(Q·Kᵀ / sqrt(hd) + mask) · V per (sequence, head), through
+ * materialised scores (B*H, Lq, Lk). mask: (B, Lk) additive, or NULL; causal:
+ * query i sees keys j <= i. */
+static vkf_status rec_attention(vkf_cmd *cmd, const vkf_model *m, uint32_t B, uint32_t Lq, uint32_t Lk, heads_view q,
+                                heads_view k, heads_view v, const vkf_tensor *mask, bool causal, vkf_tensor *scores,
+                                vkf_tensor *out)
+{
+    uint32_t H = m->cfg.n_heads, hd = m->cfg.d_model / H, d = m->cfg.d_model;
+    vkf_matmul_desc s;
+    vkf_matmul_desc_init(&s);
+    s.m = Lq, s.n = Lk, s.k = hd;
+    s.batch[0] = B, s.batch[1] = H;
+    s.a = (vkf_matrix_view){q.t, q.col, q.stride, {Lq * q.stride, hd}};
+    s.b = (vkf_matrix_view){k.t, k.col, k.stride, {Lk * k.stride, hd}};
+    s.c = (vkf_matrix_view){scores, 0, 0, {(uint64_t)H * Lq * Lk, (uint64_t)Lq * Lk}};
+    s.alpha = 1.0f / sqrtf((float)hd);
+    VKF_TRY(vkf_cmd_matmul(cmd, &s));
+    vkf_softmax_desc p;
+    vkf_softmax_desc_init(&p);
+    p.rows = B * H * Lq, p.cols = Lk, p.x = scores, p.y = scores;
+    if (mask) p.mask = (vkf_tensor *)mask, p.mask_rows = B, p.mask_row_div = H * Lq;
+    if (causal) p.causal_period = Lq;
+    VKF_TRY(vkf_cmd_softmax(cmd, &p));
+    vkf_matmul_desc o;
+    vkf_matmul_desc_init(&o);
+    o.m = Lq, o.n = hd, o.k = Lk;
+    o.batch[0] = B, o.batch[1] = H;
+    o.a = (vkf_matrix_view){scores, 0, 0, {(uint64_t)H * Lq * Lk, (uint64_t)Lq * Lk}};
+    o.b = (vkf_matrix_view){v.t, v.col, v.stride, {Lk * v.stride, hd}};
+    o.b_is_k_by_n = true;
+    o.c = (vkf_matrix_view){out, 0, d, {(uint64_t)Lq * d, hd}};
+    return vkf_cmd_matmul(cmd, &o);
+}
+
+static vkf_status rec_embed(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor *table, uint32_t vocab,
+                            const vkf_tensor *ids, uint32_t tokens, uint32_t seq_len, const vkf_tensor *state,
+                            vkf_tensor *out)
+{
+    vkf_embed_desc e;
+    vkf_embed_desc_init(&e);
+    e.tokens = tokens, e.d = m->cfg.d_model, e.vocab = vocab;
+    e.ids = (vkf_tensor *)ids, e.table = (vkf_tensor *)table, e.out = out;
+    e.scale = m->cfg.embed_scale, e.positions = m->pe, e.seq_len = seq_len;
+    e.position_state = (vkf_tensor *)state;
+    return vkf_cmd_embed(cmd, &e);
+}
+
+/* ------------------------------------------------------------------ forward plans */
+
+static void fwd_plan_free(fwd_plan *p)
+{
+    if (!p) return;
+    vkf_cmd_destroy(p->cmd);
+    vkf_tensor *ts[] = {p->src_ids, p->tgt_ids, p->src_mask, p->a,   p->b,      p->n,      p->memory, p->qkv,
+                        p->q,       p->kv,      p->attn,     p->tmp, p->hidden, p->scores, p->logits};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
+    free(p);
+}
+
+/* Encoder: src ids -> memory (B*S, d). Uses a, b, n, qkv, attn, tmp, hidden, scores. */
+static vkf_status rec_encoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
+{
+    const vkf_model_config *c = &m->cfg;
+    uint32_t B = p->batch, S = p->src_len, rows = B * S, d = c->d_model;
+    vkf_tensor *x = p->a, *alt = p->b;
+    /* x = src_embed(ids) * scale + PE */
+    VKF_TRY(rec_embed(cmd, m, m->src_embed, c->src_vocab_size, p->src_ids, rows, S, NULL, x));
+    for (uint32_t i = 0; i < c->n_encoder_layers; i++) {
+        const enc_layer *e = &m->enc[i];
+        heads_view q = {p->qkv, 0, 3 * d}, k = {p->qkv, d, 3 * d}, v = {p->qkv, 2 * d, 3 * d};
+        if (!c->norm_first) {
+            /* x = LN1(x + SelfAttn(x)); x = LN2(x + FFN(x)) */
+            VKF_TRY(rec_linear(cmd, x, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_attention(cmd, m, B, S, S, q, k, v, p->src_mask, false, p->scores, p->attn));
+            VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_norm(cmd, m, x, p->tmp, rows, &e->n1, x));
+            VKF_TRY(rec_linear(cmd, x, rows, &e->ff1, p->hidden, c->activation, NULL));
+            VKF_TRY(rec_linear(cmd, p->hidden, rows, &e->ff2, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_norm(cmd, m, x, p->tmp, rows, &e->n2, x));
+        } else {
+            /* alt = x + SelfAttn(LN1(x)); x = alt + FFN(LN2(alt)) */
+            VKF_TRY(rec_norm(cmd, m, x, NULL, rows, &e->n1, p->n));
+            VKF_TRY(rec_linear(cmd, p->n, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_attention(cmd, m, B, S, S, q, k, v, p->src_mask, false, p->scores, p->attn));
+            VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, alt, VKF_ACTIVATION_NONE, x));
+            VKF_TRY(rec_norm(cmd, m, alt, NULL, rows, &e->n2, p->n));
+            VKF_TRY(rec_linear(cmd, p->n, rows, &e->ff1, p->hidden, c->activation, NULL));
+            VKF_TRY(rec_linear(cmd, p->hidden, rows, &e->ff2, x, VKF_ACTIVATION_NONE, alt));
+        }
+    }
+    /* memory = encoder.norm(x) */
+    return rec_norm(cmd, m, x, NULL, rows, &m->enc_norm, p->memory);
+}
+
+/* Decoder over a whole target (teacher forcing): tgt ids, memory -> logits. */
+static vkf_status rec_decoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
+{
+    const vkf_model_config *c = &m->cfg;
+    uint32_t B = p->batch, S = p->src_len, T = p->tgt_len, rows = B * T, d = c->d_model;
+    vkf_tensor *y = p->a, *alt = p->b;
+    /* y = tgt_embed(ids) * scale + PE */
+    VKF_TRY(rec_embed(cmd, m, m->tgt_embed, c->tgt_vocab_size, p->tgt_ids, rows, T, NULL, y));
+    heads_view sq = {p->qkv, 0, 3 * d}, sk = {p->qkv, d, 3 * d}, sv = {p->qkv, 2 * d, 3 * d};
+    heads_view cq = {p->q, 0, d}, ck = {p->kv, 0, 2 * d}, cv = {p->kv, d, 2 * d};
+    for (uint32_t i = 0; i < c->n_decoder_layers; i++) {
+        const dec_layer *e = &m->dec[i];
+        /* cross-attention keys and values from the encoder memory */
+        VKF_TRY(rec_linear(cmd, p->memory, B * S, &e->ckv, p->kv, VKF_ACTIVATION_NONE, NULL));
+        if (!c->norm_first) {
+            /* y = LN1(y + CausalSelfAttn(y)); y = LN2(y + CrossAttn(y, memory)); y = LN3(y + FFN(y)) */
+            VKF_TRY(rec_linear(cmd, y, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_attention(cmd, m, B, T, T, sq, sk, sv, NULL, true, p->scores, p->attn));
+            VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_norm(cmd, m, y, p->tmp, rows, &e->n1, y));
+            VKF_TRY(rec_linear(cmd, y, rows, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_attention(cmd, m, B, T, S, cq, ck, cv, p->src_mask, false, p->scores, p->attn));
+            VKF_TRY(rec_linear(cmd, p->attn, rows, &e->co, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_norm(cmd, m, y, p->tmp, rows, &e->n2, y));
+            VKF_TRY(rec_linear(cmd, y, rows, &e->ff1, p->hidden, c->activation, NULL));
+            VKF_TRY(rec_linear(cmd, p->hidden, rows, &e->ff2, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_norm(cmd, m, y, p->tmp, rows, &e->n3, y));
+        } else {
+            /* alt = y + CausalSelfAttn(LN1(y)); y = alt + CrossAttn(LN2(alt)); alt = y + FFN(LN3(y)) */
+            VKF_TRY(rec_norm(cmd, m, y, NULL, rows, &e->n1, p->n));
+            VKF_TRY(rec_linear(cmd, p->n, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_attention(cmd, m, B, T, T, sq, sk, sv, NULL, true, p->scores, p->attn));
+            VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, alt, VKF_ACTIVATION_NONE, y));
+            VKF_TRY(rec_norm(cmd, m, alt, NULL, rows, &e->n2, p->n));
+            VKF_TRY(rec_linear(cmd, p->n, rows, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_attention(cmd, m, B, T, S, cq, ck, cv, p->src_mask, false, p->scores, p->attn));
+            VKF_TRY(rec_linear(cmd, p->attn, rows, &e->co, y, VKF_ACTIVATION_NONE, alt));
+            VKF_TRY(rec_norm(cmd, m, y, NULL, rows, &e->n3, p->n));
+            VKF_TRY(rec_linear(cmd, p->n, rows, &e->ff1, p->hidden, c->activation, NULL));
+            VKF_TRY(rec_linear(cmd, p->hidden, rows, &e->ff2, alt, VKF_ACTIVATION_NONE, y));
+            vkf_tensor *swap = y;
+            y = alt, alt = swap;
+        }
+    }
+    /* logits = generator(decoder.norm(y)) */
+    VKF_TRY(rec_norm(cmd, m, y, NULL, rows, &m->dec_norm, p->n));
+    return rec_linear(cmd, p->n, rows, &m->gen, p->logits, VKF_ACTIVATION_NONE, NULL);
+}
+
+/* Activations for B sequences of S source and T target tokens. */
+static vkf_status fwd_plan_alloc(vkf_model *m, uint32_t B, uint32_t S, uint32_t T, fwd_plan **out)
+{
+    vkf_context *ctx = m->ctx;
+    const vkf_model_config *c = &m->cfg;
+    fwd_plan *p = calloc(1, sizeof *p);
+    if (!p) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a forward plan");
+    p->batch = B, p->src_len = S, p->tgt_len = T;
+    uint64_t L = S > T ? S : T, rows = (uint64_t)B * L, d = c->d_model;
+    uint64_t score_rows = (uint64_t)B * c->n_heads * L;
+    vkf_status st = tensor2(ctx, VKF_DTYPE_I32, B, S, &p->src_ids);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, B, T, &p->tgt_ids);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, B, S, &p->src_mask);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->a);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->b);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->n);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * S, d, &p->memory);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, 3 * d, &p->qkv);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * T, d, &p->q);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * S, 2 * d, &p->kv);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->attn);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->tmp);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, c->d_ff, &p->hidden);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, score_rows, L, &p->scores);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * T, c->tgt_vocab_size, &p->logits);
+    if (st != VKF_OK) {
+        fwd_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return VKF_OK;
+}
+
+/* The plan of this shape, recorded on first use; most recently used kept last. */
+static vkf_status forward_plan(vkf_model *m, uint32_t B, uint32_t S, uint32_t T, fwd_plan **out)
+{
+    for (int i = 0; i < MAX_FORWARD_PLANS; i++) {
+        fwd_plan *p = m->plans[i];
+        if (p && p->batch == B && p->src_len == S && p->tgt_len == T) {
+            memmove(&m->plans[i], &m->plans[i + 1], (MAX_FORWARD_PLANS - 1 - i) * sizeof *m->plans);
+            m->plans[MAX_FORWARD_PLANS - 1] = p;
+            *out = p;
+            return VKF_OK;
+        }
+    }
+    fwd_plan *p;
+    VKF_TRY(fwd_plan_alloc(m, B, S, T, &p));
+    vkf_status st = vkf_cmd_create(m->ctx, 0, &p->cmd);
+    if (st == VKF_OK) st = rec_encoder(p->cmd, m, p);
+    if (st == VKF_OK) st = rec_decoder(p->cmd, m, p);
+    if (st != VKF_OK) {
+        fwd_plan_free(p);
+        return st;
+    }
+    fwd_plan_free(m->plans[0]);
+    memmove(&m->plans[0], &m->plans[1], (MAX_FORWARD_PLANS - 1) * sizeof *m->plans);
+    m->plans[MAX_FORWARD_PLANS - 1] = p;
+    *out = p;
+    return VKF_OK;
+}
+
+/* Checks a batch of sequences; returns the longest length. */
+static vkf_status check_sequences(const vkf_model *m, const vkf_sequences *s, uint32_t vocab, const char *what,
+                                  uint32_t *out_max)
+{
+    *out_max = 0;
+    if (!s || !s->ids || !s->lengths || s->count == 0)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: no sequences given", what);
+    for (uint32_t i = 0; i < s->count; i++) {
+        uint32_t n = s->lengths[i];
+        if (n == 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s sequence %u is empty", what, i);
+        if (n > m->cfg.max_len)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s sequence %u has %u tokens; the model's max_len is %u", what,
+                            i, n, m->cfg.max_len);
+        if (!s->ids[i]) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s sequence %u is NULL", what, i);
+        for (uint32_t j = 0; j < n; j++)
+            if (s->ids[i][j] < 0 || (uint32_t)s->ids[i][j] >= vocab)
+                return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s sequence %u: id %d at position %u is outside 0..%u",
+                                what, i, s->ids[i][j], j, vocab - 1);
+        if (n > *out_max) *out_max = n;
+    }
+    return VKF_OK;
+}
+
+/* Uploads ids padded with pad_id to (count, len), and the additive key mask. */
+static vkf_status upload_ids(const vkf_model *m, const vkf_sequences *s, uint32_t len, vkf_tensor *ids, vkf_tensor *mask)
+{
+    size_t n = (size_t)s->count * len;
+    int32_t *h = malloc(n * sizeof *h);
+    float *k = malloc(n * sizeof *k);
+    if (!h || !k) {
+        free(h), free(k);
+        return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for ids");
+    }
+    for (uint32_t i = 0; i < s->count; i++)
+        for (uint32_t j = 0; j < len; j++) {
+            bool real = j < s->lengths[i];
+            h[(size_t)i * len + j] = real ? s->ids[i][j] : m->cfg.pad_id;
+            k[(size_t)i * len + j] = real ? 0.0f : -INFINITY;
+        }
+    vkf_status st = vkf_tensor_upload(ids, h, n * sizeof *h);
+    if (st == VKF_OK && mask) st = vkf_tensor_upload(mask, k, n * sizeof *k);
+    free(h), free(k);
+    return st;
+}
+
+vkf_status vkf_model_forward(vkf_model *m, const vkf_sequences *src, const vkf_sequences *tgt, float *out_logits,
+                             uint64_t out_floats)
+{
+    if (!m || !out_logits)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_forward: %s is NULL", m ? "out_logits" : "model");
+    uint32_t S, T;
+    VKF_TRY(check_sequences(m, src, m->cfg.src_vocab_size, "source", &S));
+    VKF_TRY(check_sequences(m, tgt, m->cfg.tgt_vocab_size, "target", &T));
+    if (src->count != tgt->count)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_forward: %u sources but %u targets", src->count, tgt->count);
+    uint32_t B = src->count, V = m->cfg.tgt_vocab_size;
+    uint64_t need = (uint64_t)B * T * V;
+    if (out_floats != need)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_forward: out_logits holds %llu floats, %llu needed",
+                        (unsigned long long)out_floats, (unsigned long long)need);
+    fwd_plan *p;
+    VKF_TRY(forward_plan(m, B, S, T, &p));
+    VKF_TRY(upload_ids(m, src, S, p->src_ids, p->src_mask));
+    VKF_TRY(upload_ids(m, tgt, T, p->tgt_ids, NULL));
+    VKF_TRY(vkf_cmd_submit(p->cmd));
+    VKF_TRY(vkf_tensor_download(p->logits, out_logits, need * sizeof(float)));
+    for (uint32_t i = 0; i < B; i++) /* rows past each target are padding */
+        memset(out_logits + ((uint64_t)i * T + tgt->lengths[i]) * V, 0, (uint64_t)(T - tgt->lengths[i]) * V * sizeof(float));
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ generation */
+
+static void gen_plan_free(gen_plan *p)
+{
+    if (!p) return;
+    vkf_cmd_destroy(p->step);
+    vkf_cmd_destroy(p->encode);
+    fwd_plan_free(p->enc);
+    for (uint32_t i = 0; i < p->layers; i++) {
+        if (p->cross_kv) vkf_tensor_destroy(p->cross_kv[i]);
+        if (p->cache_k) vkf_tensor_destroy(p->cache_k[i]);
+        if (p->cache_v) vkf_tensor_destroy(p->cache_v[i]);
+    }
+    free(p->cross_kv);
+    free(p->cache_k);
+    free(p->cache_v);
+    vkf_tensor *ts[] = {p->src_lengths, p->state, p->step_ids, p->tokens, p->y,   p->y2,      p->yn,
+                        p->qkv,         p->q,     p->attn,     p->tmp,    p->hidden, p->scratch, p->logits};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
+    free(p);
+}
+
+/* One decode step for every sequence: embed the step's input tokens at the
+ * position in `state`, run each decoder layer against the KV cache and the
+ * cross-attention keys/values, pick the next tokens, advance the position. */
+static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p)
+{
+    const vkf_model_config *c = &m->cfg;
+    uint32_t B = p->batch, d = c->d_model, H = c->n_heads, hd = d / H;
+    float scale = 1.0f / sqrtf((float)hd);
+    vkf_tensor *y = p->y, *alt = p->y2;
+    /* y (B, d) = tgt_embed(step_ids) * scale + PE(state) */
+    VKF_TRY(rec_embed(cmd, m, m->tgt_embed, c->tgt_vocab_size, p->step_ids, B, 1, p->state, y));
+    for (uint32_t i = 0; i < c->n_decoder_layers; i++) {
+        const dec_layer *e = &m->dec[i];
+        /* self-attention over the cache: keys/values of positions 0..state */
+        vkf_attention_decode_desc self = {
+            .batch = B, .heads = H, .head_dim = hd, .max_keys = p->steps, .scale = scale,
+            .q = p->qkv, .q_offset = 0, .q_batch = 3 * d,
+            .k = p->cache_k[i], .k_offset = 0, .k_row = d, .k_batch = (uint64_t)p->steps * d,
+            .v = p->cache_v[i], .v_offset = 0, .v_row = d, .v_batch = (uint64_t)p->steps * d,
+            .lengths = p->state, .length_from_state = true, .scratch = p->scratch, .out = p->attn,
+        };
+        /* cross-attention over each source's memory, masked past its length */
+        vkf_attention_decode_desc cross = {
+            .batch = B, .heads = H, .head_dim = hd, .max_keys = p->src_len, .scale = scale,
+            .q = p->q, .q_offset = 0, .q_batch = d,
+            .k = p->cross_kv[i], .k_offset = 0, .k_row = 2 * d, .k_batch = (uint64_t)p->src_len * 2 * d,
+            .v = p->cross_kv[i], .v_offset = d, .v_row = 2 * d, .v_batch = (uint64_t)p->src_len * 2 * d,
+            .lengths = p->src_lengths, .length_from_state = false, .scratch = p->scratch, .out = p->attn,
+        };
+        if (!c->norm_first) {
+            VKF_TRY(rec_linear(cmd, y, B, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_op_kv_append(cmd, p->qkv, p->state, p->cache_k[i], p->cache_v[i], B, d, p->steps));
+            VKF_TRY(vkf_op_attention_decode(cmd, &self));
+            VKF_TRY(rec_linear(cmd, p->attn, B, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_norm(cmd, m, y, p->tmp, B, &e->n1, y));
+            VKF_TRY(rec_linear(cmd, y, B, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_op_attention_decode(cmd, &cross));
+            VKF_TRY(rec_linear(cmd, p->attn, B, &e->co, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_norm(cmd, m, y, p->tmp, B, &e->n2, y));
+            VKF_TRY(rec_linear(cmd, y, B, &e->ff1, p->hidden, c->activation, NULL));
+            VKF_TRY(rec_linear(cmd, p->hidden, B, &e->ff2, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_norm(cmd, m, y, p->tmp, B, &e->n3, y));
+        } else {
+            VKF_TRY(rec_norm(cmd, m, y, NULL, B, &e->n1, p->yn));
+            VKF_TRY(rec_linear(cmd, p->yn, B, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_op_kv_append(cmd, p->qkv, p->state, p->cache_k[i], p->cache_v[i], B, d, p->steps));
+            VKF_TRY(vkf_op_attention_decode(cmd, &self));
+            VKF_TRY(rec_linear(cmd, p->attn, B, &e->o, alt, VKF_ACTIVATION_NONE, y));
+            VKF_TRY(rec_norm(cmd, m, alt, NULL, B, &e->n2, p->yn));
+            VKF_TRY(rec_linear(cmd, p->yn, B, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_op_attention_decode(cmd, &cross));
+            VKF_TRY(rec_linear(cmd, p->attn, B, &e->co, y, VKF_ACTIVATION_NONE, alt));
+            VKF_TRY(rec_norm(cmd, m, y, NULL, B, &e->n3, p->yn));
+            VKF_TRY(rec_linear(cmd, p->yn, B, &e->ff1, p->hidden, c->activation, NULL));
+            VKF_TRY(rec_linear(cmd, p->hidden, B, &e->ff2, alt, VKF_ACTIVATION_NONE, y));
+            vkf_tensor *swap = y;
+            y = alt, alt = swap;
+        }
+    }
+    /* logits = generator(decoder.norm(y)); next ids = argmax; position += 1 */
+    VKF_TRY(rec_norm(cmd, m, y, NULL, B, &m->dec_norm, p->yn));
+    VKF_TRY(rec_linear(cmd, p->yn, B, &m->gen, p->logits, VKF_ACTIVATION_NONE, NULL));
+    VKF_TRY(vkf_op_argmax(cmd, p->logits, p->state, p->step_ids, p->tokens, B, c->tgt_vocab_size, p->steps));
+    return vkf_op_advance(cmd, p->state);
+}
+
+static vkf_status gen_plan_build(vkf_model *m, uint32_t B, uint32_t S, uint32_t steps, gen_plan **out)
+{
+    vkf_context *ctx = m->ctx;
+    const vkf_model_config *c = &m->cfg;
+    uint64_t d = c->d_model, L = c->n_decoder_layers;
+    gen_plan *p = calloc(1, sizeof *p);
+    if (!p) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a generation plan");
+    p->batch = B, p->src_len = S, p->steps = steps;
+    p->cross_kv = calloc(L, sizeof *p->cross_kv);
+    p->cache_k = calloc(L, sizeof *p->cache_k);
+    p->cache_v = calloc(L, sizeof *p->cache_v);
+    vkf_status st = p->cross_kv && p->cache_k && p->cache_v ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (st == VKF_OK) p->layers = (uint32_t)L;
+    if (st == VKF_OK) st = fwd_plan_alloc(m, B, S, 1, &p->enc);
+    for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
+        st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * S, 2 * d, &p->cross_kv[i]);
+        if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * steps, d, &p->cache_k[i]);
+        if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * steps, d, &p->cache_v[i]);
+    }
+    uint64_t keys = steps > S ? steps : S;
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->src_lengths);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, 1, &p->state);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->step_ids);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->tokens);
+    vkf_tensor **acts[] = {&p->y, &p->y2, &p->yn, &p->q, &p->attn, &p->tmp};
+    for (size_t i = 0; st == VKF_OK && i < sizeof acts / sizeof acts[0]; i++) st = tensor2(ctx, VKF_DTYPE_F32, B, d, acts[i]);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, B, 3 * d, &p->qkv);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, B, c->d_ff, &p->hidden);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * c->n_heads, keys, &p->scratch);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, B, c->tgt_vocab_size, &p->logits);
+    /* The encoder and every layer's cross-attention keys/values: once per batch. */
+    if (st == VKF_OK) st = vkf_cmd_create(ctx, 0, &p->encode);
+    if (st == VKF_OK) st = rec_encoder(p->encode, m, p->enc);
+    for (uint32_t i = 0; st == VKF_OK && i < L; i++)
+        st = rec_linear(p->encode, p->enc->memory, B * S, &m->dec[i].ckv, p->cross_kv[i], VKF_ACTIVATION_NONE, NULL);
+    if (st == VKF_OK) st = vkf_cmd_create(ctx, 0, &p->step);
+    if (st == VKF_OK) st = rec_step(p->step, m, p);
+    if (st != VKF_OK) {
+        gen_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return VKF_OK;
+}
+
+vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t max_new, int32_t *out_ids,
+                              uint32_t *out_lengths)
+{
+    if (!m || !out_ids || !out_lengths)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate: %s is NULL",
+                        !m ? "model" : !out_ids ? "out_ids" : "out_lengths");
+    uint32_t S;
+    VKF_TRY(check_sequences(m, src, m->cfg.src_vocab_size, "source", &S));
+    if (max_new == 0 || max_new > m->cfg.max_len)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate: max_new %u is outside 1..%u (the model's max_len)",
+                        max_new, m->cfg.max_len);
+    uint32_t B = src->count;
+    gen_plan *p = m->gen_plan;
+    if (!p || p->batch != B || p->src_len != S || p->steps != max_new) {
+        gen_plan_free(m->gen_plan);
+        m->gen_plan = NULL;
+        VKF_TRY(gen_plan_build(m, B, S, max_new, &p));
+        m->gen_plan = p;
+    }
+    VKF_TRY(upload_ids(m, src, S, p->enc->src_ids, p->enc->src_mask));
+    int32_t *ids = malloc((size_t)B * sizeof *ids);
+    int32_t *tokens = malloc((size_t)B * max_new * sizeof *tokens);
+    bool *done = calloc(B, sizeof *done);
+    vkf_status st = ids && tokens && done ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t b = 0; st == VKF_OK && b < B; b++) {
+        ids[b] = (int32_t)src->lengths[b];
+        out_lengths[b] = 0;
+    }
+    if (st == VKF_OK) st = vkf_tensor_upload(p->src_lengths, ids, (uint64_t)B * sizeof *ids);
+    if (st == VKF_OK) st = vkf_cmd_submit(p->encode);
+    int32_t zero = 0;
+    if (st == VKF_OK) st = vkf_tensor_upload(p->state, &zero, sizeof zero);
+    for (uint32_t b = 0; st == VKF_OK && b < B; b++) ids[b] = m->cfg.bos_id;
+    if (st == VKF_OK) st = vkf_tensor_upload(p->step_ids, ids, (uint64_t)B * sizeof *ids);
+    /* Each step: one submit of the same command buffer; the host only reads the
+     * chosen ids to know when every sequence has reached eos. */
+    uint32_t steps = 0, finished = 0;
+    while (st == VKF_OK && steps < max_new && finished < B) {
+        st = vkf_cmd_submit(p->step);
+        if (st == VKF_OK) st = vkf_tensor_download(p->step_ids, ids, (uint64_t)B * sizeof *ids);
+        for (uint32_t b = 0; st == VKF_OK && b < B; b++) {
+            if (done[b]) continue;
+            if (ids[b] == m->cfg.eos_id) done[b] = true, finished++;
+            else out_lengths[b]++;
+        }
+        steps++;
+    }
+    if (st == VKF_OK) st = vkf_tensor_download(p->tokens, tokens, (uint64_t)B * max_new * sizeof *tokens);
+    for (uint32_t b = 0; st == VKF_OK && b < B; b++)
+        for (uint32_t j = 0; j < max_new; j++)
+            out_ids[(size_t)b * max_new + j] = j < out_lengths[b] ? tokens[(size_t)b * max_new + j] : m->cfg.pad_id;
+    free(ids), free(tokens), free(done);
+    return st;
+}
+
+/* ------------------------------------------------------------------ text */
+
+static int find_token(char *const *vocab, uint32_t n, const char *s, size_t len)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (strlen(vocab[i]) == len && memcmp(vocab[i], s, len) == 0) return (int)i;
+    return -1;
+}
+
+vkf_status vkf_model_encode_text(const vkf_model *m, const char *text, int32_t *out_ids, uint32_t capacity,
+                                 uint32_t *out_count)
+{
+    if (!m || !text || !out_count || (capacity && !out_ids))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_encode_text: a required argument is NULL");
+    *out_count = 0;
+    if (!m->cfg.has_vocab)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "the model has no vocabularies (src_vocab, tgt_vocab): give ids instead");
+    uint32_t n = 0;
+    const char *s = text;
+    while (*s) {
+        size_t len;
+        if (m->split_chars) {
+            if (isspace((unsigned char)*s)) { s++; continue; }
+            len = 1;
+            while ((s[len] & 0xc0) == 0x80) len++; /* one UTF-8 character */
+        } else {
+            while (isspace((unsigned char)*s)) s++;
+            if (!*s) break;
+            len = 0;
+            while (s[len] && !isspace((unsigned char)s[len])) len++;
+        }
+        int id = find_token(m->src_vocab, m->cfg.src_vocab_size, s, len);
+        if (id < 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "\"%.*s\" is not in the model's source vocabulary", (int)len, s);
+        if (n >= capacity) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity);
+        out_ids[n++] = id;
+        s += len;
+    }
+    if (n == 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text is empty");
+    if (n >= capacity) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity - 1);
+    out_ids[n++] = m->cfg.eos_id;
+    *out_count = n;
+    return VKF_OK;
+}
+
+vkf_status vkf_model_decode_text(const vkf_model *m, const int32_t *ids, uint32_t count, char *out_text, size_t capacity)
+{
+    if (!m || (count && !ids) || !out_text || capacity == 0)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_decode_text: a required argument is NULL or empty");
+    out_text[0] = '\0';
+    if (!m->cfg.has_vocab)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "the model has no vocabularies (src_vocab, tgt_vocab)");
+    size_t used = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        if (ids[i] < 0 || (uint32_t)ids[i] >= m->cfg.tgt_vocab_size)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "id %d is outside the target vocabulary", ids[i]);
+        const char *sep = i ? m->tgt_join : "";
+        const char *tok = m->tgt_vocab[ids[i]];
+        size_t need = strlen(sep) + strlen(tok);
+        if (used + need + 1 > capacity) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text needs more than %zu bytes", capacity);
+        memcpy(out_text + used, sep, strlen(sep));
+        memcpy(out_text + used + strlen(sep), tok, strlen(tok));
+        used += need;
+        out_text[used] = '\0';
+    }
+    return VKF_OK;
+}
