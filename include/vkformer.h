@@ -167,6 +167,9 @@ vkf_status vkf_context_validation_counts(const vkf_context *context, uint32_t *o
 vkf_status vkf_context_memory_usage(const vkf_context *context, uint64_t *out_allocated,
                                     uint64_t *out_used);
 
+/* The most device memory the context has held in blocks at once, in bytes. */
+vkf_status vkf_context_peak_memory(const vkf_context *context, uint64_t *out_bytes);
+
 /* ------------------------------------------------------------------ tensors */
 
 typedef enum vkf_dtype {
@@ -217,6 +220,13 @@ vkf_status vkf_cmd_submit(vkf_cmd *cmd);
  * `capacity` values and sets *out_count to the number of operations. */
 vkf_status vkf_cmd_timings(const vkf_cmd *cmd, double *out_ms, uint32_t capacity,
                            uint32_t *out_count);
+
+/* The kind of the index-th operation ("matmul", "softmax", ...); NULL past the end.
+ * A static string. */
+const char *vkf_cmd_op_name(const vkf_cmd *cmd, uint32_t index);
+/* GPU milliseconds from the start of the first operation to the end of the last,
+ * in the last submit (needs VKF_CMD_TIMESTAMPS). */
+vkf_status vkf_cmd_gpu_ms(const vkf_cmd *cmd, double *out_ms);
 
 /* A 2-D matrix inside a tensor, possibly one of a batch of matrices.
  * Element (b0, b1, row, col) is at
@@ -372,6 +382,18 @@ vkf_status vkf_model_forward(vkf_model *model, const vkf_sequences *src, const v
  * i holds out_lengths[i] generated ids, without bos and without the final eos. */
 vkf_status vkf_model_generate(vkf_model *model, const vkf_sequences *src, uint32_t max_new, int32_t *out_ids,
                               uint32_t *out_lengths);
+
+/* Profiling: with `on`, command lists the model records from now on carry
+ * timestamps (cached ones are dropped and re-recorded). */
+vkf_status vkf_model_set_profiling(vkf_model *model, bool on);
+typedef enum vkf_model_pass {
+    VKF_PASS_FORWARD = 0,               /* the last vkf_model_forward */
+    VKF_PASS_ENCODE = 1,                /* the encoder run of the last vkf_model_generate */
+    VKF_PASS_DECODE_STEP = 2,           /* the last decode step of the last vkf_model_generate */
+} vkf_model_pass;
+/* The command list of that pass (borrowed, valid until the model records another
+ * of its kind): read it with vkf_cmd_timings, vkf_cmd_op_name, vkf_cmd_gpu_ms. */
+vkf_status vkf_model_last_cmd(const vkf_model *model, vkf_model_pass pass, const vkf_cmd **out_cmd);
 
 /* Text in and out, for models whose config has vocabularies. The source text is
  * split on whitespace (config "src_split": "whitespace", the default) or into

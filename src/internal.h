@@ -166,6 +166,7 @@ struct vkf_context {
     uint64_t block_size;
     uint64_t alignment;                 /* of tensor offsets inside blocks */
     vkf_block *blocks;                  /* owned list */
+    uint64_t allocated, peak_allocated; /* bytes in blocks, now and at most */
     vkf_tensor *dummy;                  /* owned; bound where an optional input is absent */
 
     vkf_variant_objects variants[VKF_VARIANT_COUNT];

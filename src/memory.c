@@ -83,6 +83,7 @@ static vkf_status buffer_create(vkf_context *ctx, uint64_t size, uint32_t prefer
 
 static void block_free(vkf_context *ctx, vkf_block *b)
 {
+    ctx->allocated -= b->size;
     if (b->buffer) ctx->vk.vkDestroyBuffer(ctx->device, b->buffer, NULL);
     if (b->memory) ctx->vk.vkFreeMemory(ctx->device, b->memory, NULL); /* unmaps */
     free(b->free);
@@ -107,6 +108,8 @@ static vkf_status block_create(vkf_context *ctx, uint64_t size, vkf_block **out_
         return st;
     }
     b->size = size;
+    ctx->allocated += size;
+    if (ctx->allocated > ctx->peak_allocated) ctx->peak_allocated = ctx->allocated;
     b->free = ranges;
     b->free_capacity = 4;
     b->free_count = 1;
@@ -185,6 +188,14 @@ vkf_status vkf_context_memory_usage(const vkf_context *ctx, uint64_t *out_alloca
     }
     if (out_allocated) *out_allocated = allocated;
     if (out_used) *out_used = used;
+    return VKF_OK;
+}
+
+vkf_status vkf_context_peak_memory(const vkf_context *ctx, uint64_t *out_bytes)
+{
+    if (!ctx || !out_bytes)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_peak_memory: %s is NULL", ctx ? "out_bytes" : "context");
+    *out_bytes = ctx->peak_allocated;
     return VKF_OK;
 }
 

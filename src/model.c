@@ -88,6 +88,8 @@ struct vkf_model {
     linear gen;                         /* (tgt_vocab, d) */
     fwd_plan *plans[MAX_FORWARD_PLANS]; /* owned; most recently used last */
     gen_plan *gen_plan;                 /* owned, or NULL */
+    uint32_t cmd_flags;                 /* VKF_CMD_TIMESTAMPS when profiling */
+    const vkf_cmd *last_forward;        /* borrowed from plans */
 };
 
 /* ------------------------------------------------------------------ config */
@@ -726,13 +728,14 @@ static vkf_status forward_plan(vkf_model *m, uint32_t B, uint32_t S, uint32_t T,
     }
     fwd_plan *p;
     VKF_TRY(fwd_plan_alloc(m, B, S, T, &p));
-    vkf_status st = vkf_cmd_create(m->ctx, 0, &p->cmd);
+    vkf_status st = vkf_cmd_create(m->ctx, m->cmd_flags, &p->cmd);
     if (st == VKF_OK) st = rec_encoder(p->cmd, m, p);
     if (st == VKF_OK) st = rec_decoder(p->cmd, m, p);
     if (st != VKF_OK) {
         fwd_plan_free(p);
         return st;
     }
+    if (m->plans[0] && m->last_forward == m->plans[0]->cmd) m->last_forward = NULL;
     fwd_plan_free(m->plans[0]);
     memmove(&m->plans[0], &m->plans[1], (MAX_FORWARD_PLANS - 1) * sizeof *m->plans);
     m->plans[MAX_FORWARD_PLANS - 1] = p;
@@ -805,6 +808,7 @@ vkf_status vkf_model_forward(vkf_model *m, const vkf_sequences *src, const vkf_s
     VKF_TRY(upload_ids(m, src, S, p->src_ids, p->src_mask));
     VKF_TRY(upload_ids(m, tgt, T, p->tgt_ids, NULL));
     VKF_TRY(vkf_cmd_submit(p->cmd));
+    m->last_forward = p->cmd;
     VKF_TRY(vkf_tensor_download(p->logits, out_logits, need * sizeof(float)));
     for (uint32_t i = 0; i < B; i++) /* rows past each target are padding */
         memset(out_logits + ((uint64_t)i * T + tgt->lengths[i]) * V, 0, (uint64_t)(T - tgt->lengths[i]) * V * sizeof(float));
@@ -930,11 +934,11 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * c->n_heads, keys, &p->scratch);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, B, c->tgt_vocab_size, &p->logits);
     /* The encoder and every layer's cross-attention keys/values: once per batch. */
-    if (st == VKF_OK) st = vkf_cmd_create(ctx, 0, &p->encode);
+    if (st == VKF_OK) st = vkf_cmd_create(ctx, m->cmd_flags, &p->encode);
     if (st == VKF_OK) st = rec_encoder(p->encode, m, p->enc);
     for (uint32_t i = 0; st == VKF_OK && i < L; i++)
         st = rec_linear(p->encode, p->enc->memory, B * S, &m->dec[i].ckv, p->cross_kv[i], VKF_ACTIVATION_NONE, NULL);
-    if (st == VKF_OK) st = vkf_cmd_create(ctx, 0, &p->step);
+    if (st == VKF_OK) st = vkf_cmd_create(ctx, m->cmd_flags, &p->step);
     if (st == VKF_OK) st = rec_step(p->step, m, p);
     if (st != VKF_OK) {
         gen_plan_free(p);
@@ -997,6 +1001,38 @@ vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t m
             out_ids[(size_t)b * max_new + j] = j < out_lengths[b] ? tokens[(size_t)b * max_new + j] : m->cfg.pad_id;
     free(ids), free(tokens), free(done);
     return st;
+}
+
+/* ------------------------------------------------------------------ profiling */
+
+vkf_status vkf_model_set_profiling(vkf_model *m, bool on)
+{
+    if (!m) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_set_profiling: model is NULL");
+    if (on && !m->ctx->info.timestamps)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "device \"%s\" has no timestamp queries", m->ctx->info.name);
+    uint32_t flags = on ? VKF_CMD_TIMESTAMPS : 0;
+    if (flags == m->cmd_flags) return VKF_OK;
+    for (int i = 0; i < MAX_FORWARD_PLANS; i++) {
+        fwd_plan_free(m->plans[i]);
+        m->plans[i] = NULL;
+    }
+    gen_plan_free(m->gen_plan);
+    m->gen_plan = NULL;
+    m->last_forward = NULL;
+    m->cmd_flags = flags;
+    return VKF_OK;
+}
+
+vkf_status vkf_model_last_cmd(const vkf_model *m, vkf_model_pass pass, const vkf_cmd **out_cmd)
+{
+    if (!m || !out_cmd) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_last_cmd: %s is NULL", m ? "out_cmd" : "model");
+    *out_cmd = NULL;
+    if (pass == VKF_PASS_FORWARD) *out_cmd = m->last_forward;
+    else if (pass == VKF_PASS_ENCODE) *out_cmd = m->gen_plan ? m->gen_plan->encode : NULL;
+    else if (pass == VKF_PASS_DECODE_STEP) *out_cmd = m->gen_plan ? m->gen_plan->step : NULL;
+    else return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_last_cmd: unknown pass %d", (int)pass);
+    if (!*out_cmd) return vkf_fail(VKF_ERROR_STATE, "vkf_model_last_cmd: that pass has not run yet");
+    return VKF_OK;
 }
 
 /* ------------------------------------------------------------------ text */

@@ -37,7 +37,10 @@ struct vkf_cmd {
     VkQueryPool *query_pools;           /* owned */
     uint32_t query_pool_count;
     uint32_t op_count;
+    const char **labels;                /* owned array of static strings, (op_count) */
+    uint32_t label_capacity;
     double *timings;                    /* owned, (op_count) ms of the last submit */
+    double span_ms;                     /* first start to last end, last submit */
     bool timings_valid;
     vkf_span_list reads, writes;        /* since the last barrier */
 };
@@ -99,6 +102,7 @@ void vkf_cmd_destroy(vkf_cmd *cmd)
     free(cmd->pools);
     free(cmd->query_pools);
     free(cmd->timings);
+    free(cmd->labels);
     free(cmd->reads.items);
     free(cmd->writes.items);
     free(cmd);
@@ -200,6 +204,16 @@ vkf_status vkf_cmd_dispatch(vkf_cmd *cmd, const vkf_pipeline *pipeline, const vk
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %u bindings / %u push bytes given, shader %s takes %u / %u",
                         label, binding_count, push_bytes, desc->name, desc->bindings, desc->push_bytes);
 
+    if (cmd->op_count == cmd->label_capacity) {
+        uint32_t cap = cmd->label_capacity ? 2 * cmd->label_capacity : 32;
+        const char **grown = realloc(cmd->labels, cap * sizeof *grown);
+        if (!grown) {
+            cmd->broken = true;
+            return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory recording %s", label);
+        }
+        cmd->labels = grown;
+        cmd->label_capacity = cap;
+    }
     VkDescriptorSet set;
     vkf_status st = allocate_set(cmd, objects->set_layout, &set);
     if (st != VKF_OK) {
@@ -258,7 +272,9 @@ vkf_status vkf_cmd_dispatch(vkf_cmd *cmd, const vkf_pipeline *pipeline, const vk
             cmd->broken = true;
             return st;
         }
-        ctx->vk.vkCmdWriteTimestamp(cmd->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qpool, qindex);
+        /* Written once earlier commands finished their compute work, so a dispatch
+         * waiting at a barrier is not timed as running. */
+        ctx->vk.vkCmdWriteTimestamp(cmd->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, qpool, qindex);
     }
     if (cmd->bound != pipeline->pipeline) {
         ctx->vk.vkCmdBindPipeline(cmd->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
@@ -269,6 +285,7 @@ vkf_status vkf_cmd_dispatch(vkf_cmd *cmd, const vkf_pipeline *pipeline, const vk
     ctx->vk.vkCmdDispatch(cmd->cb, groups[0], groups[1], groups[2]);
     if (cmd->flags & VKF_CMD_TIMESTAMPS)
         ctx->vk.vkCmdWriteTimestamp(cmd->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qpool, qindex + 1);
+    cmd->labels[cmd->op_count] = label;
     cmd->op_count++;
     return VKF_OK;
 }
@@ -304,6 +321,7 @@ static vkf_status end_recording(vkf_cmd *cmd)
 static vkf_status read_timings(vkf_cmd *cmd)
 {
     vkf_context *ctx = cmd->ctx;
+    uint64_t first = UINT64_MAX, last = 0;
     for (uint32_t op = 0; op < cmd->op_count; op++) {
         uint64_t ticks[2];
         VkQueryPool pool = cmd->query_pools[op * 2 / QUERIES_PER_POOL];
@@ -313,7 +331,10 @@ static vkf_status read_timings(vkf_cmd *cmd)
         if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkGetQueryPoolResults");
         uint64_t delta = ticks[1] >= ticks[0] ? ticks[1] - ticks[0] : 0;
         cmd->timings[op] = (double)delta * ctx->info.timestamp_period_ns * 1e-6;
+        if (ticks[0] < first) first = ticks[0];
+        if (ticks[1] > last) last = ticks[1];
     }
+    cmd->span_ms = cmd->op_count && last > first ? (double)(last - first) * ctx->info.timestamp_period_ns * 1e-6 : 0;
     cmd->timings_valid = true;
     return VKF_OK;
 }
@@ -349,5 +370,22 @@ vkf_status vkf_cmd_timings(const vkf_cmd *cmd, double *out_ms, uint32_t capacity
     if (!cmd->timings_valid) return vkf_fail(VKF_ERROR_STATE, "vkf_cmd_timings: the list has not been submitted");
     for (uint32_t i = 0; i < cmd->op_count && i < capacity; i++) out_ms[i] = cmd->timings[i];
     *out_count = cmd->op_count;
+    return VKF_OK;
+}
+
+const char *vkf_cmd_op_name(const vkf_cmd *cmd, uint32_t index)
+{
+    return cmd && index < cmd->op_count ? cmd->labels[index] : NULL;
+}
+
+vkf_status vkf_cmd_gpu_ms(const vkf_cmd *cmd, double *out_ms)
+{
+    if (!cmd || !out_ms)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_cmd_gpu_ms: %s is NULL", cmd ? "out_ms" : "command list");
+    *out_ms = 0;
+    if (!(cmd->flags & VKF_CMD_TIMESTAMPS))
+        return vkf_fail(VKF_ERROR_STATE, "vkf_cmd_gpu_ms: the list was created without VKF_CMD_TIMESTAMPS");
+    if (!cmd->timings_valid) return vkf_fail(VKF_ERROR_STATE, "vkf_cmd_gpu_ms: the list has not been submitted");
+    *out_ms = cmd->span_ms;
     return VKF_OK;
 }

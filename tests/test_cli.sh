@@ -192,6 +192,25 @@ run 2 "$VKFORMER" bench matmul --m -3 --n 8 --k 8
 run 2 "$VKFORMER" bench matmul --size 8,0
 run 2 "$VKFORMER" bench matmul --size 8 --repeat 0
 run 2 "$VKFORMER" bench softmax --size 8
+run 2 "$VKFORMER" bench model
+run 2 "$VKFORMER" bench model --preset huge
+run 2 "$VKFORMER" forward --src 1,2 --tgt 1
+run 2 "$VKFORMER" generate --model x.safetensors --src 1,two
+
+# ------------------------------------------------------------------ bench model
+
+# A small random-weight model end to end: forward timing, decode step, memory.
+run 0 "$VKFORMER" bench model --preset small --batch 2 --src-len 5 --tgt-len 4 --repeat 1 --json
+"$PYTHON" - "$TMP/out" <<'PY' || fail "bench model --json output is wrong: $(cat "$TMP/out")"
+import json, sys
+lines = [l for l in open(sys.argv[1]) if l.strip()]
+assert len(lines) == 1, lines
+r = json.loads(lines[0])
+assert r["bench"] == "model" and r["preset"] == "small" and r["batch"] == 2, r
+assert r["src_len"] == 5 and r["tgt_len"] == 4, r
+assert r["forward_ms"] > 0 and r["encode_ms"] > 0 and r["step_ms"] > 0 and r["peak_bytes"] > 0, r
+assert r["forward_ops"]["matmul"]["dispatches"] > 0 and r["step_ops"]["attention_decode"]["dispatches"] > 0, r
+PY
 
 # ------------------------------------------------------------------ linking
 

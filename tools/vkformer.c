@@ -7,6 +7,7 @@
  *   vkformer forward --model FILE --src 5,6,7 --tgt 1,8,9 --out logits.npy
  *   vkformer generate --model FILE --src 5,6,7 [--max-new N]
  *   vkformer translate --model FILE "text" [--max-new N]
+ *   vkformer bench model --preset small|base [--batch B --src-len S --tgt-len T] [--repeat R] [--json]
  *
  * Every command takes --device INDEX|NAME-SUBSTRING (else VKFORMER_DEVICE, else the
  * first discrete GPU, integrated, virtual, CPU). VKFORMER_VALIDATE=1 turns the
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_NO_VULKAN = 3, EXIT_NO_DEVICE = 4, EXIT_WRONG = 5, EXIT_VALIDATION = 6 };
 
@@ -37,6 +39,8 @@ static const char usage_text[] =
     "                                        greedy ids, comma-separated, without bos/eos\n"
     "  translate --model FILE TEXT [--max-new N]\n"
     "                                        greedy decoding of text (models with vocabularies)\n"
+    "  bench model --preset small|base [--batch B --src-len S --tgt-len T] [--repeat R] [--json]\n"
+    "                                        forward pass and decode step of a random-weight model\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n"
     "common options: --device INDEX|NAME-SUBSTRING\n";
 
@@ -48,6 +52,8 @@ typedef struct options {
     unsigned long repeat;
     const char *model, *src, *tgt, *out;
     unsigned long max_new;              /* 0: the model's max_len */
+    const char *preset;
+    unsigned long batch, src_len, tgt_len;
 } options;
 
 static int exit_code_for(vkf_status st)
@@ -532,10 +538,13 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
     return code;
 }
 
+static int cmd_bench_model(const options *o);
+
 static int cmd_bench(const options *o, const char *what)
 {
+    if (what && strcmp(what, "model") == 0) return cmd_bench_model(o);
     if (!what || strcmp(what, "matmul") != 0) {
-        fprintf(stderr, "vkformer: bench: unknown benchmark \"%s\" (known: matmul)\n", what ? what : "");
+        fprintf(stderr, "vkformer: bench: unknown benchmark \"%s\" (known: matmul, model)\n", what ? what : "");
         return EXIT_USAGE;
     }
     unsigned long dims[64][3];
@@ -764,6 +773,223 @@ static int cmd_translate(const options *o, const char *text)
     return code;
 }
 
+
+/* ------------------------------------------------------------------ bench model */
+
+typedef struct preset {
+    const char *name;
+    unsigned d_model, heads, layers, d_ff, vocab;
+} preset;
+
+static const preset presets[] = {
+    {"small", 256, 4, 3, 1024, 1000},
+    {"base", 512, 8, 6, 2048, 8000}, /* Transformer-base widths; a vocabulary of 8000 */
+};
+
+/* Writes a random-weight model of the preset (layout of docs/file-format.md). */
+static bool write_random_model(const char *path, const preset *p, unsigned max_len)
+{
+    unsigned d = p->d_model, f = p->d_ff, v = p->vocab;
+    struct { char name[96]; unsigned rows, cols; } t[512];
+    int n = 0;
+#define ADD(r, c, ...) (snprintf(t[n].name, sizeof t[n].name, __VA_ARGS__), t[n].rows = (r), t[n].cols = (c), n++)
+    ADD(v, d, "src_embed.weight");
+    ADD(v, d, "tgt_embed.weight");
+    for (int side = 0; side < 2; side++)
+        for (unsigned i = 0; i < p->layers; i++) {
+            const char *s = side ? "decoder" : "encoder";
+            const char *attn[2] = {"self_attn", "multihead_attn"};
+            for (int a = 0; a < (side ? 2 : 1); a++) {
+                ADD(3 * d, d, "transformer.%s.layers.%u.%s.in_proj_weight", s, i, attn[a]);
+                ADD(0, 3 * d, "transformer.%s.layers.%u.%s.in_proj_bias", s, i, attn[a]);
+                ADD(d, d, "transformer.%s.layers.%u.%s.out_proj.weight", s, i, attn[a]);
+                ADD(0, d, "transformer.%s.layers.%u.%s.out_proj.bias", s, i, attn[a]);
+            }
+            ADD(f, d, "transformer.%s.layers.%u.linear1.weight", s, i);
+            ADD(0, f, "transformer.%s.layers.%u.linear1.bias", s, i);
+            ADD(d, f, "transformer.%s.layers.%u.linear2.weight", s, i);
+            ADD(0, d, "transformer.%s.layers.%u.linear2.bias", s, i);
+            for (int k = 1; k <= (side ? 3 : 2); k++) {
+                ADD(0, d, "transformer.%s.layers.%u.norm%d.weight", s, i, k);
+                ADD(0, d, "transformer.%s.layers.%u.norm%d.bias", s, i, k);
+            }
+        }
+    ADD(0, d, "transformer.encoder.norm.weight");
+    ADD(0, d, "transformer.encoder.norm.bias");
+    ADD(0, d, "transformer.decoder.norm.weight");
+    ADD(0, d, "transformer.decoder.norm.bias");
+    ADD(v, d, "generator.weight");
+    ADD(0, v, "generator.bias");
+#undef ADD
+    size_t cap = 128 * 1024, len = 0;
+    char *h = xmalloc(cap);
+    len += (size_t)snprintf(h + len, cap - len,
+                            "{\"__metadata__\":{\"vkformer.config\":\"{\\\"d_model\\\":%u,\\\"n_heads\\\":%u,"
+                            "\\\"n_encoder_layers\\\":%u,\\\"n_decoder_layers\\\":%u,\\\"d_ff\\\":%u,"
+                            "\\\"activation\\\":\\\"relu\\\",\\\"norm_first\\\":false,\\\"layer_norm_eps\\\":1e-5,"
+                            "\\\"src_vocab_size\\\":%u,\\\"tgt_vocab_size\\\":%u,\\\"max_len\\\":%u,"
+                            "\\\"embed_scale\\\":1.0,\\\"pad_id\\\":0,\\\"bos_id\\\":1,\\\"eos_id\\\":2}\"}",
+                            d, p->heads, p->layers, p->layers, f, v, v, max_len);
+    uint64_t offset = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t bytes = (uint64_t)(t[i].rows ? t[i].rows : 1) * t[i].cols * 4;
+        if (t[i].rows)
+            len += (size_t)snprintf(h + len, cap - len, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%u,%u],\"data_offsets\":[%llu,%llu]}",
+                                    t[i].name, t[i].rows, t[i].cols, (unsigned long long)offset,
+                                    (unsigned long long)(offset + bytes));
+        else
+            len += (size_t)snprintf(h + len, cap - len, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%u],\"data_offsets\":[%llu,%llu]}",
+                                    t[i].name, t[i].cols, (unsigned long long)offset, (unsigned long long)(offset + bytes));
+        offset += bytes;
+    }
+    len += (size_t)snprintf(h + len, cap - len, "}");
+    FILE *file = fopen(path, "wb");
+    bool ok = file != NULL;
+    uint64_t hlen = len;
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++) le[i] = (unsigned char)(hlen >> (8 * i));
+    ok = ok && fwrite(le, 1, 8, file) == 8 && fwrite(h, 1, len, file) == len;
+    float buf[4096];
+    for (int i = 0; ok && i < n; i++) {
+        bool is_norm_weight = strstr(t[i].name, "norm") && strstr(t[i].name, ".weight");
+        float amp = t[i].rows ? 1.0f / sqrtf((float)t[i].cols) : 0.02f;
+        uint64_t count = (uint64_t)(t[i].rows ? t[i].rows : 1) * t[i].cols;
+        for (uint64_t done = 0; ok && done < count; done += 4096) {
+            size_t m = count - done < 4096 ? (size_t)(count - done) : 4096;
+            for (size_t j = 0; j < m; j++) buf[j] = is_norm_weight ? 1.0f + 0.1f * rand_uniform() : amp * rand_uniform();
+            ok = fwrite(buf, 4, m, file) == m;
+        }
+    }
+    if (file && fclose(file) != 0) ok = false;
+    free(h);
+    return ok;
+}
+
+/* Sums the GPU time of each kind of operation of a timed command list. */
+static void print_breakdown(const vkf_cmd *cmd, bool json)
+{
+    uint32_t count = 0;
+    vkf_cmd_timings(cmd, NULL, 0, &count);
+    double *ms = xmalloc((count ? count : 1) * sizeof *ms);
+    vkf_cmd_timings(cmd, ms, count, &count);
+    const char *names[16];
+    double sums[16];
+    unsigned ops[16];
+    int kinds = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const char *name = vkf_cmd_op_name(cmd, i);
+        int k = 0;
+        while (k < kinds && strcmp(names[k], name) != 0) k++;
+        if (k == kinds && kinds < 16) names[kinds] = name, sums[kinds] = 0, ops[kinds] = 0, kinds++;
+        if (k < kinds) sums[k] += ms[i], ops[k]++;
+    }
+    for (int k = 0; k < kinds; k++) {
+        if (json) printf("%s\"%s\":{\"ms\":%.4f,\"dispatches\":%u}", k ? "," : "", names[k], sums[k], ops[k]);
+        else printf("    %-18s %10.3f ms  (%u dispatches)\n", names[k], sums[k], ops[k]);
+    }
+    free(ms);
+}
+
+static int cmd_bench_model(const options *o)
+{
+    const preset *p = NULL;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (o->preset && strcmp(o->preset, presets[i].name) == 0) p = &presets[i];
+    if (!p) {
+        fprintf(stderr, "vkformer: bench model needs --preset small or --preset base\n");
+        return EXIT_USAGE;
+    }
+    unsigned long B = o->batch ? o->batch : 1, S = o->src_len ? o->src_len : 64, T = o->tgt_len ? o->tgt_len : 64;
+    if (B > 4096 || S > 4096 || T > 4096 || o->repeat == 0) {
+        fprintf(stderr, "vkformer: --batch, --src-len and --tgt-len must be 1..4096 and --repeat positive\n");
+        return EXIT_USAGE;
+    }
+    unsigned max_len = (unsigned)(S > T ? S : T);
+    const char *tmpdir = getenv("TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/vkformer-bench-%s-%d.safetensors", tmpdir && *tmpdir ? tmpdir : "/tmp", p->name,
+             (int)getpid());
+    if (!write_random_model(path, p, max_len)) {
+        fprintf(stderr, "vkformer: cannot write the random model to %s\n", path);
+        remove(path);
+        return EXIT_ERROR;
+    }
+    options mo = *o;
+    mo.model = path;
+    vkf_context *ctx;
+    vkf_model *model;
+    int code = open_model(&mo, &ctx, &model);
+    remove(path);
+    if (code) return code;
+    vkf_device_info info;
+    vkf_context_device_info(ctx, &info);
+    vkf_status st = vkf_model_set_profiling(model, true);
+    /* Random sources and targets (ids 3.. so no eos), full length. */
+    int32_t *src = xmalloc(B * S * sizeof *src), *tgt = xmalloc(B * T * sizeof *tgt);
+    const int32_t **sp = xmalloc(B * sizeof *sp), **tp = xmalloc(B * sizeof *tp);
+    uint32_t *sl = xmalloc(B * sizeof *sl), *tl = xmalloc(B * sizeof *tl);
+    for (unsigned long i = 0; i < B * S; i++) src[i] = 3 + (int32_t)((rng_state = rng_state * 6364136223846793005ull + 1) >> 33) % (int32_t)(p->vocab - 3);
+    for (unsigned long i = 0; i < B * T; i++) tgt[i] = 3 + (int32_t)((rng_state = rng_state * 6364136223846793005ull + 1) >> 33) % (int32_t)(p->vocab - 3);
+    for (unsigned long b = 0; b < B; b++) {
+        sp[b] = src + b * S, tp[b] = tgt + b * T, sl[b] = (uint32_t)S, tl[b] = (uint32_t)T;
+        tgt[b * T] = 1; /* bos */
+    }
+    vkf_sequences ss = {(uint32_t)B, sp, sl}, ts = {(uint32_t)B, tp, tl};
+    uint64_t nlog = (uint64_t)B * T * p->vocab;
+    float *logits = xmalloc(nlog * sizeof *logits);
+    double *fwd = xmalloc(o->repeat * sizeof *fwd);
+    const vkf_cmd *last = NULL;
+    if (st == VKF_OK) st = vkf_model_forward(model, &ss, &ts, logits, nlog); /* warm-up */
+    for (unsigned long r = 0; st == VKF_OK && r < o->repeat; r++) {
+        fprintf(stderr, "bench model %s: forward %lu/%lu\n", p->name, r + 1, o->repeat);
+        st = vkf_model_forward(model, &ss, &ts, logits, nlog);
+        if (st == VKF_OK) st = vkf_model_last_cmd(model, VKF_PASS_FORWARD, &last);
+        if (st == VKF_OK) st = vkf_cmd_gpu_ms(last, &fwd[r]);
+    }
+    /* Greedy decoding of T tokens (random weights rarely say eos; the step is timed
+     * at its last position, where attention reads the longest cache). */
+    int32_t *gen = xmalloc(B * T * sizeof *gen);
+    uint32_t *gl = xmalloc(B * sizeof *gl);
+    double enc_ms = 0, step_ms = 0;
+    const vkf_cmd *enc = NULL, *step = NULL;
+    if (st == VKF_OK) fprintf(stderr, "bench model %s: generating %lu tokens\n", p->name, T);
+    if (st == VKF_OK) st = vkf_model_generate(model, &ss, (uint32_t)T, gen, gl);
+    if (st == VKF_OK) st = vkf_model_last_cmd(model, VKF_PASS_ENCODE, &enc);
+    if (st == VKF_OK) st = vkf_cmd_gpu_ms(enc, &enc_ms);
+    if (st == VKF_OK) st = vkf_model_last_cmd(model, VKF_PASS_DECODE_STEP, &step);
+    if (st == VKF_OK) st = vkf_cmd_gpu_ms(step, &step_ms);
+    uint64_t peak = 0;
+    vkf_context_peak_memory(ctx, &peak);
+    if (st != VKF_OK) code = fail(st);
+    else {
+        qsort(fwd, o->repeat, sizeof *fwd, compare_doubles);
+        double median = o->repeat % 2 ? fwd[o->repeat / 2] : 0.5 * (fwd[o->repeat / 2 - 1] + fwd[o->repeat / 2]);
+        if (o->json) {
+            printf("{\"bench\":\"model\",\"preset\":\"%s\",\"batch\":%lu,\"src_len\":%lu,\"tgt_len\":%lu,"
+                   "\"forward_ms\":%.4f,\"encode_ms\":%.4f,\"step_ms\":%.4f,\"peak_bytes\":%llu,\"forward_ops\":{",
+                   p->name, B, S, T, median, enc_ms, step_ms, (unsigned long long)peak);
+            print_breakdown(last, true);
+            printf("},\"step_ops\":{");
+            print_breakdown(step, true);
+            printf("},\"device\":");
+            json_string(info.name);
+            printf("}\n");
+        } else {
+            printf("model %s (d_model %u, %u heads, %u+%u layers, d_ff %u, vocab %u), batch %lu, source %lu, target %lu, on %s\n",
+                   p->name, p->d_model, p->heads, p->layers, p->layers, p->d_ff, p->vocab, B, S, T, info.name);
+            printf("  forward pass         %10.3f ms GPU (median of %lu)\n", median, o->repeat);
+            print_breakdown(last, false);
+            printf("  generation: encoder  %10.3f ms GPU; decode step at position %lu: %.3f ms GPU per token\n", enc_ms,
+                   T - 1, step_ms);
+            print_breakdown(step, false);
+            printf("  peak device memory   %10.1f MiB\n", (double)peak / (1 << 20));
+        }
+    }
+    free(src), free(tgt), free(sp), free(tp), free(sl), free(tl), free(logits), free(fwd), free(gen), free(gl);
+    vkf_model_destroy(model);
+    return close_context(ctx, code);
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
@@ -783,7 +1009,8 @@ int main(int argc, char **argv)
             printf("vkformer %s\n", vkf_version_string());
             return 0;
         } else if (strcmp(a, "--device") == 0 || strcmp(a, "--size") == 0 || strcmp(a, "--model") == 0 ||
-                   strcmp(a, "--src") == 0 || strcmp(a, "--tgt") == 0 || strcmp(a, "--out") == 0) {
+                   strcmp(a, "--src") == 0 || strcmp(a, "--tgt") == 0 || strcmp(a, "--out") == 0 ||
+                   strcmp(a, "--preset") == 0) {
             if (!next) {
                 fprintf(stderr, "vkformer: %s needs a value\n", a);
                 return EXIT_USAGE;
@@ -792,11 +1019,15 @@ int main(int argc, char **argv)
                                 : strcmp(a, "--size") == 0 ? &o.sizes
                                 : strcmp(a, "--model") == 0 ? &o.model
                                 : strcmp(a, "--src") == 0  ? &o.src
+                                : strcmp(a, "--preset") == 0 ? &o.preset
                                 : strcmp(a, "--tgt") == 0  ? &o.tgt
                                                            : &o.out;
             *slot = next;
             i++;
-        } else if (strcmp(a, "--max-new") == 0) number = &o.max_new; else if (strcmp(a, "--m") == 0) number = &o.m;
+        } else if (strcmp(a, "--max-new") == 0) number = &o.max_new;
+        else if (strcmp(a, "--batch") == 0) number = &o.batch;
+        else if (strcmp(a, "--src-len") == 0) number = &o.src_len;
+        else if (strcmp(a, "--tgt-len") == 0) number = &o.tgt_len; else if (strcmp(a, "--m") == 0) number = &o.m;
         else if (strcmp(a, "--n") == 0) number = &o.n;
         else if (strcmp(a, "--k") == 0) number = &o.k;
         else if (strcmp(a, "--repeat") == 0) number = &o.repeat;
