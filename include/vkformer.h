@@ -175,6 +175,8 @@ vkf_status vkf_context_peak_memory(const vkf_context *context, uint64_t *out_byt
 typedef enum vkf_dtype {
     VKF_DTYPE_F32 = 0,
     VKF_DTYPE_I32 = 1,
+    VKF_DTYPE_F16 = 2,                  /* IEEE half; shaders read it only where the device
+                                           has 16-bit storage (storage_16bit) */
 } vkf_dtype;
 
 #define VKF_MAX_RANK 4
@@ -251,7 +253,8 @@ typedef struct vkf_matmul_desc {
     uint32_t m, n, k;
     uint32_t batch[2];                  /* 0 is read as 1 */
     vkf_matrix_view a;                  /* (m, k) */
-    vkf_matrix_view b;                  /* (n, k), as nn.Linear.weight; (k, n) if b_is_k_by_n */
+    vkf_matrix_view b;                  /* (n, k), as nn.Linear.weight; (k, n) if b_is_k_by_n.
+                                           F32, or F16 on devices with 16-bit storage */
     bool b_is_k_by_n;                   /* true for P·V, where V is (seq, head_dim) */
     vkf_matrix_view c;                  /* (m, n), written */
     vkf_tensor *bias;                   /* (n) or NULL */
@@ -300,7 +303,7 @@ typedef struct vkf_layernorm_desc {
 typedef struct vkf_embed_desc {
     uint32_t tokens, d, vocab;
     vkf_tensor *ids;                    /* (tokens) I32 */
-    vkf_tensor *table;                  /* (vocab, d) */
+    vkf_tensor *table;                  /* (vocab, d), F32 (or F16 with 16-bit storage) */
     vkf_tensor *out;                    /* (tokens, d) */
     float scale;
     vkf_tensor *positions;              /* (max_positions, d) or NULL: no positional term */
@@ -353,8 +356,9 @@ typedef struct vkf_model_config {
 
 /* Reads, validates and uploads a model file. Any inconsistency (missing or
  * unexpected tensor, wrong shape or dtype, bad config key) fails with
- * VKF_ERROR_BAD_MODEL and a message naming the tensor or key. F16 weights are
- * widened to F32 on upload. */
+ * VKF_ERROR_BAD_MODEL and a message naming the tensor or key. F16 weight
+ * matrices and embeddings stay F16 on devices with 16-bit storage (arithmetic is
+ * fp32) and are widened to F32 elsewhere; vectors (biases, norms) are F32. */
 vkf_status vkf_model_load(vkf_context *context, const char *path, vkf_model **out_model);
 void vkf_model_destroy(vkf_model *model);
 vkf_status vkf_model_get_config(const vkf_model *model, vkf_model_config *out_config);

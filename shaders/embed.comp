@@ -22,7 +22,12 @@ layout(push_constant) uniform Push {
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufIds { int ids[]; };         // (tokens)
+#ifdef TABLE_F16
+#extension GL_EXT_shader_16bit_storage : require
+layout(set = 0, binding = 1) readonly buffer BufTable { float16_t table[]; }; // (vocab, d) F16
+#else
 layout(set = 0, binding = 1) readonly buffer BufTable { float table[]; };   // (vocab, d)
+#endif
 layout(set = 0, binding = 2) readonly buffer BufPe { float pe[]; };         // (positions, d)
 layout(set = 0, binding = 3) writeonly buffer BufOut { float outv[]; };     // (tokens, d)
 layout(set = 0, binding = 4) readonly buffer BufState { int state[]; };     // (1): position
@@ -39,7 +44,7 @@ void main()
         outv[e] = uintBitsToFloat(0x7fc00000u);
         return;
     }
-    float v = table[uint(id) * pc.d + c] * pc.scale;
+    float v = float(table[uint(id) * pc.d + c]) * pc.scale;
     if (pc.positions != 0u) v += pe[pos * pc.d + c];
     outv[e] = v;
 }

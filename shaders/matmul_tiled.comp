@@ -16,7 +16,13 @@ layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 
 layout(set = 0, binding = 0) readonly buffer BufA { float a[]; };
+#ifdef B_F16
+// F16 weights (16-bit storage), widened on load; accumulation stays fp32.
+#extension GL_EXT_shader_16bit_storage : require
+layout(set = 0, binding = 1) readonly buffer BufB { float16_t b[]; };
+#else
 layout(set = 0, binding = 1) readonly buffer BufB { float b[]; };
+#endif
 layout(set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
 layout(set = 0, binding = 3) readonly buffer BufR { float res[]; };
 layout(set = 0, binding = 4) writeonly buffer BufC { float c[]; };
@@ -57,7 +63,7 @@ void main()
             else { n = i / BK; kk = i % BK; }
             uint gn = col0 + n, gk = k0 + kk;
             float v = 0.0;
-            if (gn < pc.n && gk < pc.k) v = b_kn ? b[b_base + gk * pc.b_row + gn] : b[b_base + gn * pc.b_row + gk];
+            if (gn < pc.n && gk < pc.k) v = float(b_kn ? b[b_base + gk * pc.b_row + gn] : b[b_base + gn * pc.b_row + gk]);
             tile_b[kk * BN + n] = v;
         }
         barrier();

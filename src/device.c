@@ -441,8 +441,15 @@ static vkf_status device_create(vkf_context *ctx)
         .queueCount = 1,
         .pQueuePriorities = &priority,
     };
+    /* 16-bit storage lets weights stay F16 in memory (read as fp32). */
+    VkPhysicalDevice16BitStorageFeatures s16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .storageBuffer16BitAccess = ctx->info.storage_16bit,
+    };
+    ctx->storage_16bit = ctx->info.storage_16bit;
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &s16,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &queue,
     };

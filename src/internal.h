@@ -74,9 +74,12 @@ uint32_t vkf_dtype_size(vkf_dtype dtype);
 typedef enum vkf_variant_id {
     VKF_VARIANT_MATMUL_TILED = 0,       /* shared-memory tiles + register blocking */
     VKF_VARIANT_MATMUL_DIRECT,          /* register blocking, no shared memory (CPUs) */
+    VKF_VARIANT_MATMUL_TILED_F16B,      /* the same two with B (weights) stored as F16 */
+    VKF_VARIANT_MATMUL_DIRECT_F16B,
     VKF_VARIANT_SOFTMAX,
     VKF_VARIANT_LAYERNORM,
     VKF_VARIANT_EMBED,
+    VKF_VARIANT_EMBED_F16,              /* F16 embedding table */
     VKF_VARIANT_ATTENTION_DECODE,       /* one query row per (sequence, head) */
     VKF_VARIANT_KV_APPEND,
     VKF_VARIANT_ARGMAX,
@@ -180,6 +183,7 @@ struct vkf_context {
     vkf_log_fn log;
     void *log_user;
     bool lost;                          /* a device loss was seen; unusable */
+    bool storage_16bit;                 /* storageBuffer16BitAccess enabled on the device */
 };
 
 void vkf_log(const vkf_context *ctx, vkf_log_level level, const char *fmt, ...)

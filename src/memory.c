@@ -14,6 +14,7 @@ uint32_t vkf_dtype_size(vkf_dtype dtype)
     switch (dtype) {
     case VKF_DTYPE_F32: return 4;
     case VKF_DTYPE_I32: return 4;
+    case VKF_DTYPE_F16: return 2;
     }
     return 0;
 }

@@ -274,9 +274,8 @@ typedef struct loader {
 } loader;
 
 /* Checks tensor `name` has shape (rows, cols) (or (cols) when rows == 0) and a
- * float dtype, and reads rows [row0, row0 + nrows) of it into the scratch buffer. */
-static vkf_status read_rows(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0, uint32_t nrows,
-                            const float **out)
+ * float dtype, and notes the name as expected. */
+static vkf_status find_checked(loader *L, const char *name, uint32_t rows, uint32_t cols, const vkf_st_tensor **out)
 {
     const vkf_st_tensor *t = vkf_st_find(L->file, name);
     if (!t) return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" is missing", name);
@@ -295,16 +294,22 @@ static vkf_status read_rows(loader *L, const char *name, uint32_t rows, uint32_t
     if (t->dtype != VKF_ST_F32 && t->dtype != VKF_ST_F16 && t->dtype != VKF_ST_BF16)
         return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" has dtype %s; F32, F16 or BF16 expected", name,
                         vkf_st_dtype_name(t->dtype));
+    if (!name_add(&L->expected, name)) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    *out = t;
+    return VKF_OK;
+}
+
+/* A checked tensor converted to floats in the scratch buffer. */
+static vkf_status read_floats(loader *L, const vkf_st_tensor *t, const float **out)
+{
     if (t->elements > L->scratch_floats) {
         float *grown = realloc(L->scratch, t->elements * sizeof *grown);
-        if (!grown) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory reading \"%s\"", name);
+        if (!grown) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory reading \"%s\"", t->name);
         L->scratch = grown;
         L->scratch_floats = t->elements;
     }
     VKF_TRY(vkf_st_read_f32(L->file, t, L->scratch, t->elements));
-    if (!name_add(&L->expected, name)) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    (void)nrows;
-    *out = L->scratch + (uint64_t)row0 * cols;
+    *out = L->scratch;
     return VKF_OK;
 }
 
@@ -315,20 +320,31 @@ static vkf_status upload(loader *L, const float *data, uint32_t rows, uint32_t c
     return vkf_tensor_upload(*out, data, (uint64_t)(rows ? rows : 1) * cols * sizeof(float));
 }
 
-/* A weight (rows, cols), or rows [row0, row0 + nrows) of one (rows, cols). */
+/* A weight (rows, cols), or rows [row0, row0 + nrows) of one (rows, cols). F16 in
+ * the file stays F16 where the device reads 16-bit storage. */
 static vkf_status load_matrix(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0, uint32_t nrows,
                               vkf_tensor **out)
 {
-    const float *data;
-    VKF_TRY(read_rows(L, name, rows, cols, row0, nrows, &data));
-    return upload(L, data, nrows, cols, out);
+    const vkf_st_tensor *t;
+    VKF_TRY(find_checked(L, name, rows, cols, &t));
+    if (t->dtype == VKF_ST_F16 && L->m->ctx->storage_16bit) {
+        uint64_t shape[2] = {nrows, cols};
+        VKF_TRY(vkf_tensor_create(L->m->ctx, VKF_DTYPE_F16, 2, shape, out));
+        const uint8_t *raw = vkf_st_data(L->file, t); /* little-endian halves, as the device reads them */
+        return vkf_tensor_upload(*out, raw + (uint64_t)row0 * cols * 2, (uint64_t)nrows * cols * 2);
+    }
+    const float *data = NULL;
+    VKF_TRY(read_floats(L, t, &data));
+    return upload(L, data + (uint64_t)row0 * cols, nrows, cols, out);
 }
 
 /* A vector (n), or entries [begin, begin + count) of it. */
 static vkf_status load_vector(loader *L, const char *name, uint32_t n, uint32_t begin, uint32_t count, vkf_tensor **out)
 {
-    const float *data;
-    VKF_TRY(read_rows(L, name, 0, n, 0, 0, &data));
+    const vkf_st_tensor *t;
+    const float *data = NULL;
+    VKF_TRY(find_checked(L, name, 0, n, &t));
+    VKF_TRY(read_floats(L, t, &data));
     return upload(L, data + begin, 0, count, out);
 }
 

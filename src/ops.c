@@ -90,7 +90,8 @@ static vkf_status check_tensor(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtyp
     if (t->ctx != vkf_cmd_context(cmd))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s belongs to another context", fn, name);
     if (t->dtype != dtype)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s must be %s", fn, name, dtype == VKF_DTYPE_F32 ? "F32" : "I32");
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s must be %s", fn, name,
+                        dtype == VKF_DTYPE_F32 ? "F32" : dtype == VKF_DTYPE_I32 ? "I32" : "F16");
     if (t->elements < elements)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s holds %llu elements, %llu needed", fn, name,
                         (unsigned long long)t->elements, (unsigned long long)elements);
@@ -99,10 +100,27 @@ static vkf_status check_tensor(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtyp
 
 /* A view of batch0 × batch1 matrices of rows × cols lies inside its tensor, and
  * every offset fits the shaders' 32-bit indices. Fills the push-constant fields. */
-static vkf_status check_view(vkf_cmd *cmd, const vkf_matrix_view *v, uint64_t rows, uint64_t cols, uint64_t batch0,
-                             uint64_t batch1, const char *fn, const char *name, vkf_push_view *out)
+/* The dtype a float input may have: F16 where the device reads 16-bit storage and
+ * the input allows it, else F32. */
+static vkf_status float_input_dtype(vkf_cmd *cmd, const vkf_tensor *t, bool allow_f16, const char *fn, const char *name,
+                                    vkf_dtype *out)
 {
-    VKF_TRY(check_tensor(cmd, v->tensor, VKF_DTYPE_F32, 1, fn, name));
+    *out = VKF_DTYPE_F32;
+    if (t && t->dtype == VKF_DTYPE_F16 && allow_f16) {
+        if (!vkf_cmd_context(cmd)->storage_16bit)
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: %s is F16 but device \"%s\" has no 16-bit storage", fn, name,
+                            vkf_cmd_context(cmd)->info.name);
+        *out = VKF_DTYPE_F16;
+    }
+    return VKF_OK;
+}
+
+static vkf_status check_view(vkf_cmd *cmd, const vkf_matrix_view *v, uint64_t rows, uint64_t cols, uint64_t batch0,
+                             uint64_t batch1, const char *fn, const char *name, bool allow_f16, vkf_push_view *out)
+{
+    vkf_dtype dtype;
+    VKF_TRY(float_input_dtype(cmd, v->tensor, allow_f16, fn, name, &dtype));
+    VKF_TRY(check_tensor(cmd, v->tensor, dtype, 1, fn, name));
     uint64_t row_stride = v->row_stride ? v->row_stride : cols;
     if (row_stride < cols && rows > 1)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s row_stride %llu is less than its %llu columns", fn, name,
@@ -200,13 +218,13 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     if (!isfinite(d->alpha)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: alpha is not finite", fn);
     uint64_t b0 = d->batch[0] ? d->batch[0] : 1, b1 = d->batch[1] ? d->batch[1] : 1;
     vkf_push_matmul p = {.m = d->m, .n = d->n, .k = d->k, .batch_inner = (uint32_t)b1, .alpha = d->alpha};
-    VKF_TRY(check_view(cmd, &d->a, d->m, d->k, b0, b1, fn, "A", &p.a));
-    if (d->b_is_k_by_n) VKF_TRY(check_view(cmd, &d->b, d->k, d->n, b0, b1, fn, "B", &p.b));
-    else VKF_TRY(check_view(cmd, &d->b, d->n, d->k, b0, b1, fn, "B", &p.b));
-    VKF_TRY(check_view(cmd, &d->c, d->m, d->n, b0, b1, fn, "C", &p.c));
+    VKF_TRY(check_view(cmd, &d->a, d->m, d->k, b0, b1, fn, "A", false, &p.a));
+    if (d->b_is_k_by_n) VKF_TRY(check_view(cmd, &d->b, d->k, d->n, b0, b1, fn, "B", true, &p.b));
+    else VKF_TRY(check_view(cmd, &d->b, d->n, d->k, b0, b1, fn, "B", true, &p.b));
+    VKF_TRY(check_view(cmd, &d->c, d->m, d->n, b0, b1, fn, "C", false, &p.c));
     if (d->bias) VKF_TRY(check_tensor(cmd, d->bias, VKF_DTYPE_F32, d->n, fn, "bias"));
     if (d->residual.tensor) {
-        VKF_TRY(check_view(cmd, &d->residual, d->m, d->n, b0, b1, fn, "residual", &p.r));
+        VKF_TRY(check_view(cmd, &d->residual, d->m, d->n, b0, b1, fn, "residual", false, &p.r));
         if (same_tensor_overlap(d->residual.tensor, d->c.tensor))
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: residual may not alias C", fn);
     }
@@ -226,7 +244,10 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     uint32_t groups[3] = {(uint32_t)vkf_div_up(d->n, t->bn), (uint32_t)vkf_div_up(d->m, t->bm), (uint32_t)(b0 * b1)};
     VKF_TRY(check_grid(ctx, groups, fn));
     const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, ctx->tuning.matmul_variant, (const uint32_t *)t, 6, &pipe));
+    vkf_variant_id variant = ctx->tuning.matmul_variant;
+    if (d->b.tensor->dtype == VKF_DTYPE_F16)
+        variant = variant == VKF_VARIANT_MATMUL_TILED ? VKF_VARIANT_MATMUL_TILED_F16B : VKF_VARIANT_MATMUL_DIRECT_F16B;
+    VKF_TRY(vkf_pipeline_get(ctx, variant, (const uint32_t *)t, 6, &pipe));
     vkf_binding b[5] = {
         {d->a.tensor, VKF_READ},
         {d->b.tensor, VKF_READ},
@@ -335,7 +356,9 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
     if (n > UINT32_MAX || (uint64_t)d->vocab * d->d > UINT32_MAX)
         return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: the table or output passes 2^32 elements", fn);
     VKF_TRY(check_tensor(cmd, d->ids, VKF_DTYPE_I32, d->tokens, fn, "ids"));
-    VKF_TRY(check_tensor(cmd, d->table, VKF_DTYPE_F32, (uint64_t)d->vocab * d->d, fn, "table"));
+    vkf_dtype table_dtype;
+    VKF_TRY(float_input_dtype(cmd, d->table, true, fn, "table", &table_dtype));
+    VKF_TRY(check_tensor(cmd, d->table, table_dtype, (uint64_t)d->vocab * d->d, fn, "table"));
     VKF_TRY(check_tensor(cmd, d->out, VKF_DTYPE_F32, n, fn, "out"));
     if (same_tensor_overlap(d->out, d->table) || same_tensor_overlap(d->out, d->ids) ||
         same_tensor_overlap(d->out, d->positions))
@@ -373,7 +396,7 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
     VKF_TRY(linear_grid(ctx, vkf_div_up(n, wg), groups, fn));
     uint32_t spec[1] = {wg};
     const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_EMBED, spec, 1, &pipe));
+    VKF_TRY(vkf_pipeline_get(ctx, table_dtype == VKF_DTYPE_F16 ? VKF_VARIANT_EMBED_F16 : VKF_VARIANT_EMBED, spec, 1, &pipe));
     vkf_binding b[5] = {{d->ids, VKF_READ}, {d->table, VKF_READ}, {d->positions, VKF_READ},
                         {d->out, VKF_WRITE}, {d->position_state, VKF_READ}};
     return vkf_cmd_dispatch(cmd, pipe, b, 5, &p, sizeof p, groups, "embed");

@@ -11,8 +11,14 @@
 static const uint32_t spirv_matmul_tiled[] =
 #include "matmul_tiled.spv.h"
     ;
+static const uint32_t spirv_matmul_tiled_f16b[] =
+#include "matmul_tiled_f16b.spv.h"
+    ;
 static const uint32_t spirv_matmul_direct[] =
 #include "matmul_direct.spv.h"
+    ;
+static const uint32_t spirv_matmul_direct_f16b[] =
+#include "matmul_direct_f16b.spv.h"
     ;
 static const uint32_t spirv_softmax[] =
 #include "softmax.spv.h"
@@ -22,6 +28,9 @@ static const uint32_t spirv_layernorm[] =
     ;
 static const uint32_t spirv_embed[] =
 #include "embed.spv.h"
+    ;
+static const uint32_t spirv_embed_f16[] =
+#include "embed_f16.spv.h"
     ;
 static const uint32_t spirv_attention_decode[] =
 #include "attention_decode.spv.h"
@@ -40,9 +49,12 @@ static const uint32_t spirv_advance[] =
 static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_TILED] = {"matmul_tiled", spirv_matmul_tiled, sizeof spirv_matmul_tiled, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_DIRECT] = {"matmul_direct", spirv_matmul_direct, sizeof spirv_matmul_direct, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_TILED_F16B] = {"matmul_tiled_f16b", spirv_matmul_tiled_f16b, sizeof spirv_matmul_tiled_f16b, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_DIRECT_F16B] = {"matmul_direct_f16b", spirv_matmul_direct_f16b, sizeof spirv_matmul_direct_f16b, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_SOFTMAX] = {"softmax", spirv_softmax, sizeof spirv_softmax, 3, sizeof(vkf_push_softmax)},
     [VKF_VARIANT_LAYERNORM] = {"layernorm", spirv_layernorm, sizeof spirv_layernorm, 6, sizeof(vkf_push_layernorm)},
     [VKF_VARIANT_EMBED] = {"embed", spirv_embed, sizeof spirv_embed, 5, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_EMBED_F16] = {"embed_f16", spirv_embed_f16, sizeof spirv_embed_f16, 5, sizeof(vkf_push_embed)},
     [VKF_VARIANT_ATTENTION_DECODE] = {"attention_decode", spirv_attention_decode, sizeof spirv_attention_decode, 6, sizeof(vkf_push_attention_decode)},
     [VKF_VARIANT_KV_APPEND] = {"kv_append", spirv_kv_append, sizeof spirv_kv_append, 4, sizeof(vkf_push_kv_append)},
     [VKF_VARIANT_ARGMAX] = {"argmax", spirv_argmax, sizeof spirv_argmax, 4, sizeof(vkf_push_argmax)},

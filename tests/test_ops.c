@@ -344,6 +344,104 @@ static void test_embed(vkf_context *ctx)
     run_embed(ctx, 100, 64, 100, 1.0f, true, 0, 0, 42, seed++);         /* id = vocab */
 }
 
+/* ------------------------------------------------------------------ F16 weights */
+
+/* B (weights) and the embedding table stored as F16 where the device has 16-bit
+ * storage; the reference uses the same rounded values. Elsewhere the ops refuse
+ * F16 with VKF_ERROR_UNSUPPORTED. */
+static void test_f16_weights(vkf_context *ctx, const vkf_device_info *info)
+{
+    /* The converter itself: every half survives a round trip, ties go to even. */
+    for (uint32_t h = 0; h < 0x10000u; h++) {
+        float f = ref_f16_to_f32((uint16_t)h);
+        if (!isnan(f) && ref_f32_to_f16(f) != h) {
+            fprintf(stderr, "f16 round trip of 0x%04x gives 0x%04x\n", h, ref_f32_to_f16(f));
+            harness_failures++;
+            break;
+        }
+    }
+    CHECK(ref_f32_to_f16(1.0f + 1.0f / 2048) == 0x3c00); /* tie, to even */
+    CHECK(ref_f32_to_f16(1.0f + 3.0f / 2048) == 0x3c02);
+
+    struct { uint32_t m, n, k; bool b_kn; } cases[] = {{17, 100, 64, false}, {64, 257, 100, false}, {3, 17, 1000, false},
+                                                      {100, 64, 17, true}, {1, 1, 1, false}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        uint32_t m = cases[ci].m, n = cases[ci].n, k = cases[ci].k;
+        bool kn = cases[ci].b_kn;
+        float *a = harness_random((size_t)m * k, 70 + ci), *b = harness_random((size_t)n * k, 80 + ci);
+        float *bias = harness_random(n, 90 + ci);
+        uint16_t *bh = harness_alloc((size_t)n * k * 2);
+        for (size_t i = 0; i < (size_t)n * k; i++) {
+            bh[i] = ref_f32_to_f16(b[i]);
+            b[i] = ref_f16_to_f32(bh[i]);
+        }
+        vkf_tensor *ta = harness_tensor(ctx, a, m, k), *tbias = harness_tensor(ctx, bias, 1, n);
+        vkf_tensor *tc = harness_tensor(ctx, NULL, m, n), *tb;
+        uint64_t shape[2] = {kn ? k : n, kn ? n : k};
+        CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 2, shape, &tb));
+        CHECK_OK(vkf_tensor_upload(tb, bh, (uint64_t)n * k * 2));
+        vkf_cmd *cmd;
+        CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+        vkf_matmul_desc d;
+        vkf_matmul_desc_init(&d);
+        d.m = m, d.n = n, d.k = k, d.b_is_k_by_n = kn;
+        d.a.tensor = ta, d.b.tensor = tb, d.c.tensor = tc, d.bias = tbias, d.activation = VKF_ACTIVATION_GELU;
+        vkf_status st = vkf_cmd_matmul(cmd, &d);
+        if (!info->storage_16bit) {
+            CHECK(st == VKF_ERROR_UNSUPPORTED);
+        } else {
+            CHECK_OK(st);
+            CHECK_OK(vkf_cmd_submit(cmd));
+            float *got = harness_download(tc), *want = harness_alloc((size_t)m * n * 4);
+            ref_matmul(want, n, a, k, b, kn ? n : k, kn, bias, NULL, 0, m, n, k, 1.0f, 2);
+            char what[96];
+            snprintf(what, sizeof what, "matmul with F16 B m=%u n=%u k=%u%s", m, n, k, kn ? " B(k,n)" : "");
+            harness_compare(what, got, want, (size_t)m * n, 1e-5 + 2e-7 * k, 1e-4);
+            free(got), free(want);
+        }
+        vkf_cmd_destroy(cmd);
+        vkf_tensor_destroy(ta), vkf_tensor_destroy(tb), vkf_tensor_destroy(tc), vkf_tensor_destroy(tbias);
+        free(a), free(b), free(bias), free(bh);
+    }
+
+    /* An F16 embedding table. */
+    uint32_t tokens = 100, d = 64, vocab = 257;
+    float *table = harness_random((size_t)vocab * d, 99);
+    uint16_t *th = harness_alloc((size_t)vocab * d * 2);
+    for (size_t i = 0; i < (size_t)vocab * d; i++) {
+        th[i] = ref_f32_to_f16(table[i]);
+        table[i] = ref_f16_to_f32(th[i]);
+    }
+    int32_t ids[100];
+    for (uint32_t t = 0; t < tokens; t++) ids[t] = (int32_t)((t * 31u) % vocab);
+    vkf_tensor *tt, *ti, *tpe, *to = harness_tensor(ctx, NULL, tokens, d);
+    uint64_t tshape[2] = {vocab, d}, ishape = tokens;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 2, tshape, &tt));
+    CHECK_OK(vkf_tensor_upload(tt, th, (uint64_t)vocab * d * 2));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, &ishape, &ti));
+    CHECK_OK(vkf_tensor_upload(ti, ids, sizeof ids));
+    CHECK_OK(vkf_positional_encoding_create(ctx, tokens, d, &tpe));
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_embed_desc e;
+    vkf_embed_desc_init(&e);
+    e.tokens = tokens, e.d = d, e.vocab = vocab, e.ids = ti, e.table = tt, e.out = to, e.scale = 8.0f, e.positions = tpe;
+    vkf_status st = vkf_cmd_embed(cmd, &e);
+    if (!info->storage_16bit) {
+        CHECK(st == VKF_ERROR_UNSUPPORTED);
+    } else {
+        CHECK_OK(st);
+        CHECK_OK(vkf_cmd_submit(cmd));
+        float *got = harness_download(to), *want = harness_alloc((size_t)tokens * d * 4);
+        ref_embed(want, ids, table, tokens, d, vocab, 8.0f, true, tokens, 0);
+        harness_compare("embedding with an F16 table", got, want, (size_t)tokens * d, 1e-6, 1e-6);
+        free(got), free(want);
+    }
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tt), vkf_tensor_destroy(ti), vkf_tensor_destroy(tpe), vkf_tensor_destroy(to);
+    free(table), free(th);
+}
+
 int main(void)
 {
     vkf_context *ctx = harness_context();
@@ -376,6 +474,7 @@ int main(void)
         test_matmul_family(ctx, families[f].name);
     }
     vkf_tuning_choose(ctx);
+    test_f16_weights(ctx, &info);
     test_softmax(ctx);
     test_layernorm(ctx);
     test_embed(ctx);

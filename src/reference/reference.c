@@ -2,6 +2,7 @@
 #include "reference.h"
 
 #include <math.h>
+#include <string.h>
 
 static double activate(double x, int act)
 {
@@ -92,4 +93,35 @@ void ref_embed(float *out, const int32_t *ids, const float *table, size_t tokens
             out[t * d + c] = (float)v;
         }
     }
+}
+
+uint16_t ref_f32_to_f16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xffu, man = u & 0x7fffffu;
+    if (exp == 0xffu) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0)); /* inf, NaN */
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);                         /* overflow: inf */
+    if (e <= 0) {                                                            /* subnormal or zero */
+        if (e < -10) return (uint16_t)sign;
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rest > mid || (rest == mid && (half & 1u))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = ((uint32_t)e << 10) | (man >> 13), rest = man & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) half++;        /* may carry into inf: right */
+    return (uint16_t)(sign | half);
+}
+
+float ref_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (h & 0x8000u) ? 1u : 0u, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    double v;
+    if (exp == 0) v = ldexp((double)man, -24);
+    else if (exp == 31) v = man ? NAN : INFINITY;
+    else v = ldexp((double)(man | 0x400u), (int)exp - 25);
+    return (float)(sign ? -v : v);
 }

@@ -28,4 +28,8 @@ void ref_layernorm(float *y, float *sum, const float *x, const float *r, const f
 void ref_embed(float *out, const int32_t *ids, const float *table, size_t tokens, size_t d, size_t vocab, float scale,
                bool positional, size_t seq_len, size_t pos_offset);
 
+/* IEEE half <-> float, round to nearest even; exact for every half. */
+uint16_t ref_f32_to_f16(float x);
+float ref_f16_to_f32(uint16_t h);
+
 #endif
