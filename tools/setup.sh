@@ -3,7 +3,7 @@
 # skipped when already done). Run as root, or as a user with sudo.
 #
 #   tools/setup.sh                 Debian packages + build (build/)
-#   tools/setup.sh --swiftshader   also fetch SwiftShader (for the tests)
+#   tools/setup.sh --swiftshader   also SwiftShader and PyTorch (for the tests)
 #
 # Environment: VKFORMER_BUILD_DIR (default: build), VKFORMER_CACHE (where
 # SwiftShader is unpacked; default ~/.cache/vkformer).
@@ -25,7 +25,8 @@ done
 packages=(gcc libc6-dev pkg-config meson ninja-build glslc libvulkan-dev libvulkan-volk-dev libvulkan1
           vulkan-validationlayers mesa-vulkan-drivers vulkan-tools libjansson-dev python3)
 if [ "$with_swiftshader" = 1 ]; then
-    packages+=(brotli ca-certificates)
+    # The tests compare whole models with PyTorch (Debian's, run by /usr/bin/python3).
+    packages+=(brotli ca-certificates python3-torch python3-numpy)
     command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
 

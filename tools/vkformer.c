@@ -7,6 +7,8 @@
  *   vkformer forward --model FILE --src 5,6,7 --tgt 1,8,9 --out logits.npy
  *   vkformer generate --model FILE --src 5,6,7 [--max-new N]
  *   vkformer translate --model FILE "text" [--max-new N]
+ *   vkformer translate --model FILE --input FILE [--batch B]   one text per line; "text<TAB>expected"
+ *                                                               lines are scored (exact match)
  *   vkformer bench model --preset small|base [--batch B --src-len S --tgt-len T] [--repeat R] [--json]
  *
  * Every command takes --device INDEX|NAME-SUBSTRING (else VKFORMER_DEVICE, else the
@@ -39,6 +41,9 @@ static const char usage_text[] =
     "                                        greedy ids, comma-separated, without bos/eos\n"
     "  translate --model FILE TEXT [--max-new N]\n"
     "                                        greedy decoding of text (models with vocabularies)\n"
+    "  translate --model FILE --input FILE [--batch B]\n"
+    "                                        one text per line, decoded B at a time; lines\n"
+    "                                        \"text<TAB>expected\" are scored: accuracy at the end\n"
     "  bench model --preset small|base [--batch B --src-len S --tgt-len T] [--repeat R] [--json]\n"
     "                                        forward pass and decode step of a random-weight model\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n"
@@ -53,6 +58,7 @@ typedef struct options {
     const char *model, *src, *tgt, *out;
     unsigned long max_new;              /* 0: the model's max_len */
     const char *preset;
+    const char *input;
     unsigned long batch, src_len, tgt_len;
 } options;
 
@@ -747,8 +753,88 @@ static int cmd_generate(const options *o)
     return code;
 }
 
+
+/* Translates every line of a file, `batch` lines per generate call; lines with a
+ * TAB carry the expected output and are scored by exact match. */
+static int translate_file(const options *o)
+{
+    FILE *f = fopen(o->input, "r");
+    if (!f) {
+        fprintf(stderr, "vkformer: cannot read %s\n", o->input);
+        return EXIT_ERROR;
+    }
+    vkf_context *ctx;
+    vkf_model *model;
+    int code = open_model(o, &ctx, &model);
+    if (code) {
+        fclose(f);
+        return code;
+    }
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    uint32_t B = o->batch ? (uint32_t)o->batch : 64, max_new = o->max_new ? (uint32_t)o->max_new : cfg.max_len;
+    if (max_new > cfg.max_len || B > 4096) {
+        fprintf(stderr, "vkformer: --max-new must be at most max_len (%u) and --batch at most 4096\n", cfg.max_len);
+        fclose(f);
+        vkf_model_destroy(model);
+        return close_context(ctx, EXIT_USAGE);
+    }
+    char **expected = xmalloc(B * sizeof *expected);
+    int32_t *ids = xmalloc((size_t)B * (cfg.max_len + 1) * sizeof *ids), *out = xmalloc((size_t)B * max_new * sizeof *out);
+    const int32_t **ptrs = xmalloc(B * sizeof *ptrs);
+    uint32_t *lens = xmalloc(B * sizeof *lens), *out_lens = xmalloc(B * sizeof *out_lens);
+    char line[4096], *text = xmalloc((size_t)max_new * 64 + 64);
+    unsigned long scored = 0, correct = 0, lineno = 0;
+    bool eof = false;
+    vkf_status st = VKF_OK;
+    while (st == VKF_OK && !eof) {
+        uint32_t n = 0;
+        while (n < B && !(eof = !fgets(line, sizeof line, f))) {
+            lineno++;
+            line[strcspn(line, "\r\n")] = '\0';
+            char *tab = strchr(line, '\t');
+            if (tab) *tab = '\0';
+            expected[n] = tab ? strdup(tab + 1) : NULL;
+            st = vkf_model_encode_text(model, line, ids + (size_t)n * (cfg.max_len + 1), cfg.max_len, &lens[n]);
+            if (st != VKF_OK) {
+                fprintf(stderr, "vkformer: %s line %lu: %s\n", o->input, lineno, vkf_last_error());
+                free(expected[n]);
+                code = EXIT_ERROR;
+                break;
+            }
+            ptrs[n] = ids + (size_t)n * (cfg.max_len + 1);
+            n++;
+        }
+        if (st != VKF_OK || n == 0) break;
+        vkf_sequences s = {n, ptrs, lens};
+        st = vkf_model_generate(model, &s, max_new, out, out_lens);
+        for (uint32_t i = 0; i < n; i++) {
+            if (st == VKF_OK) st = vkf_model_decode_text(model, out + (size_t)i * max_new, out_lens[i], text, (size_t)max_new * 64 + 64);
+            if (st == VKF_OK) {
+                printf("%s\n", text);
+                if (expected[i]) scored++, correct += strcmp(text, expected[i]) == 0;
+            }
+            free(expected[i]);
+        }
+        if (st != VKF_OK) code = fail(st);
+    }
+    if (code == 0 && scored)
+        printf("accuracy: %lu of %lu (%.2f%%) exact matches\n", correct, scored, 100.0 * correct / scored);
+    fclose(f);
+    free(expected), free(ids), free(out), free(ptrs), free(lens), free(out_lens), free(text);
+    vkf_model_destroy(model);
+    return close_context(ctx, code);
+}
+
 static int cmd_translate(const options *o, const char *text)
 {
+    if (o->input) {
+        if (text) {
+            fprintf(stderr, "vkformer: translate takes either TEXT or --input FILE\n");
+            return EXIT_USAGE;
+        }
+        return translate_file(o);
+    }
     if (!text) {
         fprintf(stderr, "vkformer: translate needs the text to translate\n");
         return EXIT_USAGE;
@@ -1010,7 +1096,7 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(a, "--device") == 0 || strcmp(a, "--size") == 0 || strcmp(a, "--model") == 0 ||
                    strcmp(a, "--src") == 0 || strcmp(a, "--tgt") == 0 || strcmp(a, "--out") == 0 ||
-                   strcmp(a, "--preset") == 0) {
+                   strcmp(a, "--preset") == 0 || strcmp(a, "--input") == 0) {
             if (!next) {
                 fprintf(stderr, "vkformer: %s needs a value\n", a);
                 return EXIT_USAGE;
@@ -1020,6 +1106,7 @@ int main(int argc, char **argv)
                                 : strcmp(a, "--model") == 0 ? &o.model
                                 : strcmp(a, "--src") == 0  ? &o.src
                                 : strcmp(a, "--preset") == 0 ? &o.preset
+                                : strcmp(a, "--input") == 0 ? &o.input
                                 : strcmp(a, "--tgt") == 0  ? &o.tgt
                                                            : &o.out;
             *slot = next;
