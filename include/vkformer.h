@@ -145,6 +145,11 @@ typedef struct vkf_context_options {
     /* Receives validation messages and other diagnostics; NULL: dropped. */
     vkf_log_fn log;
     void *log_user;
+    /* Most bytes of device memory the context may allocate for tensors (blocks,
+     * staging excluded); 0: no cap beyond the device's own. An allocation past
+     * it fails with VKF_ERROR_OUT_OF_DEVICE_MEMORY giving the bytes needed and
+     * available, and the context stays usable. */
+    uint64_t max_device_memory;
 } vkf_context_options;
 
 /* Fills the defaults. Call before setting fields. */

@@ -411,6 +411,19 @@ void vkf_log(const vkf_context *ctx, vkf_log_level level, const char *fmt, ...)
     ctx->log(ctx->log_user, level, msg);
 }
 
+void vkf_test_inject_fault(vkf_context *ctx, const char *call, VkResult result)
+{
+    ctx->inject_call = call;
+    ctx->inject_result = result;
+}
+
+VkResult vkf_injected(vkf_context *ctx, const char *call)
+{
+    if (!ctx->inject_call || strcmp(ctx->inject_call, call) != 0) return VK_SUCCESS;
+    ctx->inject_call = NULL;
+    return ctx->inject_result;
+}
+
 vkf_status vkf_context_vk_fail(vkf_context *ctx, VkResult result, const char *call)
 {
     if (result == VK_ERROR_DEVICE_LOST && ctx) ctx->lost = true;
@@ -486,6 +499,7 @@ vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **
     if (!ctx) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating a context");
     ctx->log = options->log;
     ctx->log_user = options->log_user;
+    ctx->max_device_memory = options->max_device_memory;
     if (options->validation == -1) {
         const char *env = getenv("VKFORMER_VALIDATE");
         ctx->validation = env && strcmp(env, "1") == 0;
@@ -610,7 +624,8 @@ vkf_status vkf_oneshot_end(vkf_context *ctx, VkCommandBuffer cb)
     const char *call = "vkEndCommandBuffer";
     if (r == VK_SUCCESS) {
         VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
-        r = ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, ctx->transfer_fence);
+        r = vkf_injected(ctx, "vkQueueSubmit");
+        if (r == VK_SUCCESS) r = ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, ctx->transfer_fence);
         call = "vkQueueSubmit";
         if (r == VK_SUCCESS) {
             r = ctx->vk.vkWaitForFences(ctx->device, 1, &ctx->transfer_fence, VK_TRUE, UINT64_MAX);

@@ -170,6 +170,11 @@ struct vkf_context {
     uint64_t alignment;                 /* of tensor offsets inside blocks */
     vkf_block *blocks;                  /* owned list */
     uint64_t allocated, peak_allocated; /* bytes in blocks, now and at most */
+    uint64_t max_device_memory;         /* cap on `allocated`; 0: none */
+    /* Tests only (vkf_test_inject_fault): the next call named `inject_call`
+     * returns `inject_result` instead of running. */
+    const char *inject_call;
+    VkResult inject_result;
     vkf_tensor *dummy;                  /* owned; bound where an optional input is absent */
 
     vkf_variant_objects variants[VKF_VARIANT_COUNT];
@@ -191,6 +196,12 @@ void vkf_log(const vkf_context *ctx, vkf_log_level level, const char *fmt, ...)
 /* A status for a failed Vulkan call on this context; marks the context lost on
  * VK_ERROR_DEVICE_LOST. */
 vkf_status vkf_context_vk_fail(vkf_context *ctx, VkResult result, const char *call);
+
+/* Tests only: makes the next Vulkan call named `call` ("vkAllocateMemory",
+ * "vkQueueSubmit", "vkWaitForFences") return `result`, as a failing driver would. */
+void vkf_test_inject_fault(vkf_context *ctx, const char *call, VkResult result);
+/* The injected result for `call`, once, or VK_SUCCESS. */
+VkResult vkf_injected(vkf_context *ctx, const char *call);
 
 /* One-time command buffer for transfers: begin, then end+submit+wait. */
 vkf_status vkf_oneshot_begin(vkf_context *ctx, VkCommandBuffer *out_cb);
@@ -240,6 +251,13 @@ vkf_status vkf_op_argmax(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
                          vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity);
 /* state[0] += 1. */
 vkf_status vkf_op_advance(vkf_cmd *cmd, vkf_tensor *state);
+
+/* ------------------------------------------------------------------ model.c */
+
+/* Everything vkf_model_load checks (container, config, every tensor's name,
+ * shape and dtype, float conversion) on a file image in memory, with no device:
+ * the fuzzer's entry point. */
+vkf_status vkf_model_check_bytes(const void *data, size_t size);
 
 /* ------------------------------------------------------------------ helpers */
 

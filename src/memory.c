@@ -58,14 +58,18 @@ static vkf_status buffer_create(vkf_context *ctx, uint64_t size, uint32_t prefer
         .memoryTypeIndex = type,
     };
     VkDeviceMemory memory;
-    r = ctx->vk.vkAllocateMemory(ctx->device, &ai, NULL, &memory);
+    r = vkf_injected(ctx, "vkAllocateMemory");
+    if (r == VK_SUCCESS) r = ctx->vk.vkAllocateMemory(ctx->device, &ai, NULL, &memory);
     if (r != VK_SUCCESS) {
         ctx->vk.vkDestroyBuffer(ctx->device, buffer, NULL);
+        uint64_t heap = ctx->memory_properties.memoryHeaps[ctx->memory_properties.memoryTypes[type].heapIndex].size;
         if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
             return vkf_fail(r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? VKF_ERROR_OUT_OF_DEVICE_MEMORY
                                                                : VKF_ERROR_OUT_OF_HOST_MEMORY,
-                            "vkAllocateMemory of %llu bytes failed with %s", (unsigned long long)req.size,
-                            vkf_vk_result_name(r));
+                            "vkAllocateMemory of %llu bytes failed with %s (vkformer holds %llu bytes of the "
+                            "%llu-byte heap)",
+                            (unsigned long long)req.size, vkf_vk_result_name(r), (unsigned long long)ctx->allocated,
+                            (unsigned long long)heap);
         return vkf_context_vk_fail(ctx, r, "vkAllocateMemory");
     }
     r = ctx->vk.vkBindBufferMemory(ctx->device, buffer, memory, 0);
@@ -238,6 +242,22 @@ vkf_status vkf_tensor_create(vkf_context *ctx, vkf_dtype dtype, uint32_t rank, c
         if (block_take(b, size, &offset)) block = b;
     if (!block) {
         uint64_t block_size = size > ctx->block_size ? size : ctx->block_size;
+        if (ctx->max_device_memory) {
+            uint64_t left = ctx->max_device_memory > ctx->allocated ? ctx->max_device_memory - ctx->allocated : 0;
+            if (size > left) {
+                uint64_t used = 0;
+                for (const vkf_block *b = ctx->blocks; b; b = b->next) used += b->used;
+                free(t);
+                uint64_t avail = ctx->max_device_memory - used;
+                return vkf_fail(VKF_ERROR_OUT_OF_DEVICE_MEMORY,
+                                "out of device memory under the %llu-byte cap (--max-device-memory): a tensor needs "
+                                "%llu bytes, tensors hold %llu, %llu are available%s",
+                                (unsigned long long)ctx->max_device_memory, (unsigned long long)bytes,
+                                (unsigned long long)used, (unsigned long long)avail,
+                                avail >= bytes ? " but not in one free range" : "");
+            }
+            if (block_size > left) block_size = left; /* a smaller block rather than none */
+        }
         vkf_status st = block_create(ctx, block_size, &block);
         if (st != VKF_OK) {
             free(t);

@@ -268,6 +268,7 @@ static void name_free(name_list *l)
 typedef struct loader {
     vkf_model *m;
     vkf_st_file *file;
+    bool dry_run;                       /* check and convert, but make no device tensors */
     name_list expected;
     float *scratch;                     /* owned host buffer for conversions */
     uint64_t scratch_floats;
@@ -315,6 +316,7 @@ static vkf_status read_floats(loader *L, const vkf_st_tensor *t, const float **o
 
 static vkf_status upload(loader *L, const float *data, uint32_t rows, uint32_t cols, vkf_tensor **out)
 {
+    if (L->dry_run) return VKF_OK;
     uint64_t shape[2] = {rows ? rows : 1, cols};
     VKF_TRY(vkf_tensor_create(L->m->ctx, VKF_DTYPE_F32, rows ? 2 : 1, rows ? shape : shape + 1, out));
     return vkf_tensor_upload(*out, data, (uint64_t)(rows ? rows : 1) * cols * sizeof(float));
@@ -327,7 +329,7 @@ static vkf_status load_matrix(loader *L, const char *name, uint32_t rows, uint32
 {
     const vkf_st_tensor *t;
     VKF_TRY(find_checked(L, name, rows, cols, &t));
-    if (t->dtype == VKF_ST_F16 && L->m->ctx->storage_16bit) {
+    if (t->dtype == VKF_ST_F16 && !L->dry_run && L->m->ctx->storage_16bit) {
         uint64_t shape[2] = {nrows, cols};
         VKF_TRY(vkf_tensor_create(L->m->ctx, VKF_DTYPE_F16, 2, shape, out));
         const uint8_t *raw = vkf_st_data(L->file, t); /* little-endian halves, as the device reads them */
@@ -420,7 +422,7 @@ static vkf_status load_weights(loader *L)
                             "unexpected tensor \"%s\" (the config says %u encoder and %u decoder layers)", name,
                             c->n_encoder_layers, c->n_decoder_layers);
     }
-    return vkf_positional_encoding_create(m->ctx, c->max_len, d, &m->pe);
+    return L->dry_run ? VKF_OK : vkf_positional_encoding_create(m->ctx, c->max_len, d, &m->pe);
 }
 
 static void linear_free(linear *l)
@@ -503,6 +505,26 @@ vkf_status vkf_model_load(vkf_context *ctx, const char *path, vkf_model **out_mo
     }
     *out_model = m;
     return VKF_OK;
+}
+
+vkf_status vkf_model_check_bytes(const void *data, size_t size)
+{
+    vkf_model *m = calloc(1, sizeof *m);
+    if (!m) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a model");
+    loader L = {.m = m, .dry_run = true};
+    vkf_status st = vkf_st_parse(data, size, &L.file);
+    if (st == VKF_OK) st = parse_config(m, vkf_st_metadata(L.file, "vkformer.config"));
+    if (st == VKF_OK) {
+        m->enc = calloc(m->cfg.n_encoder_layers, sizeof *m->enc);
+        m->dec = calloc(m->cfg.n_decoder_layers, sizeof *m->dec);
+        if (!m->enc || !m->dec) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for layers");
+    }
+    if (st == VKF_OK) st = load_weights(&L);
+    free(L.scratch);
+    name_free(&L.expected);
+    vkf_st_close(L.file);
+    vkf_model_destroy(m); /* holds no device objects: a dry run made none */
+    return st;
 }
 
 vkf_status vkf_model_get_config(const vkf_model *m, vkf_model_config *out)

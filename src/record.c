@@ -349,9 +349,11 @@ vkf_status vkf_cmd_submit(vkf_cmd *cmd)
     if (!cmd->ended) VKF_TRY(end_recording(cmd));
     cmd->timings_valid = false;
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd->cb};
-    VkResult r = ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, cmd->fence);
+    VkResult r = vkf_injected(ctx, "vkQueueSubmit");
+    if (r == VK_SUCCESS) r = ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, cmd->fence);
     if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkQueueSubmit");
     r = ctx->vk.vkWaitForFences(ctx->device, 1, &cmd->fence, VK_TRUE, UINT64_MAX);
+    if (r == VK_SUCCESS) r = vkf_injected(ctx, "vkWaitForFences");
     if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkWaitForFences");
     r = ctx->vk.vkResetFences(ctx->device, 1, &cmd->fence);
     if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkResetFences");

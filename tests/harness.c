@@ -6,10 +6,14 @@
 #include <string.h>
 
 int harness_failures = 0;
+/* Validation messages seen by any harness context, including those the layer
+ * sends while a context is being destroyed (leaked objects). */
+static int validation_messages = 0;
 
 static void log_stderr(void *user, vkf_log_level level, const char *message)
 {
     (void)user;
+    if (level >= VKF_LOG_WARNING) validation_messages++;
     fprintf(stderr, "[%s] %s\n", level == VKF_LOG_ERROR ? "error" : level == VKF_LOG_WARNING ? "warning" : "info",
             message);
 }
@@ -55,6 +59,10 @@ void harness_close(vkf_context *ctx)
 
 int harness_result(const char *name)
 {
+    if (validation_messages) {
+        fprintf(stderr, "%s: %d validation messages in all (see above)\n", name, validation_messages);
+        harness_failures++;
+    }
     if (harness_failures) fprintf(stderr, "%s: %d failures\n", name, harness_failures);
     else fprintf(stderr, "%s: all checks passed\n", name);
     return harness_failures ? 1 : 0;

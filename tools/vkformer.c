@@ -12,7 +12,7 @@
  *   vkformer bench model --preset small|base [--batch B --src-len S --tgt-len T] [--repeat R] [--json]
  *
  * Every command takes --device INDEX|NAME-SUBSTRING (else VKFORMER_DEVICE, else the
- * first discrete GPU, integrated, virtual, CPU). VKFORMER_VALIDATE=1 turns the
+ * first discrete GPU, integrated, virtual, CPU) and --max-device-memory BYTES. VKFORMER_VALIDATE=1 turns the
  * validation layer on; any validation message then fails the command.
  *
  * Exit codes: 0 success, 1 error, 2 usage, 3 no Vulkan loader, 4 no Vulkan device,
@@ -47,7 +47,7 @@ static const char usage_text[] =
     "  bench model --preset small|base [--batch B --src-len S --tgt-len T] [--repeat R] [--json]\n"
     "                                        forward pass and decode step of a random-weight model\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n"
-    "common options: --device INDEX|NAME-SUBSTRING\n";
+    "common options: --device INDEX|NAME-SUBSTRING, --max-device-memory BYTES (cap on tensors)\n";
 
 typedef struct options {
     const char *device;
@@ -59,6 +59,7 @@ typedef struct options {
     unsigned long max_new;              /* 0: the model's max_len */
     const char *preset;
     const char *input;
+    unsigned long max_device_memory;    /* bytes; 0: no cap */
     unsigned long batch, src_len, tgt_len;
 } options;
 
@@ -88,6 +89,7 @@ static vkf_status open_context(const options *o, vkf_context **out)
     vkf_context_options_init(&co);
     co.device = o->device;
     co.log = log_to_stderr;
+    co.max_device_memory = o->max_device_memory;
     return vkf_context_create(&co, out);
 }
 
@@ -1113,6 +1115,7 @@ int main(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--max-new") == 0) number = &o.max_new;
         else if (strcmp(a, "--batch") == 0) number = &o.batch;
+        else if (strcmp(a, "--max-device-memory") == 0) number = &o.max_device_memory;
         else if (strcmp(a, "--src-len") == 0) number = &o.src_len;
         else if (strcmp(a, "--tgt-len") == 0) number = &o.tgt_len; else if (strcmp(a, "--m") == 0) number = &o.m;
         else if (strcmp(a, "--n") == 0) number = &o.n;
