@@ -10,31 +10,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Loading the loader. volk keeps its global entry points in process-wide
- * variables, so initialisation is serialised. VKFORMER_VULKAN_LOADER names another
- * loader library (tests use it to simulate a machine without Vulkan). */
+/* Loading the loader. volk keeps its entry points in process-wide variables, so
+ * it is initialised once, under a mutex, and the loader library stays loaded for
+ * the life of the process (those entry points point into it). Instance-level
+ * functions are the loader's trampolines, valid for every instance, so they are
+ * loaded once too; extension functions are kept per context. VKFORMER_VULKAN_LOADER
+ * names another loader library (tests use it to simulate a machine without one). */
 static pthread_mutex_t volk_mutex = PTHREAD_MUTEX_INITIALIZER;
+static char volk_loader_name[512];      /* the loader volk is initialised with; "" none */
+static bool volk_instance_loaded;
 
-static vkf_status loader_open(void **out_handle)
+static vkf_status loader_open(void)
 {
-    *out_handle = NULL;
     const char *name = getenv("VKFORMER_VULKAN_LOADER");
     if (!name || !*name) name = "libvulkan.so.1";
-    void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-        return vkf_fail(VKF_ERROR_NO_VULKAN,
-                        "the Vulkan loader (%s) could not be loaded: %s; install libvulkan1", name,
-                        dlerror());
-    PFN_vkGetInstanceProcAddr gipa = (PFN_vkGetInstanceProcAddr)dlsym(handle, "vkGetInstanceProcAddr");
-    if (!gipa) {
-        dlclose(handle);
-        return vkf_fail(VKF_ERROR_NO_VULKAN, "%s has no vkGetInstanceProcAddr: not a Vulkan loader", name);
-    }
+    vkf_status st = VKF_OK;
     pthread_mutex_lock(&volk_mutex);
-    volkInitializeCustom(gipa);
+    if (strcmp(volk_loader_name, name) != 0) {
+        void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        PFN_vkGetInstanceProcAddr gipa = handle ? (PFN_vkGetInstanceProcAddr)dlsym(handle, "vkGetInstanceProcAddr") : NULL;
+        if (!handle) {
+            st = vkf_fail(VKF_ERROR_NO_VULKAN, "the Vulkan loader (%s) could not be loaded: %s; install libvulkan1", name,
+                          dlerror());
+        } else if (!gipa) {
+            dlclose(handle);
+            st = vkf_fail(VKF_ERROR_NO_VULKAN, "%s has no vkGetInstanceProcAddr: not a Vulkan loader", name);
+        } else {
+            /* A first loader, or (tests only) another one: switch volk to it. The
+             * previous library stays loaded. */
+            volkInitializeCustom(gipa);
+            volk_instance_loaded = false;
+            snprintf(volk_loader_name, sizeof volk_loader_name, "%s", name);
+        }
+    }
     pthread_mutex_unlock(&volk_mutex);
-    *out_handle = handle;
-    return VKF_OK;
+    return st;
 }
 
 static bool has_layer(const char *layer)
@@ -132,7 +142,8 @@ static vkf_status instance_create(vkf_context *ctx, bool validation, VkInstance 
                                              "VK_ERROR_INCOMPATIBLE_DRIVER)");
     if (r != VK_SUCCESS) return vkf_fail_vk(r, "vkCreateInstance");
     pthread_mutex_lock(&volk_mutex);
-    volkLoadInstanceOnly(instance);
+    if (!volk_instance_loaded) volkLoadInstanceOnly(instance);
+    volk_instance_loaded = true;
     pthread_mutex_unlock(&volk_mutex);
     *out_instance = instance;
     return VKF_OK;
@@ -304,24 +315,18 @@ vkf_status vkf_devices_list(vkf_device_info *out_infos, uint32_t capacity, uint3
     *out_count = 0;
     if (capacity > 0 && !out_infos)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_devices_list: out_infos is NULL with capacity %u", capacity);
-    void *loader;
-    VKF_TRY(loader_open(&loader));
+    VKF_TRY(loader_open());
     VkInstance instance;
-    vkf_status st = instance_create(NULL, /*validation=*/false, &instance);
-    if (st != VKF_OK) {
-        dlclose(loader);
-        return st;
-    }
+    VKF_TRY(instance_create(NULL, /*validation=*/false, &instance));
     VkPhysicalDevice *list;
     uint32_t count;
-    st = physical_devices(instance, &list, &count);
+    vkf_status st = physical_devices(instance, &list, &count);
     if (st == VKF_OK) {
         for (uint32_t i = 0; i < count && i < capacity; i++) fill_info(list[i], i, &out_infos[i]);
         *out_count = count;
     }
     free(list);
     vkDestroyInstance(instance, NULL);
-    dlclose(loader);
     return st;
 }
 
@@ -507,7 +512,7 @@ vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **
         ctx->validation = options->validation == 1;
     }
 
-    vkf_status st = loader_open(&ctx->loader);
+    vkf_status st = loader_open();
     if (st == VKF_OK) st = instance_create(ctx, ctx->validation, &ctx->instance);
     if (st == VKF_OK && ctx->validation) {
         VkDebugUtilsMessengerCreateInfoEXT mi;
@@ -574,7 +579,6 @@ void vkf_context_destroy(vkf_context *ctx)
     }
     if (ctx->messenger) ctx->destroy_messenger(ctx->instance, ctx->messenger, NULL);
     if (ctx->instance) vkDestroyInstance(ctx->instance, NULL);
-    if (ctx->loader) dlclose(ctx->loader);
     free(ctx);
 }
 
@@ -624,13 +628,19 @@ vkf_status vkf_oneshot_end(vkf_context *ctx, VkCommandBuffer cb)
     const char *call = "vkEndCommandBuffer";
     if (r == VK_SUCCESS) {
         VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
+        call = "vkQueueSubmit";
         r = vkf_injected(ctx, "vkQueueSubmit");
         if (r == VK_SUCCESS) r = ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, ctx->transfer_fence);
-        call = "vkQueueSubmit";
         if (r == VK_SUCCESS) {
-            r = ctx->vk.vkWaitForFences(ctx->device, 1, &ctx->transfer_fence, VK_TRUE, UINT64_MAX);
             call = "vkWaitForFences";
-            ctx->vk.vkResetFences(ctx->device, 1, &ctx->transfer_fence);
+            r = ctx->vk.vkWaitForFences(ctx->device, 1, &ctx->transfer_fence, VK_TRUE, UINT64_MAX);
+            if (r == VK_SUCCESS) r = vkf_injected(ctx, "vkWaitForFences");
+            if (r != VK_SUCCESS && r != VK_ERROR_DEVICE_LOST) ctx->vk.vkQueueWaitIdle(ctx->queue);
+            if (r != VK_ERROR_DEVICE_LOST) {
+                /* The fence must be unsignalled for the next transfer. */
+                VkResult reset = ctx->vk.vkResetFences(ctx->device, 1, &ctx->transfer_fence);
+                if (r == VK_SUCCESS && reset != VK_SUCCESS) r = reset, call = "vkResetFences";
+            }
         }
     }
     ctx->vk.vkFreeCommandBuffers(ctx->device, ctx->command_pool, 1, &cb);

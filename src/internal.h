@@ -84,6 +84,7 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_KV_APPEND,
     VKF_VARIANT_ARGMAX,
     VKF_VARIANT_ADVANCE,
+    VKF_VARIANT_ATTENTION_FUSED,        /* many queries, online softmax, no score matrix */
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 
@@ -145,7 +146,6 @@ vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const
 /* ------------------------------------------------------------------ context (device.c) */
 
 struct vkf_context {
-    void *loader;                       /* dlopen handle of libvulkan, owned */
     VkInstance instance;                /* owned */
     VkDebugUtilsMessengerEXT messenger; /* owned, or VK_NULL_HANDLE */
     /* Extension entry points of this instance. volk's instance-level pointers are
@@ -251,6 +251,73 @@ vkf_status vkf_op_argmax(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
                          vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity);
 /* state[0] += 1. */
 vkf_status vkf_op_advance(vkf_cmd *cmd, vkf_tensor *state);
+
+/* ------------------------------------------------------------------ fused attention (attention.c) */
+
+/* Largest head_dim the fused kernel takes; larger ones fail with VKF_ERROR_UNSUPPORTED.
+ * The accumulator of a query row lives in registers and its K/V rows in shared memory. */
+#define VKF_ATTENTION_MAX_HEAD_DIM 256u
+
+/* Sparsity pattern of the fused kernel, on query row i and key row j. */
+typedef enum vkf_attention_pattern {
+    VKF_ATTENTION_DENSE = 0,            /* every key */
+    VKF_ATTENTION_LOCAL = 1,            /* local:W, allowed iff |i - j| <= W */
+    VKF_ATTENTION_STRIDED = 2,          /* strided:W:S, allowed iff |i - j| <= W or j % S == S - 1 */
+} vkf_attention_pattern;
+
+/* Specialization constants of attention_fused.comp, in constant_id order (id 5,
+ * the vec4s per head row, follows from head_dim). workgroup * tq == bq * td, and
+ * td == 1 or tq == 1: the "rows" form (td 1, for CPU drivers) gives each invocation
+ * tq whole query rows; the "split" form (tq 1, GPUs) shares a row among td. */
+typedef struct vkf_attention_tiles {
+    uint32_t workgroup;                 /* id 0: invocations */
+    uint32_t bq;                        /* id 1: queries per workgroup */
+    uint32_t bk;                        /* id 2: keys per shared-memory tile */
+    uint32_t td;                        /* id 3: invocations per query row */
+    uint32_t tq;                        /* id 4: query rows per invocation */
+} vkf_attention_tiles;
+_Static_assert(sizeof(vkf_attention_tiles) == 5 * sizeof(uint32_t), "spec constants are uint32");
+
+/* (batch, rows, heads * head_dim) inside a tensor: element (b, r, h, c) is at
+ * offset + b * batch_stride + r * row_stride + h * head_dim + c (in elements).
+ * row_stride 0: heads * head_dim; batch_stride 0: rows * row_stride. A fused QKV
+ * projection (batch * rows, 3d) gives Q, K, V as row stride 3d, offsets 0, d, 2d. */
+typedef struct vkf_attention_view {
+    const vkf_tensor *tensor;           /* borrowed, F32 */
+    uint64_t offset, row_stride, batch_stride;
+} vkf_attention_view;
+
+/* out[b, i, h, :] = Σ_j softmax_j(scale · q[b, i, h, :]·k[b, j, h, :] + mask) v[b, j, h, :]
+ * where key j is masked for query i iff any of: j >= key_lengths[b] (when given);
+ * causal and j > i + causal_offset; the pattern disallows (i, j). Positions i, j are
+ * row indices of the views (the pattern does not see causal_offset). A query with
+ * every key masked gets zeros. */
+typedef struct vkf_attention_desc {
+    uint32_t batch, heads, head_dim;    /* head_dim 1..VKF_ATTENTION_MAX_HEAD_DIM */
+    uint32_t lq, lk;                    /* query rows, key rows */
+    float scale;                        /* usually 1 / sqrt(head_dim) */
+    vkf_attention_view q;               /* (batch, lq, heads * head_dim) */
+    vkf_attention_view k;               /* (batch, lk, heads * head_dim) */
+    vkf_attention_view v;               /* (batch, lk, heads * head_dim) */
+    const vkf_tensor *key_lengths;      /* (batch) I32, borrowed, or NULL: all lk keys; clamped to [0, lk] */
+    bool causal;
+    uint32_t causal_offset;             /* query i sees keys j <= i + causal_offset */
+    vkf_attention_pattern pattern;
+    uint32_t window;                    /* W of local/strided */
+    uint32_t stride;                    /* S of strided, >= 1 */
+    vkf_tensor *out;                    /* (batch * lq, heads * head_dim) F32, packed; may not alias an input */
+    const vkf_attention_tiles *tiles;   /* borrowed; NULL: vkf_attention_tiles_choose */
+} vkf_attention_desc;
+
+/* Zeros everything; scale 1. */
+void vkf_attention_desc_init(vkf_attention_desc *desc);
+/* Tiles for this device and head_dim: the rows form on CPU drivers, the split form
+ * elsewhere; bq and bk as large as the workgroup and shared-memory limits allow. */
+void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_attention_tiles *out_tiles);
+/* Shared memory the kernel declares with these tiles, in bytes. */
+uint64_t vkf_attention_shared_bytes(const vkf_attention_tiles *tiles, uint32_t head_dim);
+/* Appends one fused-attention dispatch (label "attention_fused"). */
+vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *desc);
 
 /* ------------------------------------------------------------------ model.c */
 

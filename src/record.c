@@ -354,7 +354,15 @@ vkf_status vkf_cmd_submit(vkf_cmd *cmd)
     if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkQueueSubmit");
     r = ctx->vk.vkWaitForFences(ctx->device, 1, &cmd->fence, VK_TRUE, UINT64_MAX);
     if (r == VK_SUCCESS) r = vkf_injected(ctx, "vkWaitForFences");
-    if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkWaitForFences");
+    if (r != VK_SUCCESS) {
+        /* Unless the device is gone, let the work finish and unsignal the fence so
+         * the list can be submitted again. */
+        if (r != VK_ERROR_DEVICE_LOST) {
+            ctx->vk.vkQueueWaitIdle(ctx->queue);
+            ctx->vk.vkResetFences(ctx->device, 1, &cmd->fence);
+        }
+        return vkf_context_vk_fail(ctx, r, "vkWaitForFences");
+    }
     r = ctx->vk.vkResetFences(ctx->device, 1, &cmd->fence);
     if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkResetFences");
     if (cmd->flags & VKF_CMD_TIMESTAMPS) VKF_TRY(read_timings(cmd));
