@@ -44,6 +44,9 @@ static const uint32_t spirv_argmax[] =
 static const uint32_t spirv_advance[] =
 #include "advance.spv.h"
     ;
+static const uint32_t spirv_attention_fused[] =
+#include "attention_fused.spv.h"
+    ;
 
 /* One line per variant: name, SPIR-V, storage-buffer bindings, push-constant bytes. */
 static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
@@ -59,6 +62,7 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_KV_APPEND] = {"kv_append", spirv_kv_append, sizeof spirv_kv_append, 4, sizeof(vkf_push_kv_append)},
     [VKF_VARIANT_ARGMAX] = {"argmax", spirv_argmax, sizeof spirv_argmax, 4, sizeof(vkf_push_argmax)},
     [VKF_VARIANT_ADVANCE] = {"advance", spirv_advance, sizeof spirv_advance, 1, 0},
+    [VKF_VARIANT_ATTENTION_FUSED] = {"attention_fused", spirv_attention_fused, sizeof spirv_attention_fused, 5, sizeof(vkf_push_attention_fused)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }

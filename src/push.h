@@ -81,4 +81,25 @@ typedef struct vkf_push_argmax {
 } vkf_push_argmax;
 _Static_assert(sizeof(vkf_push_argmax) == 3 * 4, "mirror of argmax.comp");
 
+/* shaders/attention_fused.comp */
+typedef struct vkf_push_attention_fused {
+    uint32_t batch, heads, head_dim;
+    uint32_t lq, lk;
+    float scale;                        /* softmax scale × log2(e) */
+    uint32_t q_offset, q_row, q_batch;
+    uint32_t k_offset, k_row, k_batch;
+    uint32_t v_offset, v_row, v_batch;
+    uint32_t flags;                     /* VKF_ATTENTION_FLAG_* */
+    uint32_t causal_offset;
+    uint32_t pattern;                   /* vkf_attention_pattern */
+    uint32_t window, stride;
+    uint32_t q_blocks;
+} vkf_push_attention_fused;
+_Static_assert(sizeof(vkf_push_attention_fused) == 21 * 4, "mirror of attention_fused.comp");
+
+enum {
+    VKF_ATTENTION_FLAG_LENGTHS = 1u,
+    VKF_ATTENTION_FLAG_CAUSAL = 2u,
+};
+
 #endif /* VKF_PUSH_H */

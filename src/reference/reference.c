@@ -2,6 +2,7 @@
 #include "reference.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static double activate(double x, int act)
@@ -93,6 +94,58 @@ void ref_embed(float *out, const int32_t *ids, const float *table, size_t tokens
             out[t * d + c] = (float)v;
         }
     }
+}
+
+bool ref_attention_allowed(const ref_attention_mask *mask, size_t b, size_t i, size_t j)
+{
+    if (mask->lengths && (mask->lengths[b] < 0 || j >= (size_t)mask->lengths[b])) return false;
+    if (mask->causal && j > i + mask->causal_offset) return false;
+    size_t dist = i > j ? i - j : j - i;
+    if (mask->pattern == 1) return dist <= mask->window;
+    if (mask->pattern == 2) return dist <= mask->window || j % mask->stride == mask->stride - 1;
+    return true;
+}
+
+void ref_attention(float *out, const float *q, size_t q_row, size_t q_batch, const float *k, size_t k_row,
+                   size_t k_batch, const float *v, size_t v_row, size_t v_batch, size_t batch, size_t heads,
+                   size_t head_dim, size_t lq, size_t lk, float scale, const ref_attention_mask *mask)
+{
+    double *s = malloc(lk * sizeof *s), *o = malloc(head_dim * sizeof *o);
+    size_t dm = heads * head_dim;
+    if (!s || !o) { /* out of host memory: NaN everywhere fails any comparison */
+        for (size_t e = 0; e < batch * lq * dm; e++) out[e] = NAN;
+        free(s);
+        free(o);
+        return;
+    }
+    for (size_t b = 0; b < batch; b++)
+        for (size_t h = 0; h < heads; h++)
+            for (size_t i = 0; i < lq; i++) {
+                const float *qi = q + b * q_batch + i * q_row + h * head_dim;
+                double mx = -INFINITY;
+                for (size_t j = 0; j < lk; j++) {
+                    s[j] = -INFINITY;
+                    if (!ref_attention_allowed(mask, b, i, j)) continue;
+                    const float *kj = k + b * k_batch + j * k_row + h * head_dim;
+                    double dot = 0;
+                    for (size_t c = 0; c < head_dim; c++) dot += (double)qi[c] * kj[c];
+                    s[j] = (double)scale * dot;
+                    if (s[j] > mx) mx = s[j];
+                }
+                double sum = 0;
+                for (size_t c = 0; c < head_dim; c++) o[c] = 0;
+                for (size_t j = 0; j < lk && mx != -INFINITY; j++) {
+                    if (s[j] == -INFINITY) continue;
+                    double p = exp(s[j] - mx);
+                    sum += p;
+                    const float *vj = v + b * v_batch + j * v_row + h * head_dim;
+                    for (size_t c = 0; c < head_dim; c++) o[c] += p * vj[c];
+                }
+                float *oi = out + (b * lq + i) * dm + h * head_dim;
+                for (size_t c = 0; c < head_dim; c++) oi[c] = sum > 0 ? (float)(o[c] / sum) : 0.0f;
+            }
+    free(s);
+    free(o);
 }
 
 uint16_t ref_f32_to_f16(float x)

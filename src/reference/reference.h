@@ -28,6 +28,25 @@ void ref_layernorm(float *y, float *sum, const float *x, const float *r, const f
 void ref_embed(float *out, const int32_t *ids, const float *table, size_t tokens, size_t d, size_t vocab, float scale,
                bool positional, size_t seq_len, size_t pos_offset);
 
+/* Which keys a query may see in ref_attention. */
+typedef struct ref_attention_mask {
+    const int32_t *lengths;             /* (batch): keys j >= lengths[b] masked; NULL: none */
+    bool causal;                        /* keys j > i + causal_offset masked */
+    size_t causal_offset;
+    int pattern;                        /* 0 dense; 1 local: |i-j| <= window; 2 strided: that or j % stride == stride-1 */
+    size_t window, stride;
+} ref_attention_mask;
+
+/* Whether query i of sequence b may see key j, evaluated literally. */
+bool ref_attention_allowed(const ref_attention_mask *mask, size_t b, size_t i, size_t j);
+
+/* out (batch * lq, heads * head_dim) = Σ_j softmax_j(scale · q·k_j over allowed j) v_j per (b, i, h);
+ * q[b * q_batch + i * q_row + h * head_dim + c] (lq rows), likewise k and v (lk rows).
+ * A query with no allowed key is zeros. */
+void ref_attention(float *out, const float *q, size_t q_row, size_t q_batch, const float *k, size_t k_row,
+                   size_t k_batch, const float *v, size_t v_row, size_t v_batch, size_t batch, size_t heads,
+                   size_t head_dim, size_t lq, size_t lk, float scale, const ref_attention_mask *mask);
+
 /* IEEE half <-> float, round to nearest even; exact for every half. */
 uint16_t ref_f32_to_f16(float x);
 float ref_f16_to_f32(uint16_t h);

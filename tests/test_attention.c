@@ -1,0 +1,449 @@
+/* The fused attention kernel (attention_fused.comp) against the plain-C reference:
+ * sequence lengths 1, 3, 17, 64, 100, 257 and 1000 as queries and as keys, head_dim
+ * 1..256, 1..8 heads, batches of 1..3, key padding, causal masks with and without
+ * an offset, the local and strided patterns, fused-QKV and cross-attention layouts,
+ * and the CPU (one invocation per query) and GPU (several per query) forms of the
+ * kernel with odd tile sizes. Then: fused equals the dense-naive path
+ * (matmul → softmax with the same mask as an additive tensor → matmul), and bad
+ * arguments fail with a status and a message. */
+#include "harness.h"
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum layout {
+    LAYOUT_PACKED,                      /* q, k, v separate (batch * rows, heads * head_dim) tensors */
+    LAYOUT_PADDED,                      /* each at an offset, with padded rows and batches */
+    LAYOUT_QKV,                         /* one (batch * rows, 3d) tensor: row stride 3d, offsets 0, d, 2d */
+    LAYOUT_CROSS,                       /* q packed; k, v from one (batch * lk, 2d) tensor: row stride 2d */
+};
+
+typedef struct att_case {
+    uint32_t batch, heads, head_dim, lq, lk;
+    bool lengths;                       /* key padding: lengths lk + 5, about lk / 2, lk / 3 (or -1) */
+    bool causal;
+    uint32_t causal_offset;
+    vkf_attention_pattern pattern;
+    uint32_t window, stride;
+    enum layout layout;
+} att_case;
+
+/* Tile sets the kernel is run with besides the device's own choice: the rows form
+ * (td 1, CPU drivers) and the split form (td > 1, GPUs), with tiles that divide
+ * nothing and with the tiles a GPU gets for head_dim 64. */
+typedef struct tile_set {
+    const char *name;
+    vkf_attention_tiles tiles;
+} tile_set;
+
+static const tile_set TILE_SETS[] = {
+    {"rows-bq5-bk3", {.workgroup = 5, .bq = 5, .bk = 3, .td = 1, .tq = 1}},
+    {"rows-bq12-bk7-tq3", {.workgroup = 4, .bq = 12, .bk = 7, .td = 1, .tq = 3}},
+    {"split-bq4-bk7-td3", {.workgroup = 12, .bq = 4, .bk = 7, .td = 3, .tq = 1}},
+    {"split-bq8-bk8-td4", {.workgroup = 32, .bq = 8, .bk = 8, .td = 4, .tq = 1}},
+    {"split-bq16-bk16-td8", {.workgroup = 128, .bq = 16, .bk = 16, .td = 8, .tq = 1}},
+    {"split-bq32-bk32-td8", {.workgroup = 256, .bq = 32, .bk = 32, .td = 8, .tq = 1}}, /* a GPU's, head_dim <= 64 */
+};
+#define N_TILE_SETS (sizeof TILE_SETS / sizeof TILE_SETS[0])
+
+static const char *pattern_name(vkf_attention_pattern p)
+{
+    return p == VKF_ATTENTION_LOCAL ? "local" : p == VKF_ATTENTION_STRIDED ? "strided" : "dense";
+}
+
+static void describe(char *what, size_t size, const att_case *c, const char *tiles)
+{
+    static const char *layouts[] = {"packed", "padded", "qkv", "cross"};
+    snprintf(what, size, "attention B=%u H=%u hd=%u lq=%u lk=%u %s%s causal=%d+%u %s:%u:%u tiles=%s", c->batch,
+             c->heads, c->head_dim, c->lq, c->lk, layouts[c->layout], c->lengths ? " lengths" : "", c->causal,
+             c->causal_offset, pattern_name(c->pattern), c->window, c->stride, tiles);
+}
+
+static vkf_tensor *lengths_tensor(vkf_context *ctx, const int32_t *lengths, uint32_t batch)
+{
+    uint64_t shape = batch;
+    vkf_tensor *t = NULL;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, &shape, &t));
+    CHECK_OK(vkf_tensor_upload(t, lengths, batch * sizeof *lengths));
+    return t;
+}
+
+/* Runs one case with the given tiles (NULL: the device's) and compares with the
+ * reference. */
+static void run_case(vkf_context *ctx, const att_case *c, const tile_set *ts, uint64_t seed)
+{
+    uint64_t dm = (uint64_t)c->heads * c->head_dim;
+    /* Host arrays and the view of each of q, k, v into them (offsets in elements). */
+    uint64_t q_off = 0, k_off = 0, v_off = 0, q_row = dm, k_row = dm, v_row = dm;
+    uint64_t q_batch = c->lq * dm, k_batch = c->lk * dm, v_batch = c->lk * dm;
+    uint64_t q_n, k_n, v_n;             /* elements of each tensor (shared ones counted once) */
+    switch (c->layout) {
+    case LAYOUT_PADDED:
+        q_off = 5, k_off = 2, v_off = 7;
+        q_row = dm + 3, k_row = dm + 1, v_row = dm + 4;
+        q_batch = c->lq * q_row + 7, k_batch = c->lk * k_row + 2, v_batch = c->lk * v_row + 9;
+        break;
+    case LAYOUT_QKV:
+        k_off = dm, v_off = 2 * dm;
+        q_row = k_row = v_row = 3 * dm;
+        q_batch = k_batch = v_batch = c->lq * 3 * dm;
+        break;
+    case LAYOUT_CROSS:
+        v_off = dm;
+        k_row = v_row = 2 * dm;
+        k_batch = v_batch = c->lk * 2 * dm;
+        break;
+    default:
+        break;
+    }
+    q_n = q_off + c->batch * q_batch;
+    k_n = k_off + c->batch * k_batch;
+    v_n = v_off + c->batch * v_batch;
+    if (c->layout == LAYOUT_QKV) q_n = k_n = v_n = (uint64_t)c->batch * c->lq * 3 * dm;
+    if (c->layout == LAYOUT_CROSS) k_n = v_n = (uint64_t)c->batch * c->lk * 2 * dm;
+
+    float *qh = harness_random(q_n, seed), *kh = harness_random(k_n, seed + 1), *vh = harness_random(v_n, seed + 2);
+    if (c->layout == LAYOUT_QKV) kh = qh, vh = qh;
+    if (c->layout == LAYOUT_CROSS) vh = kh;
+    vkf_tensor *tq = harness_tensor(ctx, qh, 1, q_n);
+    vkf_tensor *tk = c->layout == LAYOUT_QKV ? tq : harness_tensor(ctx, kh, 1, k_n);
+    vkf_tensor *tv = c->layout == LAYOUT_QKV ? tq : c->layout == LAYOUT_CROSS ? tk : harness_tensor(ctx, vh, 1, v_n);
+    int32_t lengths[3] = {0, 0, 0};
+    for (uint32_t b = 0; b < c->batch && b < 3; b++)
+        lengths[b] = b == 0 ? (int32_t)c->lk + 5 : b == 1 ? (int32_t)(c->lk + 1) / 2 : c->lk > 3 ? (int32_t)c->lk / 3 : -1;
+    vkf_tensor *tl = c->lengths ? lengths_tensor(ctx, lengths, c->batch) : NULL;
+    uint64_t out_n = (uint64_t)c->batch * c->lq * dm;
+    float *sentinel = harness_random(out_n, seed + 3); /* an element the kernel misses shows as a mismatch */
+    vkf_tensor *to = harness_tensor(ctx, sentinel, 1, out_n);
+
+    vkf_attention_desc d;
+    vkf_attention_desc_init(&d);
+    d.batch = c->batch, d.heads = c->heads, d.head_dim = c->head_dim, d.lq = c->lq, d.lk = c->lk;
+    d.scale = 3.0f / sqrtf((float)c->head_dim); /* peaky enough that the running max moves */
+    d.q = (vkf_attention_view){tq, q_off, q_row, c->layout == LAYOUT_QKV ? 0 : q_batch};
+    d.k = (vkf_attention_view){tk, k_off, k_row, k_batch};
+    d.v = (vkf_attention_view){tv, v_off, v_row, v_batch};
+    d.key_lengths = tl;
+    d.causal = c->causal, d.causal_offset = c->causal_offset;
+    d.pattern = c->pattern, d.window = c->window, d.stride = c->stride;
+    d.out = to;
+    d.tiles = ts ? &ts->tiles : NULL;
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_status st = vkf_op_attention_fused(cmd, &d);
+    char what[256];
+    describe(what, sizeof what, c, ts ? ts->name : "auto");
+    if (st != VKF_OK) {
+        fprintf(stderr, "%s: %s: %s\n", what, vkf_status_string(st), vkf_last_error());
+        harness_failures++;
+    } else {
+        CHECK_OK(vkf_cmd_submit(cmd));
+        float *got = harness_download(to), *want = harness_alloc(out_n * 4);
+        ref_attention_mask mask = {
+            .lengths = c->lengths ? lengths : NULL,
+            .causal = c->causal,
+            .causal_offset = c->causal_offset,
+            .pattern = (int)c->pattern,
+            .window = c->window,
+            .stride = c->stride,
+        };
+        ref_attention(want, qh + q_off, q_row, q_batch, kh + k_off, k_row, k_batch, vh + v_off, v_row, v_batch, c->batch,
+                      c->heads, c->head_dim, c->lq, c->lk, d.scale, &mask);
+        harness_compare(what, got, want, out_n, 1e-5, 1e-4);
+        free(got), free(want);
+    }
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(to), vkf_tensor_destroy(tl);
+    if (tv != tq && tv != tk) vkf_tensor_destroy(tv);
+    if (tk != tq) vkf_tensor_destroy(tk);
+    vkf_tensor_destroy(tq);
+    if (vh != qh && vh != kh) free(vh);
+    if (kh != qh) free(kh);
+    free(qh), free(sentinel);
+}
+
+#define L VKF_ATTENTION_LOCAL
+#define S VKF_ATTENTION_STRIDED
+static const att_case CASES[] = {
+    /* dense: every length as queries and as keys, head_dim 1..256, heads 1..8, batch 1..3 */
+    {1, 1, 64, 1, 1},
+    {2, 3, 8, 3, 17},
+    {3, 2, 100, 17, 3},
+    {1, 4, 64, 64, 64},
+    {2, 8, 8, 100, 257},
+    {1, 2, 1, 257, 100},
+    {1, 1, 64, 1000, 17},
+    {1, 2, 8, 17, 1000},
+    {1, 1, 100, 1000, 1000},
+    {2, 1, 256, 64, 257},
+    {1, 3, 256, 257, 64},
+    {3, 5, 1, 1, 100},
+    {1, 6, 3, 100, 64},
+    {2, 7, 17, 3, 1},
+    {1, 8, 64, 257, 1},
+    /* key padding (one length past lk, one of 0 or -1: rows of zeros) */
+    {3, 2, 64, 64, 64, .lengths = true},
+    {3, 4, 8, 17, 257, .lengths = true},
+    {2, 1, 100, 1000, 100, .lengths = true},
+    {3, 1, 1, 3, 3, .lengths = true},
+    {3, 2, 256, 100, 17, .lengths = true},
+    /* causal, with and without an offset (a cache of offset earlier keys; one past lk) */
+    {1, 2, 64, 257, 257, .causal = true},
+    {2, 3, 8, 100, 100, .causal = true},
+    {1, 2, 64, 17, 64, .causal = true, .causal_offset = 47},
+    {2, 1, 8, 64, 100, .causal = true, .causal_offset = 3},
+    {1, 1, 100, 1000, 1000, .causal = true},
+    {3, 2, 8, 3, 1000, .causal = true, .causal_offset = 997},
+    {1, 1, 8, 17, 17, .causal = true, .causal_offset = 1000},
+    {2, 2, 64, 100, 100, .lengths = true, .causal = true},
+    /* local:W for W 0, 1, 16, 300 */
+    {1, 2, 64, 257, 257, .pattern = L, .window = 0},
+    {2, 2, 8, 100, 100, .pattern = L, .window = 1, .causal = true},
+    {1, 4, 64, 1000, 1000, .pattern = L, .window = 16},
+    {1, 1, 100, 1000, 1000, .pattern = L, .window = 300, .causal = true},
+    {3, 2, 8, 64, 257, .pattern = L, .window = 16, .lengths = true},
+    {1, 1, 256, 257, 257, .pattern = L, .window = 16},
+    {2, 3, 17, 1000, 64, .pattern = L, .window = 1},
+    {1, 2, 8, 17, 1000, .pattern = L, .window = 300},
+    {2, 1, 64, 64, 64, .pattern = L, .window = 0, .causal = true, .causal_offset = 5},
+    /* strided:W:S for (0, 7), (4, 16), (16, 64) */
+    {1, 2, 64, 257, 257, .pattern = S, .window = 0, .stride = 7},
+    {2, 3, 8, 100, 100, .pattern = S, .window = 4, .stride = 16, .causal = true},
+    {1, 2, 64, 1000, 1000, .pattern = S, .window = 16, .stride = 64},
+    {2, 1, 100, 1000, 1000, .pattern = S, .window = 16, .stride = 64, .causal = true, .lengths = true},
+    {1, 1, 8, 17, 1000, .pattern = S, .window = 4, .stride = 16},
+    {3, 2, 1, 64, 64, .pattern = S, .window = 0, .stride = 7, .lengths = true},
+    {1, 2, 256, 257, 100, .pattern = S, .window = 4, .stride = 16},
+    {2, 2, 8, 1000, 3, .pattern = S, .window = 0, .stride = 7},
+    {1, 1, 64, 3, 257, .pattern = S, .window = 16, .stride = 64, .causal = true, .causal_offset = 200},
+    /* layouts: fused QKV (row stride 3d), cross-attention K/V (row stride 2d), padded views */
+    {2, 4, 16, 100, 100, .layout = LAYOUT_QKV},
+    {1, 8, 64, 257, 257, .layout = LAYOUT_QKV, .causal = true},
+    {2, 2, 8, 64, 64, .layout = LAYOUT_QKV, .pattern = L, .window = 16},
+    {3, 4, 16, 17, 100, .layout = LAYOUT_CROSS, .lengths = true},
+    {2, 8, 64, 100, 257, .layout = LAYOUT_CROSS},
+    {1, 3, 100, 1000, 17, .layout = LAYOUT_CROSS, .pattern = S, .window = 4, .stride = 16},
+    {2, 3, 17, 64, 100, .layout = LAYOUT_PADDED, .pattern = S, .window = 4, .stride = 16},
+    {3, 2, 100, 17, 64, .layout = LAYOUT_PADDED, .lengths = true, .causal = true},
+};
+#undef L
+#undef S
+#define N_CASES (sizeof CASES / sizeof CASES[0])
+
+/* ------------------------------------------------------------------ dense-naive equality */
+
+/* The same attention through the unfused path the model records: S = scale·Q·Kᵀ
+ * (batched over batch × heads), softmax with the mask as an additive tensor (and
+ * the causal limit), O = P·V. Local and strided are exactly dense attention under
+ * that mask. */
+static void run_dense_equality(vkf_context *ctx, uint32_t B, uint32_t H, uint32_t hd, uint32_t n, bool lengths,
+                               bool causal, uint32_t causal_offset, vkf_attention_pattern pattern, uint32_t window,
+                               uint32_t stride, uint64_t seed)
+{
+    uint64_t dm = (uint64_t)H * hd, rows = (uint64_t)B * n;
+    float *qkv = harness_random(rows * 3 * dm, seed);
+    vkf_tensor *tqkv = harness_tensor(ctx, qkv, rows, 3 * dm);
+    vkf_tensor *scores = harness_tensor(ctx, NULL, (uint64_t)B * H * n, n);
+    vkf_tensor *dense = harness_tensor(ctx, NULL, rows, dm), *fused = harness_tensor(ctx, NULL, rows, dm);
+    int32_t lens[3] = {(int32_t)n, (int32_t)n / 2, 1};
+    /* Key padding as the model masks sources: a (B, n) additive row per sequence,
+     * used by every head and query (mask_row_div = H·n). The pattern: an (n, n)
+     * additive mask, row i used by query i of every (b, h) (mask_rows = n). */
+    uint32_t mask_rows = lengths ? B : n, mask_div = lengths ? H * n : 1;
+    float *mask = harness_alloc((size_t)mask_rows * n * 4);
+    ref_attention_mask pm = {.pattern = (int)pattern, .window = window, .stride = stride};
+    for (uint32_t r = 0; r < mask_rows; r++)
+        for (uint32_t j = 0; j < n; j++) {
+            bool ok = lengths ? j < (uint32_t)lens[r] : ref_attention_allowed(&pm, 0, r, j);
+            mask[(size_t)r * n + j] = ok ? 0.0f : -INFINITY;
+        }
+    vkf_tensor *tmask = harness_tensor(ctx, mask, mask_rows, n);
+    vkf_tensor *tlens = lengths ? lengths_tensor(ctx, lens, B) : NULL;
+    float scale = 2.0f / sqrtf((float)hd);
+
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_matmul_desc s;
+    vkf_matmul_desc_init(&s);
+    s.m = n, s.n = n, s.k = hd, s.batch[0] = B, s.batch[1] = H;
+    s.a = (vkf_matrix_view){tqkv, 0, 3 * dm, {n * 3 * dm, hd}};
+    s.b = (vkf_matrix_view){tqkv, dm, 3 * dm, {n * 3 * dm, hd}};
+    s.c = (vkf_matrix_view){scores, 0, 0, {(uint64_t)H * n * n, (uint64_t)n * n}};
+    s.alpha = scale;
+    CHECK_OK(vkf_cmd_matmul(cmd, &s));
+    vkf_softmax_desc p;
+    vkf_softmax_desc_init(&p);
+    p.rows = B * H * n, p.cols = n, p.x = scores, p.y = scores;
+    p.mask = tmask, p.mask_rows = mask_rows, p.mask_row_div = mask_div;
+    if (causal) p.causal_period = n, p.causal_offset = causal_offset;
+    CHECK_OK(vkf_cmd_softmax(cmd, &p));
+    vkf_matmul_desc o;
+    vkf_matmul_desc_init(&o);
+    o.m = n, o.n = hd, o.k = n, o.batch[0] = B, o.batch[1] = H;
+    o.a = (vkf_matrix_view){scores, 0, 0, {(uint64_t)H * n * n, (uint64_t)n * n}};
+    o.b = (vkf_matrix_view){tqkv, 2 * dm, 3 * dm, {n * 3 * dm, hd}};
+    o.b_is_k_by_n = true;
+    o.c = (vkf_matrix_view){dense, 0, dm, {(uint64_t)n * dm, hd}};
+    CHECK_OK(vkf_cmd_matmul(cmd, &o));
+
+    vkf_attention_desc d;
+    vkf_attention_desc_init(&d);
+    d.batch = B, d.heads = H, d.head_dim = hd, d.lq = n, d.lk = n, d.scale = scale;
+    d.q = (vkf_attention_view){tqkv, 0, 3 * dm, 0};
+    d.k = (vkf_attention_view){tqkv, dm, 3 * dm, 0};
+    d.v = (vkf_attention_view){tqkv, 2 * dm, 3 * dm, 0};
+    d.key_lengths = tlens;
+    d.causal = causal, d.causal_offset = causal_offset;
+    d.pattern = lengths ? VKF_ATTENTION_DENSE : pattern, d.window = window, d.stride = stride;
+    d.out = fused;
+    CHECK_OK(vkf_op_attention_fused(cmd, &d));
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got = harness_download(fused), *want = harness_download(dense);
+    char what[192];
+    snprintf(what, sizeof what, "fused vs dense-naive B=%u H=%u hd=%u n=%u%s causal=%d+%u %s:%u:%u", B, H, hd, n,
+             lengths ? " lengths" : "", causal, causal_offset, pattern_name(lengths ? VKF_ATTENTION_DENSE : pattern),
+             window, stride);
+    harness_compare(what, got, want, rows * dm, 1e-5, 1e-4);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tqkv), vkf_tensor_destroy(scores), vkf_tensor_destroy(dense), vkf_tensor_destroy(fused);
+    vkf_tensor_destroy(tmask), vkf_tensor_destroy(tlens);
+    free(qkv), free(mask), free(got), free(want);
+}
+
+static void test_dense_equality(vkf_context *ctx)
+{
+    uint64_t seed = 7000;
+    run_dense_equality(ctx, 1, 2, 64, 100, false, false, 0, VKF_ATTENTION_DENSE, 0, 0, seed++);
+    run_dense_equality(ctx, 1, 2, 64, 257, false, false, 0, VKF_ATTENTION_LOCAL, 16, 0, seed++);
+    run_dense_equality(ctx, 1, 3, 8, 257, false, true, 0, VKF_ATTENTION_LOCAL, 1, 0, seed++);
+    run_dense_equality(ctx, 1, 2, 64, 257, false, false, 0, VKF_ATTENTION_STRIDED, 4, 16, seed++);
+    run_dense_equality(ctx, 1, 1, 100, 100, false, true, 0, VKF_ATTENTION_STRIDED, 0, 7, seed++);
+    run_dense_equality(ctx, 1, 2, 17, 64, false, true, 3, VKF_ATTENTION_STRIDED, 16, 64, seed++);
+    run_dense_equality(ctx, 2, 2, 64, 64, false, false, 0, VKF_ATTENTION_LOCAL, 0, 0, seed++);
+    run_dense_equality(ctx, 3, 2, 64, 100, true, false, 0, VKF_ATTENTION_DENSE, 0, 0, seed++);
+    run_dense_equality(ctx, 3, 4, 8, 17, true, true, 0, VKF_ATTENTION_DENSE, 0, 0, seed++);
+}
+
+/* ------------------------------------------------------------------ bad arguments */
+
+static void test_bad_arguments(vkf_context *ctx, const vkf_device_info *info)
+{
+    uint32_t B = 2, H = 2, hd = 8, n = 17, dm = H * hd;
+    vkf_tensor *tq = harness_tensor(ctx, NULL, B * n, dm), *tk = harness_tensor(ctx, NULL, B * n, dm);
+    vkf_tensor *tv = harness_tensor(ctx, NULL, B * n, dm), *to = harness_tensor(ctx, NULL, B * n, dm);
+    vkf_tensor *small = harness_tensor(ctx, NULL, 1, 10);
+    int32_t lens[2] = {3, 17};
+    vkf_tensor *tl = lengths_tensor(ctx, lens, 2), *tl1 = lengths_tensor(ctx, lens, 1);
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_attention_desc good;
+    vkf_attention_desc_init(&good);
+    good.batch = B, good.heads = H, good.head_dim = hd, good.lq = n, good.lk = n, good.scale = 0.25f;
+    good.q.tensor = tq, good.k.tensor = tk, good.v.tensor = tv, good.out = to, good.key_lengths = tl;
+    vkf_attention_desc d;
+
+    CHECK_STATUS(vkf_op_attention_fused(NULL, &good), VKF_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkf_op_attention_fused(cmd, NULL), VKF_ERROR_INVALID_ARGUMENT);
+#define BAD(field_change, status)                                                                                \
+    do {                                                                                                         \
+        d = good;                                                                                                \
+        field_change;                                                                                            \
+        CHECK_STATUS(vkf_op_attention_fused(cmd, &d), status);                                                   \
+    } while (0)
+    BAD(d.batch = 0, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.heads = 0, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.head_dim = 0, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.lq = 0, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.lk = 0, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.head_dim = VKF_ATTENTION_MAX_HEAD_DIM + 1, VKF_ERROR_UNSUPPORTED);
+    BAD(d.scale = NAN, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.scale = INFINITY, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.pattern = (vkf_attention_pattern)7, VKF_ERROR_INVALID_ARGUMENT);
+    BAD((d.pattern = VKF_ATTENTION_STRIDED, d.stride = 0), VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.q.tensor = NULL, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.out = NULL, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.lq = n + 1, VKF_ERROR_INVALID_ARGUMENT);                 /* q view past its tensor */
+    BAD(d.lk = n + 1, VKF_ERROR_INVALID_ARGUMENT);                 /* k view past its tensor */
+    BAD(d.k.offset = 1, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.v.row_stride = dm - 1, VKF_ERROR_INVALID_ARGUMENT);      /* rows overlap */
+    BAD(d.v.batch_stride = n * dm + 1, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.k.tensor = small, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.key_lengths = tq, VKF_ERROR_INVALID_ARGUMENT);           /* F32, not I32 */
+    BAD(d.key_lengths = tl1, VKF_ERROR_INVALID_ARGUMENT);          /* fewer than batch */
+    BAD(d.out = small, VKF_ERROR_INVALID_ARGUMENT);
+    BAD(d.out = tq, VKF_ERROR_INVALID_ARGUMENT);                   /* aliases q */
+    BAD(d.q.tensor = tl, VKF_ERROR_INVALID_ARGUMENT);              /* I32 */
+    vkf_attention_tiles mismatched = {.workgroup = 64, .bq = 16, .bk = 16, .td = 2, .tq = 1};
+    BAD(d.tiles = &mismatched, VKF_ERROR_INVALID_ARGUMENT);
+    vkf_attention_tiles both = {.workgroup = 8, .bq = 8, .bk = 16, .td = 2, .tq = 2};
+    BAD(d.tiles = &both, VKF_ERROR_INVALID_ARGUMENT);             /* td and tq both past 1 */
+    vkf_attention_tiles zero = {.workgroup = 0, .bq = 0, .bk = 16, .td = 1, .tq = 1};
+    BAD(d.tiles = &zero, VKF_ERROR_INVALID_ARGUMENT);
+    uint32_t too_many = info->max_workgroup_invocations * 2;
+    vkf_attention_tiles wide = {.workgroup = too_many, .bq = too_many, .bk = 4, .td = 1, .tq = 1};
+    BAD(d.tiles = &wide, VKF_ERROR_UNSUPPORTED);
+    vkf_attention_tiles big = {.workgroup = 1, .bq = 1, .bk = info->max_shared_memory / 16, .td = 1, .tq = 1};
+    BAD(d.tiles = &big, VKF_ERROR_UNSUPPORTED);                   /* K/V tiles past shared memory */
+    /* Past the shader's 32-bit positions and indices, and past the grid. */
+    BAD(d.lq = 0x80000000u, VKF_ERROR_TOO_LARGE);
+    BAD(d.lk = 0x80000000u, VKF_ERROR_TOO_LARGE);
+    BAD((d.head_dim = 256, d.heads = 1, d.batch = 1, d.lq = 1u << 24), VKF_ERROR_TOO_LARGE);  /* out: 2^32 elements */
+    /* 65535 x 65537 workgroups of one query: past a 65535 x 65535 grid (lavapipe's,
+     * SwiftShader's) though the output fits 2^32 elements. */
+    vkf_attention_tiles one = {.workgroup = 1, .bq = 1, .bk = 4, .td = 1, .tq = 1};
+    bool past_grid = 65535ull * 65537 > (uint64_t)info->max_workgroup_count[0] * info->max_workgroup_count[1];
+    BAD((d.tiles = &one, d.head_dim = 1, d.heads = 65537, d.batch = 1, d.lq = 65535),
+        past_grid ? VKF_ERROR_TOO_LARGE : VKF_ERROR_INVALID_ARGUMENT);
+#undef BAD
+    CHECK(vkf_cmd_op_count(cmd) == 0); /* nothing was recorded */
+
+    /* Valid calls still work on the same list, and a pattern with a huge window or
+     * causal offset is clamped, not refused. */
+    d = good;
+    d.pattern = VKF_ATTENTION_STRIDED, d.window = 0xffffffffu, d.stride = 0xffffffffu;
+    d.causal = true, d.causal_offset = 0xffffffffu;
+    CHECK_OK(vkf_op_attention_fused(cmd, &good));
+    CHECK_OK(vkf_op_attention_fused(cmd, &d));
+    CHECK_OK(vkf_cmd_submit(cmd));
+    CHECK_STATUS(vkf_op_attention_fused(cmd, &good), VKF_ERROR_STATE);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tq), vkf_tensor_destroy(tk), vkf_tensor_destroy(tv), vkf_tensor_destroy(to);
+    vkf_tensor_destroy(small), vkf_tensor_destroy(tl), vkf_tensor_destroy(tl1);
+}
+
+int main(void)
+{
+    vkf_context *ctx = harness_context();
+    vkf_device_info info;
+    vkf_context_device_info(ctx, &info);
+    vkf_attention_tiles mine;
+    for (uint32_t hd = 64; hd <= VKF_ATTENTION_MAX_HEAD_DIM; hd *= 4) {
+        vkf_attention_tiles_choose(ctx, hd, &mine);
+        fprintf(stderr, "tiles for head_dim %u: workgroup %u, bq %u, bk %u, td %u, tq %u (%llu bytes of shared memory)\n",
+                hd, mine.workgroup, mine.bq, mine.bk, mine.td, mine.tq,
+                (unsigned long long)vkf_attention_shared_bytes(&mine, hd));
+    }
+
+    uint64_t seed = 1;
+    for (size_t i = 0; i < N_CASES; i++) run_case(ctx, &CASES[i], NULL, seed += 8);
+    /* Both forms of the kernel with odd tiles, on every case small enough; the
+     * rest on one tile set each, in turn. */
+    for (size_t i = 0; i < N_CASES; i++) {
+        const att_case *c = &CASES[i];
+        bool small = (uint64_t)c->batch * c->heads * c->lq * c->lk * c->head_dim <= 4000000;
+        for (size_t t = 0; t < N_TILE_SETS; t++) {
+            if (!small && t != i % N_TILE_SETS) continue;
+            const vkf_attention_tiles *tt = &TILE_SETS[t].tiles;
+            if (vkf_attention_shared_bytes(tt, c->head_dim) > info.max_shared_memory) continue;
+            /* several rows of a wide head per invocation: slow to compile on CPU drivers */
+            if (tt->tq * ((c->head_dim + 3) / 4) > 64) continue;
+            run_case(ctx, c, &TILE_SETS[t], seed += 8);
+        }
+    }
+    test_dense_equality(ctx);
+    test_bad_arguments(ctx, &info);
+    harness_close(ctx);
+    return harness_result("test_attention");
+}
