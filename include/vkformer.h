@@ -392,6 +392,17 @@ vkf_status vkf_model_forward(vkf_model *model, const vkf_sequences *src, const v
 vkf_status vkf_model_generate(vkf_model *model, const vkf_sequences *src, uint32_t max_new, int32_t *out_ids,
                               uint32_t *out_lengths);
 
+/* Attention variants. self_attention applies to the encoder's self-attention and
+ * (in its causal form) the decoder's, in the forward pass and in every decode step:
+ *   "dense"        fused kernel, online softmax, no score matrix (the default)
+ *   "dense-naive"  scores materialised: batched matmul, softmax, batched matmul
+ *   "local:W"      query i sees key j iff |i - j| <= W (decoder: also j <= i)
+ *   "strided:W:S"  iff |i - j| <= W or j mod S = S - 1 (decoder: also j <= i)
+ * cross_attention: "dense" or "dense-naive". NULL means "dense". bigbird, lsh and
+ * lowrank are not implemented yet (VKF_ERROR_UNSUPPORTED). Models whose head_dim
+ * passes 256 run "dense" as dense-naive. */
+vkf_status vkf_model_set_attention(vkf_model *model, const char *self_attention, const char *cross_attention);
+
 /* Profiling: with `on`, command lists the model records from now on carry
  * timestamps (cached ones are dropped and re-recorded). */
 vkf_status vkf_model_set_profiling(vkf_model *model, bool on);

@@ -23,6 +23,8 @@ layout(push_constant) uniform Push {
     uint v_offset, v_row, v_batch;
     uint out_batch;                 // out row of b starts at b * out_batch
     uint max_keys;                  // scratch row length
+    uint pattern;                   // 0 dense, 1 local:W, 2 strided:W:S (query row = state[0])
+    uint window, stride;
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufQ { float q[]; };
@@ -46,11 +48,15 @@ void main()
     const uint vb = pc.v_offset + b * pc.v_batch + h * pc.head_dim;
     const uint sb = bh * pc.max_keys;
 
+    // The query's row for the sparse patterns: the decode position (self-attention).
+    const uint i = uint(max(lengths[0], 0));
     float m = NEG_INF;
     for (uint j = tid; j < n; j += WG) {
         float s = 0.0;
         for (uint c = 0; c < pc.head_dim; c++) s += q[qb + c] * k[kb + j * pc.k_row + c];
         s *= pc.scale;
+        bool near = (i > j ? i - j : j - i) <= pc.window;
+        if ((pc.pattern == 1u && !near) || (pc.pattern == 2u && !near && j % pc.stride != pc.stride - 1u)) s = NEG_INF;
         scores[sb + j] = s;
         m = max(m, s);
     }

@@ -241,6 +241,8 @@ typedef struct vkf_attention_decode_desc {
     bool length_from_state;
     vkf_tensor *scratch;                /* (batch * heads, max_keys) */
     vkf_tensor *out;                    /* (batch, heads * head_dim) */
+    uint32_t pattern;                   /* a vkf_attention_pattern, only with length_from_state: */
+    uint32_t window, stride;            /* the query's row is state[0] */
 } vkf_attention_decode_desc;
 vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *desc);
 /* cache_k/v (batch, capacity, d)[state[0]] = qkv (batch, 3d) K/V parts. */

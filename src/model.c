@@ -24,6 +24,13 @@ typedef struct norm {
     vkf_tensor *g, *b;                  /* (d_model) each */
 } norm;
 
+/* How one kind of attention is computed. */
+typedef struct attn_choice {
+    bool naive;                         /* dense-naive: scores materialised (matmul, softmax, matmul) */
+    vkf_attention_pattern pattern;      /* fused kernel's pattern */
+    uint32_t window, stride;
+} attn_choice;
+
 typedef struct enc_layer {
     linear qkv;                         /* (3d, d): self_attn.in_proj */
     linear o;                           /* (d, d): self_attn.out_proj */
@@ -45,7 +52,8 @@ typedef struct fwd_plan {
     uint32_t batch, src_len, tgt_len;   /* B, S, T */
     vkf_cmd *cmd;                       /* owned */
     vkf_tensor *src_ids, *tgt_ids;      /* (B*S), (B*T) I32 */
-    vkf_tensor *src_mask;               /* (B, S): 0 or -inf */
+    vkf_tensor *src_mask;               /* (B, S): 0 or -inf, for dense-naive */
+    vkf_tensor *src_lengths;            /* (B) I32, for the fused kernel */
     vkf_tensor *a, *b, *n;              /* (B*max(S,T), d): residual stream ping-pong, normed */
     vkf_tensor *memory;                 /* (B*S, d) encoder output */
     vkf_tensor *qkv;                    /* (B*max(S,T), 3d) */
@@ -54,7 +62,7 @@ typedef struct fwd_plan {
     vkf_tensor *attn;                   /* (B*max(S,T), d) attention output */
     vkf_tensor *tmp;                    /* (B*max(S,T), d) sublayer output */
     vkf_tensor *hidden;                 /* (B*max(S,T), d_ff) */
-    vkf_tensor *scores;                 /* (B*H, max(S,T), max(S,T)) */
+    vkf_tensor *scores;                 /* (B*H, max(S,T), max(S,T)), only for dense-naive */
     vkf_tensor *logits;                 /* (B*T, V) */
 } fwd_plan;
 
@@ -89,6 +97,8 @@ struct vkf_model {
     fwd_plan *plans[MAX_FORWARD_PLANS]; /* owned; most recently used last */
     gen_plan *gen_plan;                 /* owned, or NULL */
     uint32_t cmd_flags;                 /* VKF_CMD_TIMESTAMPS when profiling */
+    attn_choice self_attn;              /* encoder and (causal) decoder self-attention */
+    attn_choice cross_attn;             /* decoder cross-attention */
     const vkf_cmd *last_forward;        /* borrowed from plans */
 };
 
@@ -576,14 +586,36 @@ typedef struct heads_view {
     uint64_t col, stride;
 } heads_view;
 
-/* out (B*Lq, d) = softmax(Q·Kᵀ / sqrt(hd) + mask) · V per (sequence, head), through
- * materialised scores (B*H, Lq, Lk). mask: (B, Lk) additive, or NULL; causal:
- * query i sees keys j <= i. */
-static vkf_status rec_attention(vkf_cmd *cmd, const vkf_model *m, uint32_t B, uint32_t Lq, uint32_t Lk, heads_view q,
-                                heads_view k, heads_view v, const vkf_tensor *mask, bool causal, vkf_tensor *scores,
-                                vkf_tensor *out)
+/* Whether a choice runs through materialised scores: dense-naive, or a head_dim
+ * past the fused kernel's limit. */
+static bool needs_scores(const vkf_model *m, const attn_choice *ch)
+{
+    return ch->naive || m->cfg.d_model / m->cfg.n_heads > VKF_ATTENTION_MAX_HEAD_DIM;
+}
+
+/* out (B*Lq, d) = softmax(Q·Kᵀ / sqrt(hd) + mask) · V per (sequence, head). Keys
+ * past key_lengths[b] (fused) or with mask -inf (naive, (B, Lk) additive) are
+ * masked; causal: query i sees keys j <= i. The fused kernel never writes the
+ * scores; dense-naive materialises them in `scores` (B*H, Lq, Lk). */
+static vkf_status rec_attention(vkf_cmd *cmd, const vkf_model *m, const attn_choice *ch, uint32_t B, uint32_t Lq,
+                                uint32_t Lk, heads_view q, heads_view k, heads_view v, const vkf_tensor *key_lengths,
+                                const vkf_tensor *mask, bool causal, vkf_tensor *scores, vkf_tensor *out)
 {
     uint32_t H = m->cfg.n_heads, hd = m->cfg.d_model / H, d = m->cfg.d_model;
+    if (!needs_scores(m, ch)) {
+        vkf_attention_desc a;
+        vkf_attention_desc_init(&a);
+        a.batch = B, a.heads = H, a.head_dim = hd, a.lq = Lq, a.lk = Lk;
+        a.scale = 1.0f / sqrtf((float)hd);
+        a.q = (vkf_attention_view){q.t, q.col, q.stride, (uint64_t)Lq * q.stride};
+        a.k = (vkf_attention_view){k.t, k.col, k.stride, (uint64_t)Lk * k.stride};
+        a.v = (vkf_attention_view){v.t, v.col, v.stride, (uint64_t)Lk * v.stride};
+        a.key_lengths = key_lengths;
+        a.causal = causal;
+        a.pattern = ch->pattern, a.window = ch->window, a.stride = ch->stride;
+        a.out = out;
+        return vkf_op_attention_fused(cmd, &a);
+    }
     vkf_matmul_desc s;
     vkf_matmul_desc_init(&s);
     s.m = Lq, s.n = Lk, s.k = hd;
@@ -629,8 +661,9 @@ static void fwd_plan_free(fwd_plan *p)
 {
     if (!p) return;
     vkf_cmd_destroy(p->cmd);
-    vkf_tensor *ts[] = {p->src_ids, p->tgt_ids, p->src_mask, p->a,   p->b,      p->n,      p->memory, p->qkv,
-                        p->q,       p->kv,      p->attn,     p->tmp, p->hidden, p->scores, p->logits};
+    vkf_tensor *ts[] = {p->src_ids, p->tgt_ids, p->src_mask, p->src_lengths, p->a,      p->b,
+                        p->n,       p->memory,  p->qkv,      p->q,           p->kv,     p->attn,
+                        p->tmp,     p->hidden,  p->scores,   p->logits};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
     free(p);
 }
@@ -649,7 +682,7 @@ static vkf_status rec_encoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
         if (!c->norm_first) {
             /* x = LN1(x + SelfAttn(x)); x = LN2(x + FFN(x)) */
             VKF_TRY(rec_linear(cmd, x, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_attention(cmd, m, B, S, S, q, k, v, p->src_mask, false, p->scores, p->attn));
+            VKF_TRY(rec_attention(cmd, m, &m->self_attn, B, S, S, q, k, v, p->src_lengths, p->src_mask, false, p->scores, p->attn));
             VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(rec_norm(cmd, m, x, p->tmp, rows, &e->n1, x));
             VKF_TRY(rec_linear(cmd, x, rows, &e->ff1, p->hidden, c->activation, NULL));
@@ -659,7 +692,7 @@ static vkf_status rec_encoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
             /* alt = x + SelfAttn(LN1(x)); x = alt + FFN(LN2(alt)) */
             VKF_TRY(rec_norm(cmd, m, x, NULL, rows, &e->n1, p->n));
             VKF_TRY(rec_linear(cmd, p->n, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_attention(cmd, m, B, S, S, q, k, v, p->src_mask, false, p->scores, p->attn));
+            VKF_TRY(rec_attention(cmd, m, &m->self_attn, B, S, S, q, k, v, p->src_lengths, p->src_mask, false, p->scores, p->attn));
             VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, alt, VKF_ACTIVATION_NONE, x));
             VKF_TRY(rec_norm(cmd, m, alt, NULL, rows, &e->n2, p->n));
             VKF_TRY(rec_linear(cmd, p->n, rows, &e->ff1, p->hidden, c->activation, NULL));
@@ -687,11 +720,11 @@ static vkf_status rec_decoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
         if (!c->norm_first) {
             /* y = LN1(y + CausalSelfAttn(y)); y = LN2(y + CrossAttn(y, memory)); y = LN3(y + FFN(y)) */
             VKF_TRY(rec_linear(cmd, y, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_attention(cmd, m, B, T, T, sq, sk, sv, NULL, true, p->scores, p->attn));
+            VKF_TRY(rec_attention(cmd, m, &m->self_attn, B, T, T, sq, sk, sv, NULL, NULL, true, p->scores, p->attn));
             VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(rec_norm(cmd, m, y, p->tmp, rows, &e->n1, y));
             VKF_TRY(rec_linear(cmd, y, rows, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_attention(cmd, m, B, T, S, cq, ck, cv, p->src_mask, false, p->scores, p->attn));
+            VKF_TRY(rec_attention(cmd, m, &m->cross_attn, B, T, S, cq, ck, cv, p->src_lengths, p->src_mask, false, p->scores, p->attn));
             VKF_TRY(rec_linear(cmd, p->attn, rows, &e->co, p->tmp, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(rec_norm(cmd, m, y, p->tmp, rows, &e->n2, y));
             VKF_TRY(rec_linear(cmd, y, rows, &e->ff1, p->hidden, c->activation, NULL));
@@ -701,11 +734,11 @@ static vkf_status rec_decoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
             /* alt = y + CausalSelfAttn(LN1(y)); y = alt + CrossAttn(LN2(alt)); alt = y + FFN(LN3(y)) */
             VKF_TRY(rec_norm(cmd, m, y, NULL, rows, &e->n1, p->n));
             VKF_TRY(rec_linear(cmd, p->n, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_attention(cmd, m, B, T, T, sq, sk, sv, NULL, true, p->scores, p->attn));
+            VKF_TRY(rec_attention(cmd, m, &m->self_attn, B, T, T, sq, sk, sv, NULL, NULL, true, p->scores, p->attn));
             VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, alt, VKF_ACTIVATION_NONE, y));
             VKF_TRY(rec_norm(cmd, m, alt, NULL, rows, &e->n2, p->n));
             VKF_TRY(rec_linear(cmd, p->n, rows, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_attention(cmd, m, B, T, S, cq, ck, cv, p->src_mask, false, p->scores, p->attn));
+            VKF_TRY(rec_attention(cmd, m, &m->cross_attn, B, T, S, cq, ck, cv, p->src_lengths, p->src_mask, false, p->scores, p->attn));
             VKF_TRY(rec_linear(cmd, p->attn, rows, &e->co, y, VKF_ACTIVATION_NONE, alt));
             VKF_TRY(rec_norm(cmd, m, y, NULL, rows, &e->n3, p->n));
             VKF_TRY(rec_linear(cmd, p->n, rows, &e->ff1, p->hidden, c->activation, NULL));
@@ -732,6 +765,7 @@ static vkf_status fwd_plan_alloc(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
     vkf_status st = tensor2(ctx, VKF_DTYPE_I32, B, S, &p->src_ids);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, B, T, &p->tgt_ids);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, B, S, &p->src_mask);
+    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->src_lengths);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->a);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->b);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->n);
@@ -742,7 +776,8 @@ static vkf_status fwd_plan_alloc(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->attn);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->tmp);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, c->d_ff, &p->hidden);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, score_rows, L, &p->scores);
+    if (st == VKF_OK && (needs_scores(m, &m->self_attn) || needs_scores(m, &m->cross_attn)))
+        st = tensor2(ctx, VKF_DTYPE_F32, score_rows, L, &p->scores);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * T, c->tgt_vocab_size, &p->logits);
     if (st != VKF_OK) {
         fwd_plan_free(p);
@@ -804,8 +839,10 @@ static vkf_status check_sequences(const vkf_model *m, const vkf_sequences *s, ui
     return VKF_OK;
 }
 
-/* Uploads ids padded with pad_id to (count, len), and the additive key mask. */
-static vkf_status upload_ids(const vkf_model *m, const vkf_sequences *s, uint32_t len, vkf_tensor *ids, vkf_tensor *mask)
+/* Uploads ids padded with pad_id to (count, len), and (where given) the additive
+ * key mask and the lengths. */
+static vkf_status upload_ids(const vkf_model *m, const vkf_sequences *s, uint32_t len, vkf_tensor *ids, vkf_tensor *mask,
+                             vkf_tensor *lengths)
 {
     size_t n = (size_t)s->count * len;
     int32_t *h = malloc(n * sizeof *h);
@@ -822,6 +859,10 @@ static vkf_status upload_ids(const vkf_model *m, const vkf_sequences *s, uint32_
         }
     vkf_status st = vkf_tensor_upload(ids, h, n * sizeof *h);
     if (st == VKF_OK && mask) st = vkf_tensor_upload(mask, k, n * sizeof *k);
+    if (st == VKF_OK && lengths) {
+        for (uint32_t i = 0; i < s->count; i++) h[i] = (int32_t)s->lengths[i];
+        st = vkf_tensor_upload(lengths, h, (uint64_t)s->count * sizeof *h);
+    }
     free(h), free(k);
     return st;
 }
@@ -843,8 +884,8 @@ vkf_status vkf_model_forward(vkf_model *m, const vkf_sequences *src, const vkf_s
                         (unsigned long long)out_floats, (unsigned long long)need);
     fwd_plan *p;
     VKF_TRY(forward_plan(m, B, S, T, &p));
-    VKF_TRY(upload_ids(m, src, S, p->src_ids, p->src_mask));
-    VKF_TRY(upload_ids(m, tgt, T, p->tgt_ids, NULL));
+    VKF_TRY(upload_ids(m, src, S, p->src_ids, p->src_mask, p->src_lengths));
+    VKF_TRY(upload_ids(m, tgt, T, p->tgt_ids, NULL, NULL));
     VKF_TRY(vkf_cmd_submit(p->cmd));
     m->last_forward = p->cmd;
     VKF_TRY(vkf_tensor_download(p->logits, out_logits, need * sizeof(float)));
@@ -895,6 +936,7 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p)
             .k = p->cache_k[i], .k_offset = 0, .k_row = d, .k_batch = (uint64_t)p->steps * d,
             .v = p->cache_v[i], .v_offset = 0, .v_row = d, .v_batch = (uint64_t)p->steps * d,
             .lengths = p->state, .length_from_state = true, .scratch = p->scratch, .out = p->attn,
+            .pattern = m->self_attn.pattern, .window = m->self_attn.window, .stride = m->self_attn.stride,
         };
         /* cross-attention over each source's memory, masked past its length */
         vkf_attention_decode_desc cross = {
@@ -1005,7 +1047,7 @@ vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t m
         VKF_TRY(gen_plan_build(m, B, S, max_new, &p));
         m->gen_plan = p;
     }
-    VKF_TRY(upload_ids(m, src, S, p->enc->src_ids, p->enc->src_mask));
+    VKF_TRY(upload_ids(m, src, S, p->enc->src_ids, p->enc->src_mask, p->enc->src_lengths));
     int32_t *ids = malloc((size_t)B * sizeof *ids);
     int32_t *tokens = malloc((size_t)B * max_new * sizeof *tokens);
     bool *done = calloc(B, sizeof *done);
@@ -1039,6 +1081,56 @@ vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t m
             out_ids[(size_t)b * max_new + j] = j < out_lengths[b] ? tokens[(size_t)b * max_new + j] : m->cfg.pad_id;
     free(ids), free(tokens), free(done);
     return st;
+}
+
+/* ------------------------------------------------------------------ attention variants */
+
+static vkf_status parse_attention(const char *spec, bool cross, attn_choice *out)
+{
+    attn_choice c = {0};
+    unsigned long w = 0, st = 0;
+    int used = 0;
+    if (!spec || strcmp(spec, "dense") == 0) {
+    } else if (strcmp(spec, "dense-naive") == 0) {
+        c.naive = true;
+    } else if (!cross && sscanf(spec, "local:%lu%n", &w, &used) == 1 && spec[used] == '\0' && w <= UINT32_MAX) {
+        c.pattern = VKF_ATTENTION_LOCAL, c.window = (uint32_t)w;
+    } else if (!cross && sscanf(spec, "strided:%lu:%lu%n", &w, &st, &used) == 2 && spec[used] == '\0' && st >= 1 &&
+               w <= UINT32_MAX && st <= UINT32_MAX) {
+        c.pattern = VKF_ATTENTION_STRIDED, c.window = (uint32_t)w, c.stride = (uint32_t)st;
+    } else if (strncmp(spec, "bigbird:", 8) == 0 || strncmp(spec, "lsh:", 4) == 0 || strncmp(spec, "lowrank:", 8) == 0) {
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "attention variant \"%s\" is not implemented yet", spec);
+    } else {
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
+                        cross ? "unknown cross-attention \"%s\" (dense, dense-naive)"
+                              : "unknown attention \"%s\" (dense, dense-naive, local:W, strided:W:S with S >= 1)",
+                        spec);
+    }
+    *out = c;
+    return VKF_OK;
+}
+
+vkf_status vkf_model_set_attention(vkf_model *m, const char *self_attention, const char *cross_attention)
+{
+    if (!m) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_set_attention: model is NULL");
+    attn_choice self, cross;
+    VKF_TRY(parse_attention(self_attention, false, &self));
+    VKF_TRY(parse_attention(cross_attention, true, &cross));
+    if (self.pattern && needs_scores(m, &self))
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "\"%s\" needs the fused kernel, which takes head_dim up to %u (this model: %u)",
+                        self_attention, VKF_ATTENTION_MAX_HEAD_DIM, m->cfg.d_model / m->cfg.n_heads);
+    if (memcmp(&self, &m->self_attn, sizeof self) == 0 && memcmp(&cross, &m->cross_attn, sizeof cross) == 0) return VKF_OK;
+    /* Recorded plans bake the choice in: drop them. */
+    for (int i = 0; i < MAX_FORWARD_PLANS; i++) {
+        fwd_plan_free(m->plans[i]);
+        m->plans[i] = NULL;
+    }
+    gen_plan_free(m->gen_plan);
+    m->gen_plan = NULL;
+    m->last_forward = NULL;
+    m->self_attn = self;
+    m->cross_attn = cross;
+    return VKF_OK;
 }
 
 /* ------------------------------------------------------------------ profiling */

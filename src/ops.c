@@ -477,7 +477,12 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
         .v_batch = (uint32_t)d->v_batch,
         .out_batch = (uint32_t)dm,
         .max_keys = d->max_keys,
+        .pattern = d->pattern,
+        .window = d->window,
+        .stride = d->stride ? d->stride : 1,
     };
+    if (d->pattern && !d->length_from_state)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: a sparse pattern needs the query position (length_from_state)", fn);
     uint32_t groups[3];
     VKF_TRY(linear_grid(ctx, (uint64_t)d->batch * d->heads, groups, fn));
     uint32_t spec[1] = {ctx->tuning.row_workgroup};

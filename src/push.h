@@ -65,8 +65,9 @@ typedef struct vkf_push_attention_decode {
     uint32_t v_offset, v_row, v_batch;
     uint32_t out_batch;
     uint32_t max_keys;
+    uint32_t pattern, window, stride;
 } vkf_push_attention_decode;
-_Static_assert(sizeof(vkf_push_attention_decode) == 14 * 4, "mirror of attention_decode.comp");
+_Static_assert(sizeof(vkf_push_attention_decode) == 17 * 4, "mirror of attention_decode.comp");
 
 /* shaders/kv_append.comp */
 typedef struct vkf_push_kv_append {

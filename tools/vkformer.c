@@ -47,6 +47,9 @@ static const char usage_text[] =
     "  bench model --preset small|base [--batch B --src-len S --tgt-len T] [--repeat R] [--json]\n"
     "                                        forward pass and decode step of a random-weight model\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n"
+    "model commands also take --attention dense|dense-naive|local:W|strided:W:S (encoder and\n"
+    "decoder self-attention, in the forward pass and every decode step) and\n"
+    "--cross-attention dense|dense-naive\n"
     "common options: --device INDEX|NAME-SUBSTRING, --max-device-memory BYTES (cap on tensors)\n";
 
 typedef struct options {
@@ -60,6 +63,7 @@ typedef struct options {
     const char *preset;
     const char *input;
     unsigned long max_device_memory;    /* bytes; 0: no cap */
+    const char *attention, *cross_attention;
     unsigned long batch, src_len, tgt_len;
 } options;
 
@@ -642,6 +646,10 @@ static int open_model(const options *o, vkf_context **out_ctx, vkf_model **out_m
     vkf_status st = open_context(o, out_ctx);
     if (st != VKF_OK) return fail(st);
     st = vkf_model_load(*out_ctx, o->model, out_model);
+    if (st == VKF_OK) {
+        st = vkf_model_set_attention(*out_model, o->attention, o->cross_attention);
+        if (st != VKF_OK) vkf_model_destroy(*out_model);
+    }
     if (st != VKF_OK) {
         int code = fail(st);
         vkf_context_destroy(*out_ctx);
@@ -1098,7 +1106,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(a, "--device") == 0 || strcmp(a, "--size") == 0 || strcmp(a, "--model") == 0 ||
                    strcmp(a, "--src") == 0 || strcmp(a, "--tgt") == 0 || strcmp(a, "--out") == 0 ||
-                   strcmp(a, "--preset") == 0 || strcmp(a, "--input") == 0) {
+                   strcmp(a, "--preset") == 0 || strcmp(a, "--input") == 0 || strcmp(a, "--attention") == 0 ||
+                   strcmp(a, "--cross-attention") == 0) {
             if (!next) {
                 fprintf(stderr, "vkformer: %s needs a value\n", a);
                 return EXIT_USAGE;
@@ -1109,6 +1118,8 @@ int main(int argc, char **argv)
                                 : strcmp(a, "--src") == 0  ? &o.src
                                 : strcmp(a, "--preset") == 0 ? &o.preset
                                 : strcmp(a, "--input") == 0 ? &o.input
+                                : strcmp(a, "--attention") == 0 ? &o.attention
+                                : strcmp(a, "--cross-attention") == 0 ? &o.cross_attention
                                 : strcmp(a, "--tgt") == 0  ? &o.tgt
                                                            : &o.out;
             *slot = next;
