@@ -240,6 +240,13 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     if (aligned4 && !d->b_is_k_by_n) p.flags |= VKF_MATMUL_FLAG_VEC4;
 
     const vkf_matmul_tiles *t = &ctx->tuning.matmul;
+    /* A few rows (decode steps: one per sequence) on the direct kernel: one row per
+     * invocation and more columns per workgroup, instead of a 64x64 tile whose
+     * clamped rows would repeat the same work. */
+    static const vkf_matmul_tiles skinny = {.workgroup = 64, .bm = 1, .bn = 256, .bk = 1, .tm = 1, .tn = 4};
+    if (ctx->tuning.matmul_variant == VKF_VARIANT_MATMUL_DIRECT && d->m < t->tm &&
+        skinny.workgroup <= ctx->info.max_workgroup_invocations)
+        t = &skinny;
     if (b0 * b1 > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: batch count passes 2^32", fn);
     uint32_t groups[3] = {(uint32_t)vkf_div_up(d->n, t->bn), (uint32_t)vkf_div_up(d->m, t->bm), (uint32_t)(b0 * b1)};
     VKF_TRY(check_grid(ctx, groups, fn));
