@@ -104,9 +104,10 @@ static void run_case(vkf_context *ctx, const att_case *c, const tile_set *ts, ui
     if (c->layout == LAYOUT_QKV) q_n = k_n = v_n = (uint64_t)c->batch * c->lq * 3 * dm;
     if (c->layout == LAYOUT_CROSS) k_n = v_n = (uint64_t)c->batch * c->lk * 2 * dm;
 
-    float *qh = harness_random(q_n, seed), *kh = harness_random(k_n, seed + 1), *vh = harness_random(v_n, seed + 2);
-    if (c->layout == LAYOUT_QKV) kh = qh, vh = qh;
-    if (c->layout == LAYOUT_CROSS) vh = kh;
+    /* Fused QKV: one buffer for all three; cross: K and V share one. */
+    float *qh = harness_random(q_n, seed);
+    float *kh = c->layout == LAYOUT_QKV ? qh : harness_random(k_n, seed + 1);
+    float *vh = c->layout == LAYOUT_QKV ? qh : c->layout == LAYOUT_CROSS ? kh : harness_random(v_n, seed + 2);
     vkf_tensor *tq = harness_tensor(ctx, qh, 1, q_n);
     vkf_tensor *tk = c->layout == LAYOUT_QKV ? tq : harness_tensor(ctx, kh, 1, k_n);
     vkf_tensor *tv = c->layout == LAYOUT_QKV ? tq : c->layout == LAYOUT_CROSS ? tk : harness_tensor(ctx, vh, 1, v_n);
