@@ -72,38 +72,12 @@ void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_a
 
 /* ------------------------------------------------------------------ checks */
 
-static vkf_status check_cmd(vkf_cmd *cmd, const void *desc, const char *fn)
-{
-    if (!cmd) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: command list is NULL", fn);
-    if (!desc) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: descriptor is NULL", fn);
-    if (vkf_cmd_context(cmd)->lost)
-        return vkf_fail(VKF_ERROR_DEVICE_LOST, "the device was lost; destroy and recreate the context");
-    if (!vkf_cmd_recording(cmd))
-        return vkf_fail(VKF_ERROR_STATE, "%s: the command list was already submitted; record a new one", fn);
-    return VKF_OK;
-}
-
-static vkf_status check_tensor(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtype, uint64_t elements, const char *fn,
-                               const char *name)
-{
-    if (!t) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, name);
-    if (t->ctx != vkf_cmd_context(cmd))
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s belongs to another context", fn, name);
-    if (t->dtype != dtype)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s must be %s", fn, name,
-                        dtype == VKF_DTYPE_F32 ? "F32" : "I32");
-    if (t->elements < elements)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s holds %llu elements, %llu needed", fn, name,
-                        (unsigned long long)t->elements, (unsigned long long)elements);
-    return VKF_OK;
-}
-
 /* A (batch, rows, cols) view lies inside its tensor and every index fits the
  * shader's 32 bits. Fills offset, row and batch strides (defaults resolved). */
 static vkf_status check_view(vkf_cmd *cmd, const vkf_attention_view *v, uint64_t batch, uint64_t rows, uint64_t cols,
                              const char *fn, const char *name, uint32_t out[3])
 {
-    VKF_TRY(check_tensor(cmd, v->tensor, VKF_DTYPE_F32, 1, fn, name));
+    VKF_TRY(vkf_check_tensor(cmd, v->tensor, VKF_DTYPE_F32, 1, fn, name));
     uint64_t row = v->row_stride ? v->row_stride : cols;
     if (row < cols && rows > 1)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s row_stride %llu is less than heads * head_dim = %llu", fn,
@@ -161,7 +135,7 @@ void vkf_attention_desc_init(vkf_attention_desc *d)
 vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
 {
     static const char fn[] = "attention_fused";
-    VKF_TRY(check_cmd(cmd, d, fn));
+    VKF_TRY(vkf_check_cmd(cmd, d, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
     if (!d->batch || !d->heads || !d->head_dim || !d->lq || !d->lk)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
@@ -226,8 +200,8 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
     p.k_offset = view[0], p.k_row = view[1], p.k_batch = view[2];
     VKF_TRY(check_view(cmd, &d->v, d->batch, d->lk, dm, fn, "v", view));
     p.v_offset = view[0], p.v_row = view[1], p.v_batch = view[2];
-    if (d->key_lengths) VKF_TRY(check_tensor(cmd, d->key_lengths, VKF_DTYPE_I32, d->batch, fn, "key_lengths"));
-    VKF_TRY(check_tensor(cmd, d->out, VKF_DTYPE_F32, out_elements, fn, "out"));
+    if (d->key_lengths) VKF_TRY(vkf_check_tensor(cmd, d->key_lengths, VKF_DTYPE_I32, d->batch, fn, "key_lengths"));
+    VKF_TRY(vkf_check_tensor(cmd, d->out, VKF_DTYPE_F32, out_elements, fn, "out"));
     if (same_tensor_overlap(d->out, d->q.tensor) || same_tensor_overlap(d->out, d->k.tensor) ||
         same_tensor_overlap(d->out, d->v.tensor) || same_tensor_overlap(d->out, d->key_lengths))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias q, k, v or key_lengths", fn);

@@ -226,6 +226,15 @@ vkf_context *vkf_cmd_context(vkf_cmd *cmd);
 /* false once the list has been submitted (no more operations can be added). */
 bool vkf_cmd_recording(const vkf_cmd *cmd);
 
+/* ------------------------------------------------------------------ argument checks (ops.c) */
+
+/* The list exists, may still record, and its context is not lost; desc is not NULL. */
+vkf_status vkf_check_cmd(vkf_cmd *cmd, const void *desc, const char *fn);
+/* The tensor exists, has the dtype, belongs to the list's context and holds at
+ * least `elements` elements. */
+vkf_status vkf_check_tensor(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtype, uint64_t elements, const char *fn,
+                            const char *name);
+
 /* ------------------------------------------------------------------ decode-step ops (ops.c) */
 
 /* Attention of one query row per (b, h). q, k, v are (batch, rows, heads * head_dim)

@@ -70,7 +70,7 @@ vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const
 
 /* ------------------------------------------------------------------ checks */
 
-static vkf_status check_cmd(vkf_cmd *cmd, const void *desc, const char *fn)
+vkf_status vkf_check_cmd(vkf_cmd *cmd, const void *desc, const char *fn)
 {
     if (!cmd) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: command list is NULL", fn);
     if (!desc) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: descriptor is NULL", fn);
@@ -81,9 +81,7 @@ static vkf_status check_cmd(vkf_cmd *cmd, const void *desc, const char *fn)
     return VKF_OK;
 }
 
-/* The tensor exists, has the dtype, belongs to the context and holds at least
- * `elements` elements. */
-static vkf_status check_tensor(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtype, uint64_t elements, const char *fn,
+vkf_status vkf_check_tensor(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtype, uint64_t elements, const char *fn,
                                const char *name)
 {
     if (!t) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, name);
@@ -120,7 +118,7 @@ static vkf_status check_view(vkf_cmd *cmd, const vkf_matrix_view *v, uint64_t ro
 {
     vkf_dtype dtype;
     VKF_TRY(float_input_dtype(cmd, v->tensor, allow_f16, fn, name, &dtype));
-    VKF_TRY(check_tensor(cmd, v->tensor, dtype, 1, fn, name));
+    VKF_TRY(vkf_check_tensor(cmd, v->tensor, dtype, 1, fn, name));
     uint64_t row_stride = v->row_stride ? v->row_stride : cols;
     if (row_stride < cols && rows > 1)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s row_stride %llu is less than its %llu columns", fn, name,
@@ -209,7 +207,7 @@ void vkf_embed_desc_init(vkf_embed_desc *d)
 vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
 {
     static const char fn[] = "vkf_cmd_matmul";
-    VKF_TRY(check_cmd(cmd, d, fn));
+    VKF_TRY(vkf_check_cmd(cmd, d, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
     if (d->m == 0 || d->n == 0 || d->k == 0)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive (m %u, n %u, k %u)", fn, d->m, d->n, d->k);
@@ -222,7 +220,7 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     if (d->b_is_k_by_n) VKF_TRY(check_view(cmd, &d->b, d->k, d->n, b0, b1, fn, "B", true, &p.b));
     else VKF_TRY(check_view(cmd, &d->b, d->n, d->k, b0, b1, fn, "B", true, &p.b));
     VKF_TRY(check_view(cmd, &d->c, d->m, d->n, b0, b1, fn, "C", false, &p.c));
-    if (d->bias) VKF_TRY(check_tensor(cmd, d->bias, VKF_DTYPE_F32, d->n, fn, "bias"));
+    if (d->bias) VKF_TRY(vkf_check_tensor(cmd, d->bias, VKF_DTYPE_F32, d->n, fn, "bias"));
     if (d->residual.tensor) {
         VKF_TRY(check_view(cmd, &d->residual, d->m, d->n, b0, b1, fn, "residual", false, &p.r));
         if (same_tensor_overlap(d->residual.tensor, d->c.tensor))
@@ -268,15 +266,15 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
 vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *d)
 {
     static const char fn[] = "vkf_cmd_softmax";
-    VKF_TRY(check_cmd(cmd, d, fn));
+    VKF_TRY(vkf_check_cmd(cmd, d, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
     if (d->rows == 0 || d->cols == 0)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive (rows %u, cols %u)", fn, d->rows, d->cols);
     if (!isfinite(d->scale)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: scale is not finite", fn);
     uint64_t n = (uint64_t)d->rows * d->cols;
     if (n > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: rows x cols passes 2^32 elements", fn);
-    VKF_TRY(check_tensor(cmd, d->x, VKF_DTYPE_F32, n, fn, "x"));
-    VKF_TRY(check_tensor(cmd, d->y, VKF_DTYPE_F32, n, fn, "y"));
+    VKF_TRY(vkf_check_tensor(cmd, d->x, VKF_DTYPE_F32, n, fn, "x"));
+    VKF_TRY(vkf_check_tensor(cmd, d->y, VKF_DTYPE_F32, n, fn, "y"));
     if (d->y != d->x && same_tensor_overlap(d->x, d->y))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: y partly overlaps x; use the same tensor or disjoint ones", fn);
     vkf_push_softmax p = {
@@ -290,7 +288,7 @@ vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *d)
     };
     if (d->mask) {
         if (d->mask_rows == 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: mask_rows is 0 with a mask", fn);
-        VKF_TRY(check_tensor(cmd, d->mask, VKF_DTYPE_F32, (uint64_t)d->mask_rows * d->cols, fn, "mask"));
+        VKF_TRY(vkf_check_tensor(cmd, d->mask, VKF_DTYPE_F32, (uint64_t)d->mask_rows * d->cols, fn, "mask"));
         if (same_tensor_overlap(d->mask, d->y)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: mask may not alias y", fn);
         p.has_mask = 1;
         p.mask_rows = d->mask_rows;
@@ -308,7 +306,7 @@ vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *d)
 vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *d)
 {
     static const char fn[] = "vkf_cmd_layernorm";
-    VKF_TRY(check_cmd(cmd, d, fn));
+    VKF_TRY(vkf_check_cmd(cmd, d, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
     if (d->rows == 0 || d->cols == 0)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive (rows %u, cols %u)", fn, d->rows, d->cols);
@@ -316,13 +314,13 @@ vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *d)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: eps must be positive and finite", fn);
     uint64_t n = (uint64_t)d->rows * d->cols;
     if (n > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: rows x cols passes 2^32 elements", fn);
-    VKF_TRY(check_tensor(cmd, d->x, VKF_DTYPE_F32, n, fn, "x"));
-    VKF_TRY(check_tensor(cmd, d->y, VKF_DTYPE_F32, n, fn, "y"));
-    VKF_TRY(check_tensor(cmd, d->gamma, VKF_DTYPE_F32, d->cols, fn, "gamma"));
-    VKF_TRY(check_tensor(cmd, d->beta, VKF_DTYPE_F32, d->cols, fn, "beta"));
-    if (d->residual) VKF_TRY(check_tensor(cmd, d->residual, VKF_DTYPE_F32, n, fn, "residual"));
+    VKF_TRY(vkf_check_tensor(cmd, d->x, VKF_DTYPE_F32, n, fn, "x"));
+    VKF_TRY(vkf_check_tensor(cmd, d->y, VKF_DTYPE_F32, n, fn, "y"));
+    VKF_TRY(vkf_check_tensor(cmd, d->gamma, VKF_DTYPE_F32, d->cols, fn, "gamma"));
+    VKF_TRY(vkf_check_tensor(cmd, d->beta, VKF_DTYPE_F32, d->cols, fn, "beta"));
+    if (d->residual) VKF_TRY(vkf_check_tensor(cmd, d->residual, VKF_DTYPE_F32, n, fn, "residual"));
     if (d->sum) {
-        VKF_TRY(check_tensor(cmd, d->sum, VKF_DTYPE_F32, n, fn, "sum"));
+        VKF_TRY(vkf_check_tensor(cmd, d->sum, VKF_DTYPE_F32, n, fn, "sum"));
         if (same_tensor_overlap(d->sum, d->x) || same_tensor_overlap(d->sum, d->residual) ||
             same_tensor_overlap(d->sum, d->y))
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sum may not alias x, residual or y", fn);
@@ -352,7 +350,7 @@ vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *d)
 vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
 {
     static const char fn[] = "vkf_cmd_embed";
-    VKF_TRY(check_cmd(cmd, d, fn));
+    VKF_TRY(vkf_check_cmd(cmd, d, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
     if (d->tokens == 0 || d->d == 0 || d->vocab == 0)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive (tokens %u, d %u, vocab %u)", fn,
@@ -362,18 +360,18 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
     uint64_t n = (uint64_t)d->tokens * d->d;
     if (n > UINT32_MAX || (uint64_t)d->vocab * d->d > UINT32_MAX)
         return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: the table or output passes 2^32 elements", fn);
-    VKF_TRY(check_tensor(cmd, d->ids, VKF_DTYPE_I32, d->tokens, fn, "ids"));
+    VKF_TRY(vkf_check_tensor(cmd, d->ids, VKF_DTYPE_I32, d->tokens, fn, "ids"));
     vkf_dtype table_dtype;
     VKF_TRY(float_input_dtype(cmd, d->table, true, fn, "table", &table_dtype));
-    VKF_TRY(check_tensor(cmd, d->table, table_dtype, (uint64_t)d->vocab * d->d, fn, "table"));
-    VKF_TRY(check_tensor(cmd, d->out, VKF_DTYPE_F32, n, fn, "out"));
+    VKF_TRY(vkf_check_tensor(cmd, d->table, table_dtype, (uint64_t)d->vocab * d->d, fn, "table"));
+    VKF_TRY(vkf_check_tensor(cmd, d->out, VKF_DTYPE_F32, n, fn, "out"));
     if (same_tensor_overlap(d->out, d->table) || same_tensor_overlap(d->out, d->ids) ||
         same_tensor_overlap(d->out, d->positions))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias ids, the table or positions", fn);
     uint32_t seq_len = d->seq_len ? d->seq_len : d->tokens;
     uint32_t positions = 0;
     if (d->positions) {
-        VKF_TRY(check_tensor(cmd, d->positions, VKF_DTYPE_F32, 1, fn, "positions"));
+        VKF_TRY(vkf_check_tensor(cmd, d->positions, VKF_DTYPE_F32, 1, fn, "positions"));
         if (d->positions->rank != 2 || d->positions->shape[1] != d->d)
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: positions must be a (max_positions, %u) table", fn, d->d);
         if ((uint64_t)seq_len + d->pos_offset > d->positions->shape[0])
@@ -394,7 +392,7 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
         .pos_from_state = d->position_state ? 1u : 0u,
     };
     if (d->position_state) {
-        VKF_TRY(check_tensor(cmd, d->position_state, VKF_DTYPE_I32, 1, fn, "position_state"));
+        VKF_TRY(vkf_check_tensor(cmd, d->position_state, VKF_DTYPE_I32, 1, fn, "position_state"));
         if (!d->positions)
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: position_state without a positions table", fn);
     }
@@ -458,7 +456,7 @@ static vkf_status check_span(const vkf_tensor *t, uint64_t offset, uint64_t batc
 vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *d)
 {
     static const char fn[] = "attention_decode";
-    VKF_TRY(check_cmd(cmd, d, fn));
+    VKF_TRY(vkf_check_cmd(cmd, d, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
     if (!d->batch || !d->heads || !d->head_dim || !d->max_keys)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive", fn);
@@ -466,9 +464,9 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
     VKF_TRY(check_span(d->q, d->q_offset, d->batch, d->q_batch, 1, 0, dm, fn, "q"));
     VKF_TRY(check_span(d->k, d->k_offset, d->batch, d->k_batch, d->max_keys, d->k_row, dm, fn, "k"));
     VKF_TRY(check_span(d->v, d->v_offset, d->batch, d->v_batch, d->max_keys, d->v_row, dm, fn, "v"));
-    VKF_TRY(check_tensor(cmd, d->lengths, VKF_DTYPE_I32, d->length_from_state ? 1 : d->batch, fn, "lengths"));
-    VKF_TRY(check_tensor(cmd, d->scratch, VKF_DTYPE_F32, (uint64_t)d->batch * d->heads * d->max_keys, fn, "scratch"));
-    VKF_TRY(check_tensor(cmd, d->out, VKF_DTYPE_F32, d->batch * dm, fn, "out"));
+    VKF_TRY(vkf_check_tensor(cmd, d->lengths, VKF_DTYPE_I32, d->length_from_state ? 1 : d->batch, fn, "lengths"));
+    VKF_TRY(vkf_check_tensor(cmd, d->scratch, VKF_DTYPE_F32, (uint64_t)d->batch * d->heads * d->max_keys, fn, "scratch"));
+    VKF_TRY(vkf_check_tensor(cmd, d->out, VKF_DTYPE_F32, d->batch * dm, fn, "out"));
     vkf_push_attention_decode p = {
         .heads = d->heads,
         .head_dim = d->head_dim,
@@ -505,12 +503,12 @@ vkf_status vkf_op_kv_append(vkf_cmd *cmd, const vkf_tensor *qkv, const vkf_tenso
                             vkf_tensor *cache_v, uint32_t batch, uint32_t d, uint32_t capacity)
 {
     static const char fn[] = "kv_append";
-    VKF_TRY(check_cmd(cmd, qkv, fn));
+    VKF_TRY(vkf_check_cmd(cmd, qkv, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
-    VKF_TRY(check_tensor(cmd, qkv, VKF_DTYPE_F32, (uint64_t)batch * 3 * d, fn, "qkv"));
-    VKF_TRY(check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
-    VKF_TRY(check_tensor(cmd, cache_k, VKF_DTYPE_F32, (uint64_t)batch * capacity * d, fn, "cache_k"));
-    VKF_TRY(check_tensor(cmd, cache_v, VKF_DTYPE_F32, (uint64_t)batch * capacity * d, fn, "cache_v"));
+    VKF_TRY(vkf_check_tensor(cmd, qkv, VKF_DTYPE_F32, (uint64_t)batch * 3 * d, fn, "qkv"));
+    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    VKF_TRY(vkf_check_tensor(cmd, cache_k, VKF_DTYPE_F32, (uint64_t)batch * capacity * d, fn, "cache_k"));
+    VKF_TRY(vkf_check_tensor(cmd, cache_v, VKF_DTYPE_F32, (uint64_t)batch * capacity * d, fn, "cache_v"));
     vkf_push_kv_append p = {.batch = batch, .d = d, .capacity = capacity};
     uint32_t wg = ctx->tuning.elementwise_workgroup;
     uint32_t groups[3];
@@ -526,12 +524,12 @@ vkf_status vkf_op_argmax(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
                          vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity)
 {
     static const char fn[] = "argmax";
-    VKF_TRY(check_cmd(cmd, logits, fn));
+    VKF_TRY(vkf_check_cmd(cmd, logits, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
-    VKF_TRY(check_tensor(cmd, logits, VKF_DTYPE_F32, (uint64_t)rows * cols, fn, "logits"));
-    VKF_TRY(check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
-    VKF_TRY(check_tensor(cmd, ids, VKF_DTYPE_I32, rows, fn, "ids"));
-    VKF_TRY(check_tensor(cmd, tokens, VKF_DTYPE_I32, (uint64_t)rows * token_capacity, fn, "tokens"));
+    VKF_TRY(vkf_check_tensor(cmd, logits, VKF_DTYPE_F32, (uint64_t)rows * cols, fn, "logits"));
+    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    VKF_TRY(vkf_check_tensor(cmd, ids, VKF_DTYPE_I32, rows, fn, "ids"));
+    VKF_TRY(vkf_check_tensor(cmd, tokens, VKF_DTYPE_I32, (uint64_t)rows * token_capacity, fn, "tokens"));
     vkf_push_argmax p = {.rows = rows, .cols = cols, .token_capacity = token_capacity};
     uint32_t groups[3];
     VKF_TRY(linear_grid(ctx, rows, groups, fn));
@@ -545,8 +543,8 @@ vkf_status vkf_op_argmax(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
 vkf_status vkf_op_advance(vkf_cmd *cmd, vkf_tensor *state)
 {
     static const char fn[] = "advance";
-    VKF_TRY(check_cmd(cmd, state, fn));
-    VKF_TRY(check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    VKF_TRY(vkf_check_cmd(cmd, state, fn));
+    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
     const vkf_pipeline *pipe;
     static const uint32_t no_spec[1] = {0};
     VKF_TRY(vkf_pipeline_get(vkf_cmd_context(cmd), VKF_VARIANT_ADVANCE, no_spec, 0, &pipe));

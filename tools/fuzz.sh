@@ -28,25 +28,7 @@ max_len=65536
 # and the headers the library's sources include.
 packages=(clang-14 libclang-rt-14-dev llvm-14 libc6-dev pkg-config libjansson-dev libvulkan-dev
           libvulkan-volk-dev python3)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    sudo=""
-    if [ "$(id -u)" != 0 ]; then
-        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-            sudo=sudo
-        else
-            echo "fuzz: missing Debian packages: ${missing[*]}; install them as root (apt-get install ${missing[*]})" >&2
-            exit 1
-        fi
-    fi
-    echo "fuzz: installing ${missing[*]}" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -q >&2
-    $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
-fi
+"$root/tools/install_packages.sh" fuzz "${packages[@]}"
 
 cc=${FUZZ_CC:-clang-14}
 if ! command -v "$cc" >/dev/null 2>&1; then

@@ -25,25 +25,7 @@ cc=${SANITIZE_CC:-clang-14}
 packages=(clang-14 libclang-rt-14-dev llvm-14 libc6-dev pkg-config meson ninja-build glslc libvulkan-dev
           libvulkan-volk-dev libvulkan1 vulkan-validationlayers mesa-vulkan-drivers libjansson-dev python3
           python3-torch python3-numpy)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    sudo=""
-    if [ "$(id -u)" != 0 ]; then
-        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-            sudo=sudo
-        else
-            echo "sanitize: missing Debian packages: ${missing[*]}; install them as root (apt-get install ${missing[*]})" >&2
-            exit 1
-        fi
-    fi
-    echo "sanitize: installing ${missing[*]}" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -q >&2
-    $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
-fi
+"$root/tools/install_packages.sh" sanitize "${packages[@]}"
 
 if ! command -v "$cc" >/dev/null 2>&1; then
     echo "sanitize: $cc not found: install clang-14 (Debian 12) or set SANITIZE_CC" >&2

@@ -30,21 +30,7 @@ if [ "$with_swiftshader" = 1 ]; then
     command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
 
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "setup: installing ${missing[*]}" >&2
-    sudo=""
-    if [ "$(id -u)" != 0 ]; then
-        command -v sudo >/dev/null 2>&1 || { echo "setup: run as root (or install sudo) to install: ${missing[*]}" >&2; exit 1; }
-        sudo=sudo
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -q >&2
-    $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
-fi
+"$root/tools/install_packages.sh" setup "${packages[@]}"
 
 meson_args=()
 if [ "$with_swiftshader" = 1 ]; then
