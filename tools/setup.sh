@@ -2,8 +2,8 @@
 # Sets vkformer up on Debian 12 and builds it; safe to run again (each step is
 # skipped when already done). Run as root, or as a user with sudo.
 #
-#   tools/setup.sh                 Debian packages + build (build/)
-#   tools/setup.sh --swiftshader   also SwiftShader and PyTorch (for the tests)
+#   tools/setup.sh                 Debian packages + build the tool (build/vkformer)
+#   tools/setup.sh --swiftshader   also SwiftShader and PyTorch, and build the tests
 #
 # Environment: VKFORMER_BUILD_DIR (default: build), VKFORMER_CACHE (where
 # SwiftShader is unpacked; default ~/.cache/vkformer).
@@ -43,4 +43,10 @@ if [ ! -f "$build_dir/build.ninja" ]; then
 elif [ ${#meson_args[@]} -gt 0 ]; then
     meson configure "$build_dir" "${meson_args[@]}" >&2
 fi
-ninja -C "$build_dir" >&2
+# The main job needs only the tool; the tests (--swiftshader) build everything,
+# including the test models that PyTorch writes.
+if [ "$with_swiftshader" = 1 ]; then
+    ninja -C "$build_dir" >&2
+else
+    ninja -C "$build_dir" vkformer >&2
+fi
