@@ -73,8 +73,10 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=23:log_path=$l
 if [ -n "$symbolizer" ]; then export ASAN_SYMBOLIZER_PATH=$symbolizer UBSAN_SYMBOLIZER_PATH=$symbolizer; fi
 export LD_PRELOAD=$keep${LD_PRELOAD:+:$LD_PRELOAD}
 
+# Captured first: grep -q closing a pipe early would kill meson with SIGPIPE.
+registered=$(meson test -C "$build" --list 2>/dev/null)
 for suite in lavapipe host; do
-    if ! meson test -C "$build" --list 2>/dev/null | grep -q "^vkformer:$suite / "; then
+    if ! grep -q "^vkformer:$suite / " <<<"$registered"; then
         echo "sanitize: no tests registered for $suite (is mesa-vulkan-drivers installed?)" >&2
         exit 1
     fi

@@ -8,11 +8,11 @@ build_dir=${VKFORMER_BUILD_DIR:-$root/build}
 "$root/tools/setup.sh" --swiftshader
 
 # Both drivers must be present: a suite on one driver only is not the suite.
-# (The list is captured first: grep -q closing the pipe early would make meson
+# (The list is captured first: grep -q closing a pipe early would make meson
 # die of SIGPIPE, which pipefail reports as a failure.)
 registered=$(meson test -C "$build_dir" --list 2>/dev/null)
 for suite in lavapipe swiftshader; do
-    if ! printf '%s\n' "$registered" | grep -q "^vkformer:$suite / "; then
+    if ! grep -q "^vkformer:$suite / " <<<"$registered"; then
         echo "test: no tests registered for $suite (is its ICD installed?)" >&2
         exit 1
     fi
