@@ -554,10 +554,7 @@ vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **
         st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 1, &one, &ctx->dummy);
     }
     if (st != VKF_OK) {
-        char saved[1024];
-        snprintf(saved, sizeof saved, "%s", vkf_last_error());
-        vkf_context_destroy(ctx);
-        vkf_fail(st, "%s", saved);
+        vkf_context_destroy(ctx); /* destroy functions leave the last error alone */
         return st;
     }
     *out_context = ctx;

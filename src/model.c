@@ -498,19 +498,16 @@ vkf_status vkf_model_load(vkf_context *ctx, const char *path, vkf_model **out_mo
         if (!m->enc || !m->dec) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for layers");
     }
     if (st == VKF_OK) st = load_weights(&L);
-    if (st != VKF_OK && st == VKF_ERROR_BAD_MODEL) {
+    if (st == VKF_ERROR_BAD_MODEL && !strstr(vkf_last_error(), path)) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", vkf_last_error());
-        if (!strstr(msg, path)) vkf_fail(st, "%s: %s", path, msg);
+        vkf_fail(st, "%s: %s", path, msg);
     }
     free(L.scratch);
     name_free(&L.expected);
     vkf_st_close(L.file);
     if (st != VKF_OK) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", vkf_last_error());
-        vkf_model_destroy(m);
-        vkf_fail(st, "%s", msg);
+        vkf_model_destroy(m); /* destroy functions leave the last error alone */
         return st;
     }
     *out_model = m;

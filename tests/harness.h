@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 extern int harness_failures;
 
@@ -65,6 +66,18 @@ float *harness_download(vkf_tensor *t);
             harness_failures++;                                                                     \
         } else if (vkf_last_error()[0] == '\0') {                                                   \
             fprintf(stderr, "%s:%d: %s failed without a message\n", __FILE__, __LINE__, #expr);     \
+            harness_failures++;                                                                     \
+        }                                                                                           \
+    } while (0)
+
+/* CHECK_STATUS, and the message names the reason: it contains `keyword`. */
+#define CHECK_FAIL(expr, status, keyword)                                                           \
+    do {                                                                                            \
+        int failures_before_ = harness_failures;                                                    \
+        CHECK_STATUS(expr, status);                                                                 \
+        if (harness_failures == failures_before_ && !strstr(vkf_last_error(), keyword)) {           \
+            fprintf(stderr, "%s:%d: %s: message \"%s\" does not mention \"%s\"\n", __FILE__, __LINE__, \
+                    #expr, vkf_last_error(), keyword);                                              \
             harness_failures++;                                                                     \
         }                                                                                           \
     } while (0)

@@ -15,17 +15,6 @@
 static int sentinel_storage;
 #define SENTINEL ((void *)&sentinel_storage)
 
-/* CHECK_STATUS, and the message names the reason: it contains `keyword`. */
-#define CHECK_FAIL(expr, status, keyword)                                                           \
-    do {                                                                                            \
-        int failures_before_ = harness_failures;                                                    \
-        CHECK_STATUS(expr, status);                                                                 \
-        if (harness_failures == failures_before_ && !strstr(vkf_last_error(), keyword)) {           \
-            fprintf(stderr, "%s:%d: %s: message \"%s\" does not mention \"%s\"\n", __FILE__, __LINE__, \
-                    #expr, vkf_last_error(), keyword);                                              \
-            harness_failures++;                                                                     \
-        }                                                                                           \
-    } while (0)
 
 static vkf_tensor *tensor_2d(vkf_context *ctx, vkf_dtype dtype, uint64_t rows, uint64_t cols)
 {

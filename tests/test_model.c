@@ -50,17 +50,6 @@ static const model_spec MODELS[2] = {
 #define BATCH 3
 #define MAX_NEW 12
 
-/* CHECK_STATUS, and the message contains `keyword`. */
-#define CHECK_FAIL(expr, status, keyword)                                                           \
-    do {                                                                                            \
-        int failures_before_ = harness_failures;                                                    \
-        CHECK_STATUS(expr, status);                                                                 \
-        if (harness_failures == failures_before_ && !strstr(vkf_last_error(), keyword)) {           \
-            fprintf(stderr, "%s:%d: %s: message \"%s\" does not mention \"%s\"\n", __FILE__, __LINE__, \
-                    #expr, vkf_last_error(), keyword);                                              \
-            harness_failures++;                                                                     \
-        }                                                                                           \
-    } while (0)
 
 static char *path_join(const char *dir, const char *file)
 {
