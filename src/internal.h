@@ -85,6 +85,10 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_ARGMAX,
     VKF_VARIANT_ADVANCE,
     VKF_VARIANT_ATTENTION_FUSED,        /* many queries, online softmax, no score matrix */
+    VKF_VARIANT_LSH_HASH,               /* LSH attention (attention_lsh.c): bucket of each token per round */
+    VKF_VARIANT_LSH_SORT,               /* stable sort of tokens by bucket */
+    VKF_VARIANT_LSH_ATTEND,             /* attention within chunks of the sorted order */
+    VKF_VARIANT_LSH_COMBINE,            /* rounds combined by log-sum-exp */
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 

@@ -4,6 +4,7 @@
  * kept in the context. */
 #include "internal.h"
 #include "push.h"
+#include "push_lsh.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,18 @@ static const uint32_t spirv_advance[] =
 static const uint32_t spirv_attention_fused[] =
 #include "attention_fused.spv.h"
     ;
+static const uint32_t spirv_lsh_hash[] =
+#include "attention_lsh_hash.spv.h"
+    ;
+static const uint32_t spirv_lsh_sort[] =
+#include "attention_lsh_sort.spv.h"
+    ;
+static const uint32_t spirv_lsh_attend[] =
+#include "attention_lsh_attend.spv.h"
+    ;
+static const uint32_t spirv_lsh_combine[] =
+#include "attention_lsh_combine.spv.h"
+    ;
 
 /* One line per variant: name, SPIR-V, storage-buffer bindings, push-constant bytes. */
 static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
@@ -63,6 +76,10 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_ARGMAX] = {"argmax", spirv_argmax, sizeof spirv_argmax, 4, sizeof(vkf_push_argmax)},
     [VKF_VARIANT_ADVANCE] = {"advance", spirv_advance, sizeof spirv_advance, 1, 0},
     [VKF_VARIANT_ATTENTION_FUSED] = {"attention_fused", spirv_attention_fused, sizeof spirv_attention_fused, 5, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_LSH_HASH] = {"attention_lsh_hash", spirv_lsh_hash, sizeof spirv_lsh_hash, 1, sizeof(vkf_push_lsh_hash)},
+    [VKF_VARIANT_LSH_SORT] = {"attention_lsh_sort", spirv_lsh_sort, sizeof spirv_lsh_sort, 1, sizeof(vkf_push_lsh_sort)},
+    [VKF_VARIANT_LSH_ATTEND] = {"attention_lsh_attend", spirv_lsh_attend, sizeof spirv_lsh_attend, 1, sizeof(vkf_push_lsh_attend)},
+    [VKF_VARIANT_LSH_COMBINE] = {"attention_lsh_combine", spirv_lsh_combine, sizeof spirv_lsh_combine, 1, sizeof(vkf_push_lsh_combine)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }
