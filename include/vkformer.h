@@ -150,6 +150,20 @@ typedef struct vkf_context_options {
      * it fails with VKF_ERROR_OUT_OF_DEVICE_MEMORY giving the bytes needed and
      * available, and the context stays usable. */
     uint64_t max_device_memory;
+    /* Directory of the per-device pipeline-cache and tune files. NULL: the
+     * VKFORMER_CACHE_DIR environment variable, else $XDG_CACHE_HOME/vkformer, else
+     * $HOME/.cache/vkformer. Created when a file is first written. Borrowed for the
+     * create call only. */
+    const char *cache_dir;
+    /* 1: compiled pipelines are kept in a file per device in cache_dir, read at
+     * create and written back at destroy when they changed; 0: off; -1 (default):
+     * on unless VKFORMER_PIPELINE_CACHE=0. A missing, unreadable, corrupt or
+     * foreign file is ignored (with an info message to the log callback). */
+    int pipeline_cache;
+    /* 1: use the kernel tiles `vkformer tune` stored for this device in cache_dir,
+     * when there is such a file; 0: built-in choices; -1 (default): on unless
+     * VKFORMER_TUNE=0. A malformed or foreign file is ignored (info message). */
+    int tune;
 } vkf_context_options;
 
 /* Fills the defaults. Call before setting fields. */
@@ -394,14 +408,30 @@ vkf_status vkf_model_generate(vkf_model *model, const vkf_sequences *src, uint32
 
 /* Attention variants. self_attention applies to the encoder's self-attention and
  * (in its causal form) the decoder's, in the forward pass and in every decode step:
- *   "dense"        fused kernel, online softmax, no score matrix (the default)
- *   "dense-naive"  scores materialised: batched matmul, softmax, batched matmul
- *   "local:W"      query i sees key j iff |i - j| <= W (decoder: also j <= i)
- *   "strided:W:S"  iff |i - j| <= W or j mod S = S - 1 (decoder: also j <= i)
- * cross_attention: "dense" or "dense-naive". NULL means "dense". bigbird, lsh and
- * lowrank are not implemented yet (VKF_ERROR_UNSUPPORTED). Models whose head_dim
- * passes 256 run "dense" as dense-naive. */
+ *   "dense"          fused kernel, online softmax, no score matrix (the default)
+ *   "dense-naive"    scores materialised: batched matmul, softmax, batched matmul
+ *   "local:W"        query i sees key j iff |i - j| <= W (decoder: also j <= i)
+ *   "strided:W:S"    iff |i - j| <= W or j mod S = S - 1 (decoder: also j <= i)
+ *   "bigbird:B:G:R"  blocks of B tokens: a query block sees its own and the two
+ *                    neighbouring blocks, the first G blocks (which see and are
+ *                    seen by every block) and R random blocks drawn from the seed
+ *                    (decoder: also j <= i, the random blocks drawn from earlier ones)
+ *   "lsh:H:C"        Reformer: shared-QK (the model's key projection is not used),
+ *                    H seeded hash rounds, chunks of C sorted tokens. Decode steps
+ *                    attend densely over the KV cache (one new query cannot be
+ *                    hashed and sorted against).
+ *   "lowrank:K"      Linformer: keys and values projected along the sequence to K
+ *                    rows by a fixed seeded projection (random equal groups
+ *                    averaged; a permutation when K >= length, which equals dense).
+ *                    Encoder only: decoder self-attention is causal and stays dense.
+ * cross_attention: "dense", "dense-naive" or "lowrank:K". NULL means "dense".
+ * Variants other than dense-naive need head_dim <= 256; models whose head_dim
+ * passes 256 run "dense" as dense-naive. Where a variant does not apply, the
+ * context's log gets an info message saying what runs instead. */
 vkf_status vkf_model_set_attention(vkf_model *model, const char *self_attention, const char *cross_attention);
+/* The seed of bigbird's random blocks, lsh's rotations and lowrank's projection
+ * (default 0). The same seed gives the same results. */
+vkf_status vkf_model_set_seed(vkf_model *model, uint64_t seed);
 
 /* Profiling: with `on`, command lists the model records from now on carry
  * timestamps (cached ones are dropped and re-recorded). */

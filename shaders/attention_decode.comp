@@ -23,8 +23,10 @@ layout(push_constant) uniform Push {
     uint v_offset, v_row, v_batch;
     uint out_batch;                 // out row of b starts at b * out_batch
     uint max_keys;                  // scratch row length
-    uint pattern;                   // 0 dense, 1 local:W, 2 strided:W:S (query row = state[0])
+    uint pattern;                   // 0 dense, 1 local:W, 2 strided:W:S, 3 bigbird:B:G:R (query row = state[0])
     uint window, stride;
+    uint bb_block, bb_globals, bb_random;   // bigbird's B, G, R
+    uint random_len;                // elements of the random-block table (>= 1); reads are clamped to it
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufQ { float q[]; };
@@ -33,8 +35,18 @@ layout(set = 0, binding = 2) readonly buffer BufV { float v[]; };
 layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch) or state (1)
 layout(set = 0, binding = 4) buffer BufScratch { float scores[]; };       // (batch * heads, max_keys)
 layout(set = 0, binding = 5) writeonly buffer BufOut { float outv[]; };
+layout(set = 0, binding = 6) readonly buffer BufRandom { int random_blocks[]; };  // (query blocks, R) or the dummy
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
+
+// bigbird: may the query in block qb see key block kb?
+bool block_allowed(uint qb, uint kb)
+{
+    if (qb < pc.bb_globals || kb < pc.bb_globals || (qb > kb ? qb - kb : kb - qb) <= 1u) return true;
+    for (uint t = 0u; t < pc.bb_random; t++)
+        if (random_blocks[min(qb * pc.bb_random + t, pc.random_len - 1u)] == int(kb)) return true;
+    return false;
+}
 
 void main()
 {
@@ -56,7 +68,9 @@ void main()
         for (uint c = 0; c < pc.head_dim; c++) s += q[qb + c] * k[kb + j * pc.k_row + c];
         s *= pc.scale;
         bool near = (i > j ? i - j : j - i) <= pc.window;
-        if ((pc.pattern == 1u && !near) || (pc.pattern == 2u && !near && j % pc.stride != pc.stride - 1u)) s = NEG_INF;
+        if ((pc.pattern == 1u && !near) || (pc.pattern == 2u && !near && j % pc.stride != pc.stride - 1u) ||
+            (pc.pattern == 3u && !block_allowed(i / pc.bb_block, j / pc.bb_block)))
+            s = NEG_INF;
         scores[sb + j] = s;
         m = max(m, s);
     }

@@ -7,6 +7,8 @@
 //   j ≤ i + causal_offset           (causal)
 //   |i − j| ≤ W                     (pattern LOCAL:W)
 //   |i − j| ≤ W or j mod S = S − 1  (pattern STRIDED:W:S)
+//   block i/B sees block j/B         (pattern BIGBIRD:B:G:R: neighbours, G global
+//                                     blocks, R random blocks from the table)
 // A query with every key masked gets zeros.
 //
 // One workgroup per (batch·head, block of BQ queries). It walks its keys in tiles of
@@ -21,7 +23,11 @@
 // causal limit of the block's last query and at the key length), then, for STRIDED,
 // the stride keys S−1, 2S−1, ... outside that range, gathered into the same tiles.
 // Key blocks the pattern or the causal mask exclude for every query of the block
-// are never loaded. Within a tile the mask is evaluated exactly per (i, j).
+// are never loaded. For BIGBIRD the host lists each workgroup's key blocks in the
+// table (every block any query of the workgroup may see, once, in order); the
+// tile load works out, per key, a bit for each query block of the workgroup
+// (at most 32) saying whether that block may see it.
+// Within a tile the mask is evaluated exactly per (i, j).
 //
 // Two forms, by TD (invocations per query row):
 //  - TD == 1, "rows" (CPU drivers): each invocation owns TQ whole query rows,
@@ -66,22 +72,29 @@ layout(push_constant) uniform Push {
     uint pattern;                   // 0 dense, 1 local, 2 strided
     uint window, stride;            // W (at most max(lq, lk)), S (>= 1)
     uint q_blocks;                  // ceil(lq / BQ)
+    uint bb_block, bb_globals, bb_random;   // BIGBIRD: B, G, R
+    uint bb_offsets, bb_lists;      // table: random blocks (ceil(lq / B), R) at 0, then each
+                                    // workgroup's first list entry at bb_offsets + w, lists at bb_lists
+    uint table_len;                 // elements in the table (>= 1); every read is clamped to it
 } pc;
 
 const uint FLAG_LENGTHS = 1u;
 const uint FLAG_CAUSAL = 2u;
 const uint PATTERN_DENSE = 0u;
 const uint PATTERN_STRIDED = 2u;
+const uint PATTERN_BIGBIRD = 3u;
 
 layout(set = 0, binding = 0) readonly buffer BufQ { float q[]; };
 layout(set = 0, binding = 1) readonly buffer BufK { float k[]; };
 layout(set = 0, binding = 2) readonly buffer BufV { float v[]; };
 layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch) I32, or the dummy
 layout(set = 0, binding = 4) writeonly buffer BufOut { float outv[]; };   // (batch * lq, heads * head_dim)
+layout(set = 0, binding = 5) readonly buffer BufTable { int table[]; };   // BIGBIRD's table, or the dummy
 
 shared vec4 k_tile[BK * D4];            // (BK, D4): keys of the tile, zero past head_dim and the list
 shared vec4 v_tile[BK * D4];
 shared uint key_slot[BK];               // the key of each slot, see allowed()
+shared uint slot_bits[BK];              // BIGBIRD: bit t set iff query block qa + t may see the slot's key
 shared float p_tile[BQ * BK];           // scores, then probabilities: (BQ, BK) split; (BK, BQ) rows
 shared vec4 q_tile[SPLIT_ROWS * D4];    // split form: (BQ, D4) pre-scaled queries
 shared float row_part[SPLIT_ROWS * TD]; // split form: per-invocation partial max, then partial sum
@@ -94,25 +107,44 @@ shared float row_part[SPLIT_ROWS * TD]; // split form: per-invocation partial ma
 const uint NO_KEY = 0x7fffffffu;
 const uint STRIDE_KEY = 0x80000000u;
 
+// The workgroup's (b, h, query block) and its key list: [ja, jb), then the stride
+// keys s·S + S − 1 for s in [0, s_lo) ∪ [s_hi, jend / S); BIGBIRD: the blocks of
+// table entries list0 .. list0 + n_keys / B - 1. qa: BIGBIRD block of query i0.
+uint b, h, i0, len, ja, n1, s_lo, s_hi, n_keys, list0, qa, span;
+uint qbase, kbase, vbase, obase0;
+
 // The exact mask: may query i (< lq or not) see the key of this slot? No branches.
-bool allowed(uint i, uint slot_word, uint len)
+bool allowed(uint i, uint slot_word, uint bits, uint len)
 {
     uint j = slot_word & NO_KEY;
     uint dist = i > j ? i - j : j - i;
-    bool in_pattern = pc.pattern == PATTERN_DENSE || dist <= pc.window ||
-                      (pc.pattern == PATTERN_STRIDED && (slot_word & STRIDE_KEY) != 0u);
+    uint t = pc.pattern == PATTERN_BIGBIRD ? min(i / pc.bb_block - qa, 31u) : 0u;
+    bool in_pattern = pc.pattern == PATTERN_DENSE ||
+                      (pc.pattern == PATTERN_BIGBIRD ? ((bits >> t) & 1u) != 0u
+                                                     : dist <= pc.window ||
+                                                       (pc.pattern == PATTERN_STRIDED && (slot_word & STRIDE_KEY) != 0u));
     bool before_limit = (pc.flags & FLAG_CAUSAL) == 0u || j <= i + pc.causal_offset;
     return i < pc.lq && j < len && before_limit && in_pattern;
 }
 
-// The workgroup's (b, h, query block) and its key list: [ja, jb), then the stride
-// keys s·S + S − 1 for s in [0, s_lo) ∪ [s_hi, jend / S).
-uint b, h, i0, len, ja, n1, s_lo, s_hi, n_keys;
-uint qbase, kbase, vbase, obase0;
+int table_at(uint index)
+{
+    return table[min(index, pc.table_len - 1u)];
+}
 
-// The key of list entry x < n_keys.
+// BIGBIRD: may query block qb see key block kb?
+bool block_allowed(uint qb, uint kb)
+{
+    if (qb < pc.bb_globals || kb < pc.bb_globals || (qb > kb ? qb - kb : kb - qb) <= 1u) return true;
+    for (uint t = 0u; t < pc.bb_random; t++)
+        if (table_at(qb * pc.bb_random + t) == int(kb)) return true;
+    return false;
+}
+
+// The key of list entry x < n_keys (for BIGBIRD possibly past the keys: masked).
 uint key_of(uint x)
 {
+    if (pc.pattern == PATTERN_BIGBIRD) return uint(table_at(list0 + x / pc.bb_block)) * pc.bb_block + x % pc.bb_block;
     if (x < n1) return ja + x;
     uint y = x - n1;
     return (y < s_lo ? y : s_hi + (y - s_lo)) * pc.stride + pc.stride - 1u;
@@ -124,10 +156,13 @@ void load_tile(uint x0)
     for (uint e = gl_LocalInvocationID.x; e < BK * D4; e += WG) {
         uint slot = e / D4, c4 = e % D4, x = x0 + slot;
         vec4 kv = vec4(0.0), vv = vec4(0.0);
-        uint word = NO_KEY;
-        if (x < n_keys) {
-            uint j = key_of(x);
+        uint word = NO_KEY, bits = 0u;
+        uint j = x < n_keys ? key_of(x) : NO_KEY;
+        if (j < len) {  // loads only inside the sequence, whatever a table says
             word = j | (pc.pattern == PATTERN_STRIDED && j % pc.stride == pc.stride - 1u ? STRIDE_KEY : 0u);
+            if (pc.pattern == PATTERN_BIGBIRD && c4 == 0u)
+                for (uint t = 0u; t < span; t++)
+                    bits |= block_allowed(qa + t, j / pc.bb_block) ? 1u << t : 0u;
             uint kb = kbase + j * pc.k_row + c4 * 4u, vb = vbase + j * pc.v_row + c4 * 4u;
             for (uint c = 0u; c < 4u; c++)
                 if (c4 * 4u + c < pc.head_dim) {
@@ -137,7 +172,10 @@ void load_tile(uint x0)
         }
         k_tile[e] = kv;
         v_tile[e] = vv;
-        if (c4 == 0u) key_slot[slot] = word;
+        if (c4 == 0u) {
+            key_slot[slot] = word;
+            slot_bits[slot] = bits;
+        }
     }
 }
 
@@ -186,9 +224,9 @@ void rows_form()
                 vec4 kv = k_tile[slot * D4 + c4];
                 [[unroll]] for (uint qq = 0u; qq < TQ; qq++) s[qq] += dot(q_reg[qq * D4 + c4], kv);
             }
-            uint word = key_slot[slot];
+            uint word = key_slot[slot], bits = slot_bits[slot];
             [[unroll]] for (uint qq = 0u; qq < TQ; qq++) {
-                float sm = allowed(i0 + r + WG * qq, word, len) ? s[qq] : NEG_INF;
+                float sm = allowed(i0 + r + WG * qq, word, bits, len) ? s[qq] : NEG_INF;
                 p_tile[slot * BQ + r + WG * qq] = sm;
                 tile_max[qq] = max(tile_max[qq], sm);
             }
@@ -247,7 +285,7 @@ void split_form()
             uint slot = min(t + u * TD, BK - 1u);   // past BK (TD not dividing it): masked below
             float s = 0.0;
             for (uint c4 = 0u; c4 < D4; c4++) s += dot(q_tile[r * D4 + c4], k_tile[slot * D4 + c4]);
-            s_reg[u] = t + u * TD < BK && allowed(i, key_slot[slot], len) ? s : NEG_INF;
+            s_reg[u] = t + u * TD < BK && allowed(i, key_slot[slot], slot_bits[slot], len) ? s : NEG_INF;
             part_max = max(part_max, s_reg[u]);
         }
         row_part[tid] = part_max;
@@ -319,6 +357,14 @@ void main()
         n2 = s_lo + (jend / pc.stride - s_hi);
     }
     n_keys = n1 + n2;
+    if (pc.pattern == PATTERN_BIGBIRD) {
+        qa = i0 / pc.bb_block;
+        span = min(i_last / pc.bb_block - qa + 1u, 32u);
+        list0 = uint(table_at(pc.bb_offsets + qblock));
+        uint list1 = uint(table_at(pc.bb_offsets + qblock + 1u));
+        n_keys = list1 > list0 && list1 - list0 <= (pc.lk + pc.bb_block - 1u) / pc.bb_block ? (list1 - list0) * pc.bb_block : 0u;
+        list0 += pc.bb_lists;
+    }
 
     qbase = pc.q_offset + b * pc.q_batch + h * pc.head_dim;
     kbase = pc.k_offset + b * pc.k_batch + h * pc.head_dim;

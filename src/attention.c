@@ -9,6 +9,8 @@
 #include "push.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ tiles */
@@ -25,7 +27,7 @@ uint64_t vkf_attention_shared_bytes(const vkf_attention_tiles *t, uint32_t head_
     /* Mirrors the shared arrays of attention_fused.comp. */
     uint64_t d4 = vkf_div_up(head_dim, 4), split_rows = t->td > 1 ? t->bq : 1;
     return 2 * (uint64_t)t->bk * d4 * 16        /* k_tile, v_tile */
-           + (uint64_t)t->bk * 4                /* key_slot */
+           + (uint64_t)t->bk * 8                /* key_slot, slot_bits */
            + (uint64_t)t->bq * t->bk * 4        /* p_tile */
            + split_rows * d4 * 16               /* q_tile */
            + split_rows * t->td * 4;            /* row_part */
@@ -68,6 +70,247 @@ void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_a
         else break; /* cannot happen for head_dim <= 256 within Vulkan's 16 KiB minimum */
     }
     *out = t;
+}
+
+/* ------------------------------------------------------------------ bigbird */
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void vkf_bigbird_random_blocks(const vkf_bigbird *bb, uint32_t qb, uint32_t key_blocks, int32_t *out)
+{
+    uint32_t r = bb->random < VKF_BIGBIRD_MAX_RANDOM ? bb->random : VKF_BIGBIRD_MAX_RANDOM;
+    for (uint32_t t = 0; t < r; t++) out[t] = -1;
+    if (qb < bb->globals) return;
+    /* Candidates, in order: [G, min(hi, qb - 1)), then [max(G, qb + 2), hi). */
+    uint64_t g = bb->globals, hi = bb->causal ? (qb >= 1 ? qb - 1u : 0u) : key_blocks;
+    uint64_t low_end = qb >= 1 ? qb - 1u : 0u;
+    if (low_end > hi) low_end = hi;
+    uint64_t low_n = low_end > g ? low_end - g : 0;
+    uint64_t high_start = (uint64_t)qb + 2 > g ? (uint64_t)qb + 2 : g;
+    uint64_t high_n = hi > high_start ? hi - high_start : 0;
+    uint64_t m = low_n + high_n;
+    /* A partial Fisher-Yates shuffle of the virtual array 0 .. m - 1, its few
+     * moved places kept in a small map instead of the array. */
+    uint64_t map_pos[2 * VKF_BIGBIRD_MAX_RANDOM], map_val[2 * VKF_BIGBIRD_MAX_RANDOM];
+    uint32_t map_n = 0;
+    uint64_t state = bb->seed ^ ((uint64_t)qb * 0xd1b54a32d192ed03ull);
+    for (uint32_t t = 0; t < r && t < m; t++) {
+        uint64_t pick = t + splitmix64(&state) % (m - t);
+        uint64_t at_t = t, at_pick = pick;
+        uint32_t it = UINT32_MAX, ip = UINT32_MAX;
+        for (uint32_t e = 0; e < map_n; e++) {
+            if (map_pos[e] == t) at_t = map_val[e], it = e;
+            if (map_pos[e] == pick) at_pick = map_val[e], ip = e;
+        }
+        /* swap places t and pick (place t is never read again) */
+        if (ip == UINT32_MAX) map_pos[map_n] = pick, ip = map_n++;
+        map_val[ip] = at_t;
+        if (it == UINT32_MAX && pick != t) map_pos[map_n] = t, it = map_n++;
+        if (pick != t) map_val[it] = at_pick;
+        out[t] = (int32_t)(at_pick < low_n ? g + at_pick : high_start + (at_pick - low_n));
+    }
+}
+
+bool vkf_bigbird_allowed(const vkf_bigbird *bb, const int32_t *random_of_qi, uint32_t i, uint32_t j)
+{
+    uint32_t qi = i / bb->block, kj = j / bb->block;
+    if (qi < bb->globals || kj < bb->globals || (qi > kj ? qi - kj : kj - qi) <= 1) return true;
+    for (uint32_t t = 0; t < bb->random && t < VKF_BIGBIRD_MAX_RANDOM; t++)
+        if (random_of_qi[t] == (int32_t)kj) return true;
+    return false;
+}
+
+/* Query blocks one workgroup of bq rows can touch, at the worst alignment. The
+ * kernel keeps one bit per block. */
+static uint64_t bigbird_span(uint32_t bq, uint32_t block)
+{
+    return ((uint64_t)bq + 2 * (uint64_t)block - 2) / block;
+}
+#define BIGBIRD_MAX_SPAN 32u
+
+/* The tiles of this desc: given, or the device's, with fewer queries per
+ * workgroup where BIGBIRD's blocks are small. */
+static void tiles_for(const vkf_context *ctx, const vkf_attention_desc *d, vkf_attention_tiles *t)
+{
+    if (d->tiles) {
+        *t = *d->tiles;
+        return;
+    }
+    vkf_attention_tiles_choose(ctx, d->head_dim, t);
+    if (d->pattern != VKF_ATTENTION_BIGBIRD || !d->bigbird.block) return;
+    while (t->bq > 1 && bigbird_span(t->bq, d->bigbird.block) > BIGBIRD_MAX_SPAN) {
+        t->bq /= 2;
+        if (t->tq > t->bq) t->tq = t->bq;
+        t->workgroup = t->bq * t->td / t->tq;
+    }
+}
+
+/* Table layout (I32): [0, nqb * R) random blocks of each query block; at
+ * `offsets`, q_blocks + 1 list starts; at `lists`, the lists of key blocks. */
+typedef struct bigbird_layout {
+    uint64_t nqb, nkb, offsets, lists, total;
+} bigbird_layout;
+
+/* Builds the table into *out (malloc'ed) and its layout. */
+static vkf_status bigbird_table(const vkf_attention_desc *d, uint32_t bq, int32_t **out, bigbird_layout *lay,
+                                const char *fn)
+{
+    const vkf_bigbird *bb = &d->bigbird;
+    uint64_t B = bb->block, R = bb->random, q_blocks = vkf_div_up(d->lq, bq);
+    lay->nqb = vkf_div_up(d->lq, B);
+    lay->nkb = vkf_div_up(d->lk, B);
+    lay->offsets = lay->nqb * R;
+    lay->lists = lay->offsets + q_blocks + 1;
+    /* A workgroup lists every block when one of its queries is global, else at
+     * most G + span + 2 + span * R blocks, and at most all. */
+    uint64_t per_wg = bb->globals + (R + 1) * bigbird_span(bq, bb->block) + 2;
+    if (per_wg > lay->nkb) per_wg = lay->nkb;
+    uint64_t global_wgs = vkf_div_up((uint64_t)bb->globals * B, bq);
+    if (global_wgs > q_blocks) global_wgs = q_blocks;
+    uint64_t cap = lay->lists + global_wgs * lay->nkb + (q_blocks - global_wgs) * per_wg;
+    if (cap > UINT32_MAX / 2)
+        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: bigbird table of %llu entries passes 2^31", fn,
+                        (unsigned long long)cap);
+    int32_t *t = malloc(cap * sizeof *t);
+    uint8_t *mark = calloc(lay->nkb ? lay->nkb : 1, 1);
+    if (!t || !mark) {
+        free(t);
+        free(mark);
+        return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "%s: bigbird table of %llu entries", fn, (unsigned long long)cap);
+    }
+    for (uint64_t qb = 0; qb < lay->nqb; qb++) vkf_bigbird_random_blocks(bb, (uint32_t)qb, (uint32_t)lay->nkb, t + qb * R);
+    uint64_t n = lay->lists;
+    for (uint64_t w = 0; w < q_blocks; w++) {
+        t[lay->offsets + w] = (int32_t)(n - lay->lists);
+        uint64_t i0 = w * bq, i_last = (i0 + bq < d->lq ? i0 + bq : d->lq) - 1;
+        uint64_t qa = i0 / B, qz = i_last / B, limit = lay->nkb - 1;
+        if (d->causal && (i_last + d->causal_offset) / B < limit) limit = (i_last + d->causal_offset) / B;
+        /* Every block any query block qa..qz may see, up to the causal limit. */
+        for (uint64_t qb = qa; qb <= qz; qb++) {
+            if (qb < bb->globals) {
+                memset(mark, 1, limit + 1);
+                break;
+            }
+            for (uint64_t kb = 0; kb < bb->globals && kb <= limit; kb++) mark[kb] = 1;
+            for (uint64_t kb = qb ? qb - 1 : 0; kb <= qb + 1 && kb <= limit; kb++) mark[kb] = 1;
+            for (uint64_t e = 0; e < R; e++) {
+                int32_t kb = t[qb * R + e];
+                if (kb >= 0 && (uint64_t)kb <= limit) mark[kb] = 1;
+            }
+        }
+        for (uint64_t kb = 0; kb <= limit; kb++)
+            if (mark[kb]) t[n++] = (int32_t)kb, mark[kb] = 0;
+    }
+    t[lay->offsets + q_blocks] = (int32_t)(n - lay->lists);
+    free(mark);
+    lay->total = n;
+    *out = t;
+    return VKF_OK;
+}
+
+vkf_status vkf_attention_table_create(vkf_context *ctx, const vkf_attention_desc *d, vkf_tensor **out)
+{
+    static const char fn[] = "vkf_attention_table_create";
+    if (!out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    *out = NULL;
+    if (!ctx || !d) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: context or desc is NULL", fn);
+    if (d->pattern != VKF_ATTENTION_BIGBIRD)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: only the bigbird pattern has a table", fn);
+    if (!d->bigbird.block || !d->lq || !d->lk || d->bigbird.random > VKF_BIGBIRD_MAX_RANDOM)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
+                        "%s: bigbird needs block >= 1 (got %u), lq and lk >= 1, random <= %u (got %u)", fn,
+                        d->bigbird.block, VKF_BIGBIRD_MAX_RANDOM, d->bigbird.random);
+    vkf_attention_tiles tiles;
+    tiles_for(ctx, d, &tiles);
+    if (!tiles.bq) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: tiles with bq 0", fn);
+    int32_t *host = NULL;
+    bigbird_layout lay = {0};
+    VKF_TRY(bigbird_table(d, tiles.bq, &host, &lay, fn));
+    uint64_t shape[1] = {lay.total};
+    vkf_status st = vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, shape, out);
+    if (st == VKF_OK) st = vkf_tensor_upload(*out, host, lay.total * sizeof *host);
+    free(host);
+    if (st != VKF_OK) {
+        vkf_tensor_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ variants by name */
+
+vkf_status vkf_attention_parse(const char *spec, bool cross, vkf_attention_spec *out)
+{
+    vkf_attention_spec c = {0};
+    unsigned long a = 0, b = 0, r = 0;
+    int used = 0;
+#define FULL(n_expected, n_got) ((n_got) == (n_expected) && spec[used] == '\0')
+    if (!spec || strcmp(spec, "dense") == 0) {
+    } else if (strcmp(spec, "dense-naive") == 0) {
+        c.kind = VKF_ATTN_NAIVE;
+    } else if (sscanf(spec, "lowrank:%lu%n", &a, &used) == 1 && spec[used] == '\0') {
+        if (a < 1 || a > 65536)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "attention \"%s\": lowrank:K needs 1 <= K <= 65536", spec);
+        c.kind = VKF_ATTN_LOWRANK, c.rank = (uint32_t)a;
+    } else if (cross) {
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "unknown cross-attention \"%s\" (dense, dense-naive, lowrank:K)", spec);
+    } else if (FULL(1, sscanf(spec, "local:%lu%n", &a, &used)) && a <= UINT32_MAX) {
+        c.pattern = VKF_ATTENTION_LOCAL, c.window = (uint32_t)a;
+    } else if (FULL(2, sscanf(spec, "strided:%lu:%lu%n", &a, &b, &used)) && b >= 1 && a <= UINT32_MAX &&
+               b <= UINT32_MAX) {
+        c.pattern = VKF_ATTENTION_STRIDED, c.window = (uint32_t)a, c.stride = (uint32_t)b;
+    } else if (FULL(3, sscanf(spec, "bigbird:%lu:%lu:%lu%n", &a, &b, &r, &used))) {
+        if (a < 1 || a > INT32_MAX || b > UINT32_MAX || r > VKF_BIGBIRD_MAX_RANDOM)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
+                            "attention \"%s\": bigbird:B:G:R needs block B >= 1, G >= 0 global blocks and R <= %u random "
+                            "blocks", spec, VKF_BIGBIRD_MAX_RANDOM);
+        c.pattern = VKF_ATTENTION_BIGBIRD, c.block = (uint32_t)a, c.globals = (uint32_t)b, c.random = (uint32_t)r;
+    } else if (FULL(2, sscanf(spec, "lsh:%lu:%lu%n", &a, &b, &used))) {
+        if (a < 1 || a > 64 || b < 1 || b > INT32_MAX)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "attention \"%s\": lsh:H:C needs 1 <= H <= 64 hash rounds and a "
+                            "chunk C >= 1", spec);
+        c.kind = VKF_ATTN_LSH, c.rounds = (uint32_t)a, c.chunk = (uint32_t)b;
+    } else {
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
+                        "unknown attention \"%s\" (dense, dense-naive, local:W, strided:W:S with S >= 1, bigbird:B:G:R, "
+                        "lsh:H:C, lowrank:K)", spec);
+    }
+#undef FULL
+    *out = c;
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ lowrank */
+
+vkf_status vkf_lowrank_projection(uint64_t seed, uint32_t K, uint32_t S, const uint32_t *lengths, uint32_t count,
+                                  float *E, int32_t *rows_out)
+{
+    uint32_t *perm = malloc((size_t)S * sizeof *perm);
+    if (!perm) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for the lowrank projection");
+    memset(E, 0, (size_t)count * K * S * sizeof *E);
+    for (uint32_t b = 0; b < count; b++) {
+        uint32_t len = lengths[b] < S ? lengths[b] : S;
+        uint64_t state = seed ^ ((uint64_t)len * 0xd1b54a32d192ed03ull);
+        for (uint32_t j = 0; j < len; j++) perm[j] = j;
+        for (uint32_t j = len; j > 1; j--) {
+            uint32_t x = (uint32_t)(splitmix64(&state) % j), t = perm[j - 1];
+            perm[j - 1] = perm[x], perm[x] = t;
+        }
+        float *Eb = E + (size_t)b * K * S;
+        for (uint32_t r = 0; r < K && r < len; r++) {
+            uint32_t count = (len - r + K - 1) / K; /* t = r, r + K, ... < len */
+            for (uint32_t t = r; t < len; t += K) Eb[(size_t)r * S + perm[t]] = 1.0f / (float)count;
+        }
+        rows_out[b] = (int32_t)(K < len ? K : len);
+    }
+    free(perm);
+    return VKF_OK;
 }
 
 /* ------------------------------------------------------------------ checks */
@@ -145,8 +388,17 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: head_dim %u exceeds the fused kernel's limit of %u", fn,
                         d->head_dim, VKF_ATTENTION_MAX_HEAD_DIM);
     if (!isfinite(d->scale)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: scale is not finite", fn);
-    if ((unsigned)d->pattern > VKF_ATTENTION_STRIDED)
+    if ((unsigned)d->pattern > VKF_ATTENTION_BIGBIRD)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: unknown pattern %d", fn, (int)d->pattern);
+    const vkf_bigbird *bb = &d->bigbird;
+    if (d->pattern == VKF_ATTENTION_BIGBIRD) {
+        if (!bb->block || bb->block > INT32_MAX || bb->random > VKF_BIGBIRD_MAX_RANDOM)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: bigbird needs 1 <= block < 2^31 (got %u) and random <= %u "
+                            "(got %u)", fn, bb->block, VKF_BIGBIRD_MAX_RANDOM, bb->random);
+        if (!d->table)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: the bigbird pattern needs its table "
+                            "(vkf_attention_table_create)", fn);
+    }
     if (d->pattern == VKF_ATTENTION_STRIDED && d->stride == 0)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: strided pattern with stride 0", fn);
     /* Positions are compared as 32-bit values in the shader (i + W + 1, i + offset + 1). */
@@ -176,9 +428,23 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
                         (unsigned long long)out_elements);
 
     vkf_attention_tiles tiles;
-    if (d->tiles) tiles = *d->tiles;
-    else vkf_attention_tiles_choose(ctx, d->head_dim, &tiles);
+    tiles_for(ctx, d, &tiles);
     VKF_TRY(check_tiles(ctx, &tiles, d->head_dim, fn));
+    if (d->pattern == VKF_ATTENTION_BIGBIRD) {
+        if (bigbird_span(tiles.bq, bb->block) > BIGBIRD_MAX_SPAN)
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: %u queries per workgroup span more than %u bigbird blocks of %u",
+                            fn, tiles.bq, BIGBIRD_MAX_SPAN, bb->block);
+        uint64_t nqb = vkf_div_up(d->lq, bb->block), offsets = nqb * bb->random;
+        uint64_t lists = offsets + vkf_div_up(d->lq, tiles.bq) + 1;
+        VKF_TRY(vkf_check_tensor(cmd, d->table, VKF_DTYPE_I32, lists, fn, "table"));
+        if (d->table->elements > UINT32_MAX)
+            return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: table passes 2^32 elements", fn);
+        p.bb_block = bb->block, p.bb_globals = bb->globals, p.bb_random = bb->random;
+        p.bb_offsets = (uint32_t)offsets, p.bb_lists = (uint32_t)lists;
+        p.table_len = (uint32_t)d->table->elements;
+    } else {
+        p.bb_block = 1, p.table_len = 1;
+    }
 
     /* Grid: (batch · heads) × query blocks workgroups, laid out in 2-D past the x
      * limit; the shader undoes it with linear_workgroup() and skips the padding. */
@@ -203,15 +469,17 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
     if (d->key_lengths) VKF_TRY(vkf_check_tensor(cmd, d->key_lengths, VKF_DTYPE_I32, d->batch, fn, "key_lengths"));
     VKF_TRY(vkf_check_tensor(cmd, d->out, VKF_DTYPE_F32, out_elements, fn, "out"));
     if (same_tensor_overlap(d->out, d->q.tensor) || same_tensor_overlap(d->out, d->k.tensor) ||
-        same_tensor_overlap(d->out, d->v.tensor) || same_tensor_overlap(d->out, d->key_lengths))
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias q, k, v or key_lengths", fn);
+        same_tensor_overlap(d->out, d->v.tensor) || same_tensor_overlap(d->out, d->key_lengths) ||
+        (d->pattern == VKF_ATTENTION_BIGBIRD && same_tensor_overlap(d->out, d->table)))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias q, k, v, key_lengths or table", fn);
 
     uint32_t spec[6] = {tiles.workgroup, tiles.bq, tiles.bk, tiles.td, tiles.tq, (uint32_t)vkf_div_up(d->head_dim, 4)};
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_ATTENTION_FUSED, spec, 6, &pipe));
-    vkf_binding b[5] = {
+    vkf_binding b[6] = {
         {d->q.tensor, VKF_READ}, {d->k.tensor, VKF_READ}, {d->v.tensor, VKF_READ},
         {d->key_lengths, VKF_READ}, {d->out, VKF_WRITE},
+        {d->pattern == VKF_ATTENTION_BIGBIRD ? d->table : NULL, VKF_READ},
     };
-    return vkf_cmd_dispatch(cmd, pipe, b, 5, &p, sizeof p, groups, "attention_fused");
+    return vkf_cmd_dispatch(cmd, pipe, b, 6, &p, sizeof p, groups, "attention_fused");
 }

@@ -441,6 +441,16 @@ void vkf_context_options_init(vkf_context_options *o)
     memset(o, 0, sizeof *o);
     o->validation = -1;
     o->allow_host_visible = true;
+    o->pipeline_cache = -1;
+    o->tune = -1;
+}
+
+/* A -1/0/1 option: -1 reads the environment variable (on unless it is "0"). */
+static bool option_on(int option, const char *env_name)
+{
+    if (option != -1) return option == 1;
+    const char *env = getenv(env_name);
+    return !(env && strcmp(env, "0") == 0);
 }
 
 static vkf_status device_create(vkf_context *ctx)
@@ -484,9 +494,7 @@ static vkf_status device_create(vkf_context *ctx)
     VKF_VK_TRY(ctx->vk.vkCreateCommandPool(ctx->device, &pool, NULL, &ctx->command_pool));
     VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VKF_VK_TRY(ctx->vk.vkCreateFence(ctx->device, &fence, NULL, &ctx->transfer_fence));
-    VkPipelineCacheCreateInfo cache = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-    VKF_VK_TRY(ctx->vk.vkCreatePipelineCache(ctx->device, &cache, NULL, &ctx->pipeline_cache));
-    return VKF_OK;
+    return vkf_pipeline_cache_create(ctx);
 }
 
 vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **out_context)
@@ -499,12 +507,18 @@ vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **
     if (options->validation < -1 || options->validation > 1)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_create: validation must be -1, 0 or 1, not %d",
                         options->validation);
+    if (options->pipeline_cache < -1 || options->pipeline_cache > 1 || options->tune < -1 || options->tune > 1)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_create: pipeline_cache and tune must be -1, 0 or 1, "
+                        "not %d and %d", options->pipeline_cache, options->tune);
 
     vkf_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating a context");
     ctx->log = options->log;
     ctx->log_user = options->log_user;
     ctx->max_device_memory = options->max_device_memory;
+    ctx->pipeline_cache_on = option_on(options->pipeline_cache, "VKFORMER_PIPELINE_CACHE");
+    ctx->tune_on = option_on(options->tune, "VKFORMER_TUNE");
+    vkf_cache_dir_resolve(ctx, options->cache_dir);
     if (options->validation == -1) {
         const char *env = getenv("VKFORMER_VALIDATE");
         ctx->validation = env && strcmp(env, "1") == 0;
@@ -550,6 +564,7 @@ vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **
     }
     if (st == VKF_OK) {
         vkf_tuning_choose(ctx);
+        if (ctx->tune_on) vkf_tune_load(ctx);
         uint64_t one = 4;
         st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 1, &one, &ctx->dummy);
     }
@@ -567,6 +582,7 @@ void vkf_context_destroy(vkf_context *ctx)
     if (ctx->device) {
         ctx->vk.vkDeviceWaitIdle(ctx->device);
         vkf_tensor_destroy(ctx->dummy);
+        if (ctx->pipeline_count > 0) vkf_pipeline_cache_save(ctx); /* only when it may have changed */
         vkf_pipelines_destroy(ctx);
         vkf_memory_destroy_all(ctx);
         if (ctx->pipeline_cache) ctx->vk.vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, NULL);

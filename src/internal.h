@@ -92,7 +92,7 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 
-#define VKF_MAX_BINDINGS 6
+#define VKF_MAX_BINDINGS 8
 #define VKF_MAX_SPEC 8
 
 typedef struct vkf_pipeline {
@@ -140,12 +140,43 @@ typedef struct vkf_tuning {
     vkf_matmul_tiles matmul;
     uint32_t row_workgroup;             /* softmax / layernorm invocations per row */
     uint32_t elementwise_workgroup;
+    /* Fused-attention tiles from a tune file (tune.c), for head_dim
+     * attention_head_dim only; 0: none, vkf_attention_tiles_choose decides. The
+     * values of a vkf_attention_tiles in field order. */
+    uint32_t attention_head_dim;
+    uint32_t attention_tiles[5];
+    bool from_file;                     /* matmul / attention tiles came from a tune file */
 } vkf_tuning;
 
 void vkf_tuning_choose(vkf_context *ctx);
 /* Replaces the matmul kernel family and tiles (tests, `vkformer tune`); checks them
  * against the device's limits. */
 vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const vkf_matmul_tiles *tiles);
+/* The tuned fused-attention tiles for head_dim (tune.c): true and *out_tiles
+ * filled when a tune file gave tiles for this head_dim, else false. */
+struct vkf_attention_tiles;
+bool vkf_tuning_attention_tiles(const vkf_context *ctx, uint32_t head_dim, struct vkf_attention_tiles *out_tiles);
+/* Loads the device's tune file into ctx->tuning when there is one (tune.c);
+ * anything wrong with it is logged and leaves the built-in choices. */
+void vkf_tune_load(vkf_context *ctx);
+
+/* ------------------------------------------------------------------ pipeline cache (pipeline_cache.c) */
+
+/* The directory of cache and tune files from the options and environment, in
+ * ctx->cache_dir; "" when none can be found ($HOME unset). */
+void vkf_cache_dir_resolve(vkf_context *ctx, const char *option);
+/* Creates ctx->pipeline_cache, seeded from the device's cache file when
+ * ctx->pipeline_cache_on and the file is valid. */
+vkf_status vkf_pipeline_cache_create(vkf_context *ctx);
+/* Writes the cache back when it changed (temp file, then rename); logs I/O errors. */
+void vkf_pipeline_cache_save(vkf_context *ctx);
+/* The path of the device's file named `prefix`-ids`suffix` in ctx->cache_dir;
+ * false when there is no cache directory or the name does not fit. */
+bool vkf_cache_file_path(const vkf_context *ctx, const char *prefix, const char *suffix, bool with_uuid, char *out,
+                         size_t capacity);
+/* Writes `bytes` to path atomically (temp file in the same directory, then
+ * rename), creating the directory; false on failure, with a message in `error`. */
+bool vkf_cache_write_file(const char *path, const void *data, size_t bytes, char *error, size_t error_capacity);
 
 /* ------------------------------------------------------------------ context (device.c) */
 
@@ -164,6 +195,11 @@ struct vkf_context {
     VkCommandPool command_pool;         /* owned */
     VkFence transfer_fence;             /* owned, for uploads/downloads */
     VkPipelineCache pipeline_cache;     /* owned */
+    char cache_dir[512];                /* pipeline-cache and tune files; "" none */
+    bool pipeline_cache_on;             /* read at create, written at destroy */
+    uint64_t pipeline_cache_loaded_hash; /* FNV-1a of the bytes read from the file */
+    size_t pipeline_cache_loaded_bytes; /* 0: nothing was read */
+    bool tune_on;                       /* look for a tune file */
 
     vkf_device_info info;
     VkPhysicalDeviceMemoryProperties memory_properties;
@@ -182,7 +218,7 @@ struct vkf_context {
     vkf_tensor *dummy;                  /* owned; bound where an optional input is absent */
 
     vkf_variant_objects variants[VKF_VARIANT_COUNT];
-    vkf_pipeline *pipelines;            /* owned array */
+    vkf_pipeline **pipelines;           /* owned array of owned pipelines (pointers stay valid) */
     uint32_t pipeline_count, pipeline_capacity;
 
     vkf_tuning tuning;
@@ -239,6 +275,30 @@ vkf_status vkf_check_cmd(vkf_cmd *cmd, const void *desc, const char *fn);
 vkf_status vkf_check_tensor(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtype, uint64_t elements, const char *fn,
                             const char *name);
 
+/* ------------------------------------------------------------------ attention patterns (attention.c) */
+/* BigBird's block pattern: query block qi = i / B may see key block kj = j / B iff
+ * |qi - kj| <= 1, or qi < G or kj < G (global blocks), or kj is one of the R random
+ * blocks of qi (vkf_bigbird_random_blocks). */
+typedef struct vkf_bigbird {
+    uint32_t block;                     /* B >= 1 tokens per block */
+    uint32_t globals;                   /* G global blocks */
+    uint32_t random;                    /* R random blocks per query block, at most VKF_BIGBIRD_MAX_RANDOM */
+    bool causal;                        /* random blocks drawn only from earlier blocks (see below) */
+    uint64_t seed;
+} vkf_bigbird;
+#define VKF_BIGBIRD_MAX_RANDOM 64u
+
+/* The random key blocks of query block qb into out[0 .. random): distinct blocks
+ * drawn without replacement by a splitmix64 stream seeded from (seed, qb), among
+ * the blocks a query of qb does not already see: not global, not qb - 1 .. qb + 1,
+ * and below key_blocks or, causal, below qb - 1 (so the draw does not depend on
+ * the sequence length, and a decode step draws what the forward pass drew). -1
+ * fills the places left when there are fewer candidates, and every place of a
+ * global query block (it sees everything). */
+void vkf_bigbird_random_blocks(const vkf_bigbird *bb, uint32_t qb, uint32_t key_blocks, int32_t *out);
+/* Whether query i may see key j under the pattern, given qi's random blocks. */
+bool vkf_bigbird_allowed(const vkf_bigbird *bb, const int32_t *random_of_qi, uint32_t i, uint32_t j);
+
 /* ------------------------------------------------------------------ decode-step ops (ops.c) */
 
 /* Attention of one query row per (b, h). q, k, v are (batch, rows, heads * head_dim)
@@ -256,6 +316,8 @@ typedef struct vkf_attention_decode_desc {
     vkf_tensor *out;                    /* (batch, heads * head_dim) */
     uint32_t pattern;                   /* a vkf_attention_pattern, only with length_from_state: */
     uint32_t window, stride;            /* the query's row is state[0] */
+    vkf_bigbird bigbird;                /* BIGBIRD (causal): parameters, and the random blocks of */
+    const vkf_tensor *random_blocks;    /* query blocks 0 .. ceil(max_keys / B) - 1, (blocks, R) I32 */
 } vkf_attention_decode_desc;
 vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *desc);
 /* cache_k/v (batch, capacity, d)[state[0]] = qkv (batch, 3d) K/V parts. */
@@ -278,7 +340,9 @@ typedef enum vkf_attention_pattern {
     VKF_ATTENTION_DENSE = 0,            /* every key */
     VKF_ATTENTION_LOCAL = 1,            /* local:W, allowed iff |i - j| <= W */
     VKF_ATTENTION_STRIDED = 2,          /* strided:W:S, allowed iff |i - j| <= W or j % S == S - 1 */
+    VKF_ATTENTION_BIGBIRD = 3,          /* bigbird:B:G:R, see vkf_bigbird_allowed */
 } vkf_attention_pattern;
+
 
 /* Specialization constants of attention_fused.comp, in constant_id order (id 5,
  * the vec4s per head row, follows from head_dim). workgroup * tq == bq * td, and
@@ -320,6 +384,8 @@ typedef struct vkf_attention_desc {
     vkf_attention_pattern pattern;
     uint32_t window;                    /* W of local/strided */
     uint32_t stride;                    /* S of strided, >= 1 */
+    vkf_bigbird bigbird;                /* the BIGBIRD pattern's parameters */
+    const vkf_tensor *table;            /* BIGBIRD: from vkf_attention_table_create for this desc, borrowed */
     vkf_tensor *out;                    /* (batch * lq, heads * head_dim) F32, packed; may not alias an input */
     const vkf_attention_tiles *tiles;   /* borrowed; NULL: vkf_attention_tiles_choose */
 } vkf_attention_desc;
@@ -333,6 +399,42 @@ void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_a
 uint64_t vkf_attention_shared_bytes(const vkf_attention_tiles *tiles, uint32_t head_dim);
 /* Appends one fused-attention dispatch (label "attention_fused"). */
 vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *desc);
+
+/* An attention variant as users name it (vkf_model_set_attention, --attention). */
+typedef enum vkf_attention_kind {
+    VKF_ATTN_FUSED = 0,                 /* the fused kernel with `pattern` (dense, local, strided, bigbird) */
+    VKF_ATTN_NAIVE,                     /* dense-naive: scores materialised (matmul, softmax, matmul) */
+    VKF_ATTN_LSH,                       /* Reformer's LSH attention (attention_lsh.c) */
+    VKF_ATTN_LOWRANK,                   /* Linformer: K, V projected along the sequence to `rank` rows */
+} vkf_attention_kind;
+
+typedef struct vkf_attention_spec {
+    vkf_attention_kind kind;
+    vkf_attention_pattern pattern;      /* VKF_ATTN_FUSED's pattern */
+    uint32_t window, stride;            /* local, strided */
+    uint32_t block, globals, random;    /* bigbird */
+    uint32_t rounds, chunk;             /* lsh */
+    uint32_t rank;                      /* lowrank */
+} vkf_attention_spec;
+
+/* Parses "dense", "dense-naive", "local:W", "strided:W:S", "bigbird:B:G:R",
+ * "lsh:H:C", "lowrank:K" (NULL: dense); for cross-attention only dense,
+ * dense-naive and lowrank. VKF_ERROR_INVALID_ARGUMENT names what is wrong. */
+vkf_status vkf_attention_parse(const char *spec, bool cross, vkf_attention_spec *out);
+
+/* Lowrank's fixed projection E (count, K, S) for sequences of the given lengths
+ * (each <= S): a sequence's len keys, in a seeded random order that depends on
+ * the seed and len only, are dealt to the K rows in turn, and row r is the mean
+ * of its keys. Rows past len stay empty: rows_out[b] = min(K, len) rows hold keys.
+ * With K >= len it is a permutation, so lowrank equals dense attention. */
+vkf_status vkf_lowrank_projection(uint64_t seed, uint32_t K, uint32_t S, const uint32_t *lengths, uint32_t count,
+                                  float *E, int32_t *rows_out);
+/* The I32 table the BIGBIRD pattern reads for exactly this desc (sizes, pattern,
+ * tiles): each query block's random blocks, then each workgroup's list of key
+ * blocks. The caller owns it, sets desc->table, and keeps it while the list runs.
+ * The kernel clamps every index it reads from the table, so a wrong table gives
+ * wrong numbers, never an access out of bounds. */
+vkf_status vkf_attention_table_create(vkf_context *ctx, const vkf_attention_desc *desc, vkf_tensor **out_table);
 
 /* ------------------------------------------------------------------ model.c */
 

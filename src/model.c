@@ -3,6 +3,7 @@
  * into one command buffer per shape, and greedy decoding with a KV cache whose
  * step is recorded once and re-submitted. */
 #include "internal.h"
+#include "attention_lsh.h"
 #include "safetensors.h"
 
 #include <ctype.h>
@@ -24,12 +25,10 @@ typedef struct norm {
     vkf_tensor *g, *b;                  /* (d_model) each */
 } norm;
 
-/* How one kind of attention is computed. */
-typedef struct attn_choice {
-    bool naive;                         /* dense-naive: scores materialised (matmul, softmax, matmul) */
-    vkf_attention_pattern pattern;      /* fused kernel's pattern */
-    uint32_t window, stride;
-} attn_choice;
+typedef vkf_attention_spec attn_choice;
+
+/* Where attention is recorded: which choice applies and which plan resources. */
+enum attn_site { SITE_ENC_SELF = 0, SITE_DEC_SELF = 1, SITE_CROSS = 2 };
 
 typedef struct enc_layer {
     linear qkv;                         /* (3d, d): self_attn.in_proj */
@@ -64,6 +63,11 @@ typedef struct fwd_plan {
     vkf_tensor *hidden;                 /* (B*max(S,T), d_ff) */
     vkf_tensor *scores;                 /* (B*H, max(S,T), max(S,T)), only for dense-naive */
     vkf_tensor *logits;                 /* (B*T, V) */
+    vkf_tensor *bb_table[2];            /* bigbird tables of encoder and decoder self-attention */
+    vkf_lsh_plan *lsh;                  /* lsh: scratch and rotations for n <= max(S, T) */
+    vkf_tensor *lr_proj[2];             /* lowrank (self, cross): (B, K, S) projection along the source */
+    vkf_tensor *lr_lengths[2];          /* (B) I32: rows of the projection that hold keys */
+    vkf_tensor *lr_kv;                  /* (B*K, 2d) projected keys and values */
 } fwd_plan;
 
 /* Greedy decoding of B sources of length S for up to `steps` tokens. */
@@ -78,6 +82,8 @@ typedef struct gen_plan {
     vkf_tensor *step_ids;               /* (B) I32: the step's input tokens, then its outputs */
     vkf_tensor *tokens;                 /* (B, steps) I32 */
     vkf_tensor *y, *y2, *yn, *qkv, *q, *attn, *tmp, *hidden, *scratch, *logits; /* (B, ...) */
+    vkf_tensor *bb_random;              /* bigbird: (ceil(steps / B), R) random blocks of the decode step */
+    uint32_t cross_keys;                /* rows of each cross_kv per sequence: S, or K for lowrank */
     vkf_cmd *step;                      /* owned, one decode step */
     vkf_cmd *encode;                    /* owned, encoder + cross K/V */
 } gen_plan;
@@ -99,6 +105,7 @@ struct vkf_model {
     uint32_t cmd_flags;                 /* VKF_CMD_TIMESTAMPS when profiling */
     attn_choice self_attn;              /* encoder and (causal) decoder self-attention */
     attn_choice cross_attn;             /* decoder cross-attention */
+    uint64_t seed;                      /* bigbird's random blocks, lsh's rotations, lowrank's projection */
     const vkf_cmd *last_forward;        /* borrowed from plans */
 };
 
@@ -587,18 +594,85 @@ typedef struct heads_view {
  * past the fused kernel's limit. */
 static bool needs_scores(const vkf_model *m, const attn_choice *ch)
 {
-    return ch->naive || m->cfg.d_model / m->cfg.n_heads > VKF_ATTENTION_MAX_HEAD_DIM;
+    return ch->kind == VKF_ATTN_NAIVE || m->cfg.d_model / m->cfg.n_heads > VKF_ATTENTION_MAX_HEAD_DIM;
+}
+
+/* The choice at a site. Decoder self-attention is causal: lowrank cannot apply
+ * there (a projection along the sequence mixes later tokens into earlier ones),
+ * so it stays dense. */
+static attn_choice site_choice(const vkf_model *m, enum attn_site site)
+{
+    if (site == SITE_CROSS) return m->cross_attn;
+    attn_choice c = m->self_attn;
+    if (site == SITE_DEC_SELF && c.kind == VKF_ATTN_LOWRANK) c = (attn_choice){.kind = VKF_ATTN_FUSED};
+    return c;
+}
+
+/* Uploads the lowrank projections of a plan for these sources. */
+static vkf_status upload_lowrank(const vkf_model *m, fwd_plan *p, const vkf_sequences *src)
+{
+    for (int i = 0; i < 2; i++) {
+        if (!p->lr_proj[i]) continue;
+        uint32_t K = (i == 0 ? m->self_attn : m->cross_attn).rank, S = p->src_len, B = p->batch;
+        float *E = malloc((size_t)B * K * S * sizeof *E);
+        int32_t *rows = malloc((size_t)B * sizeof *rows);
+        vkf_status st = E && rows ? vkf_lowrank_projection(m->seed, K, S, src->lengths, B, E, rows)
+                                  : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for the lowrank projection");
+        if (st == VKF_OK) st = vkf_tensor_upload(p->lr_proj[i], E, (uint64_t)B * K * S * sizeof *E);
+        if (st == VKF_OK) st = vkf_tensor_upload(p->lr_lengths[i], rows, (uint64_t)B * sizeof *rows);
+        free(E), free(rows);
+        VKF_TRY(st);
+    }
+    return VKF_OK;
+}
+
+/* out (B*K, 2d) = E (B, K, S) · [K V] rows of each source, where k's view holds
+ * keys at its column and values d columns later. */
+static vkf_status rec_lowrank_project(vkf_cmd *cmd, const vkf_model *m, vkf_tensor *E, uint32_t B, uint32_t K,
+                                      uint32_t S, vkf_tensor *kv, uint64_t col, uint64_t stride, vkf_tensor *out)
+{
+    uint64_t d = m->cfg.d_model;
+    vkf_matmul_desc pr;
+    vkf_matmul_desc_init(&pr);
+    pr.m = K, pr.n = (uint32_t)(2 * d), pr.k = S, pr.batch[0] = B;
+    pr.a = (vkf_matrix_view){E, 0, S, {(uint64_t)K * S, 0}};
+    pr.b = (vkf_matrix_view){kv, col, stride, {(uint64_t)S * stride, 0}};
+    pr.b_is_k_by_n = true;
+    pr.c = (vkf_matrix_view){out, 0, 2 * d, {(uint64_t)K * 2 * d, 0}};
+    return vkf_cmd_matmul(cmd, &pr);
 }
 
 /* out (B*Lq, d) = softmax(Q·Kᵀ / sqrt(hd) + mask) · V per (sequence, head). Keys
  * past key_lengths[b] (fused) or with mask -inf (naive, (B, Lk) additive) are
  * masked; causal: query i sees keys j <= i. The fused kernel never writes the
  * scores; dense-naive materialises them in `scores` (B*H, Lq, Lk). */
-static vkf_status rec_attention(vkf_cmd *cmd, const vkf_model *m, const attn_choice *ch, uint32_t B, uint32_t Lq,
-                                uint32_t Lk, heads_view q, heads_view k, heads_view v, const vkf_tensor *key_lengths,
-                                const vkf_tensor *mask, bool causal, vkf_tensor *scores, vkf_tensor *out)
+static vkf_status rec_attention(vkf_cmd *cmd, const vkf_model *m, fwd_plan *pl, enum attn_site site, uint32_t B,
+                                uint32_t Lq, uint32_t Lk, heads_view q, heads_view k, heads_view v,
+                                const vkf_tensor *key_lengths, const vkf_tensor *mask, bool causal, vkf_tensor *scores,
+                                vkf_tensor *out)
 {
     uint32_t H = m->cfg.n_heads, hd = m->cfg.d_model / H, d = m->cfg.d_model;
+    attn_choice choice = site_choice(m, site);
+    const attn_choice *ch = &choice;
+    if (ch->kind == VKF_ATTN_LSH) {
+        /* keys are the normalised queries: k's view is not read */
+        vkf_lsh_desc l = {
+            .batch = B, .heads = H, .head_dim = hd, .n = Lq, .rounds = ch->rounds, .chunk = ch->chunk,
+            .scale = 1.0f / sqrtf((float)hd),
+            .q = (vkf_attention_view){q.t, q.col, q.stride, (uint64_t)Lq * q.stride},
+            .v = (vkf_attention_view){v.t, v.col, v.stride, (uint64_t)Lq * v.stride},
+            .key_lengths = key_lengths, .causal = causal, .out = out,
+        };
+        return vkf_op_attention_lsh(cmd, pl->lsh, &l);
+    }
+    if (ch->kind == VKF_ATTN_LOWRANK) {
+        /* keys and values projected to K rows along the source, then dense attention over them */
+        int i = site == SITE_CROSS;
+        uint32_t K = ch->rank;
+        VKF_TRY(rec_lowrank_project(cmd, m, pl->lr_proj[i], B, K, Lk, k.t, k.col, k.stride, pl->lr_kv));
+        k = (heads_view){pl->lr_kv, 0, 2 * d}, v = (heads_view){pl->lr_kv, d, 2 * d};
+        Lk = K, key_lengths = pl->lr_lengths[i], causal = false;
+    }
     if (!needs_scores(m, ch)) {
         vkf_attention_desc a;
         vkf_attention_desc_init(&a);
@@ -609,8 +683,15 @@ static vkf_status rec_attention(vkf_cmd *cmd, const vkf_model *m, const attn_cho
         a.v = (vkf_attention_view){v.t, v.col, v.stride, (uint64_t)Lk * v.stride};
         a.key_lengths = key_lengths;
         a.causal = causal;
-        a.pattern = ch->pattern, a.window = ch->window, a.stride = ch->stride;
+        a.pattern = ch->kind == VKF_ATTN_FUSED ? ch->pattern : VKF_ATTENTION_DENSE;
+        a.window = ch->window, a.stride = ch->stride;
         a.out = out;
+        if (a.pattern == VKF_ATTENTION_BIGBIRD) {
+            a.bigbird = (vkf_bigbird){ch->block, ch->globals, ch->random, causal, m->seed};
+            vkf_tensor **table = &pl->bb_table[site == SITE_DEC_SELF];
+            if (!*table) VKF_TRY(vkf_attention_table_create(m->ctx, &a, table));
+            a.table = *table;
+        }
         return vkf_op_attention_fused(cmd, &a);
     }
     vkf_matmul_desc s;
@@ -658,10 +739,13 @@ static void fwd_plan_free(fwd_plan *p)
 {
     if (!p) return;
     vkf_cmd_destroy(p->cmd);
-    vkf_tensor *ts[] = {p->src_ids, p->tgt_ids, p->src_mask, p->src_lengths, p->a,      p->b,
-                        p->n,       p->memory,  p->qkv,      p->q,           p->kv,     p->attn,
-                        p->tmp,     p->hidden,  p->scores,   p->logits};
+    vkf_tensor *ts[] = {p->src_ids,     p->tgt_ids,     p->src_mask,    p->src_lengths, p->a,
+                        p->b,           p->n,           p->memory,      p->qkv,         p->q,
+                        p->kv,          p->attn,        p->tmp,         p->hidden,      p->scores,
+                        p->logits,      p->bb_table[0], p->bb_table[1], p->lr_proj[0],  p->lr_proj[1],
+                        p->lr_lengths[0], p->lr_lengths[1], p->lr_kv};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
+    vkf_lsh_plan_destroy(p->lsh);
     free(p);
 }
 
@@ -679,7 +763,7 @@ static vkf_status rec_encoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
         if (!c->norm_first) {
             /* x = LN1(x + SelfAttn(x)); x = LN2(x + FFN(x)) */
             VKF_TRY(rec_linear(cmd, x, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_attention(cmd, m, &m->self_attn, B, S, S, q, k, v, p->src_lengths, p->src_mask, false, p->scores, p->attn));
+            VKF_TRY(rec_attention(cmd, m, p, SITE_ENC_SELF, B, S, S, q, k, v, p->src_lengths, p->src_mask, false, p->scores, p->attn));
             VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(rec_norm(cmd, m, x, p->tmp, rows, &e->n1, x));
             VKF_TRY(rec_linear(cmd, x, rows, &e->ff1, p->hidden, c->activation, NULL));
@@ -689,7 +773,7 @@ static vkf_status rec_encoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
             /* alt = x + SelfAttn(LN1(x)); x = alt + FFN(LN2(alt)) */
             VKF_TRY(rec_norm(cmd, m, x, NULL, rows, &e->n1, p->n));
             VKF_TRY(rec_linear(cmd, p->n, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_attention(cmd, m, &m->self_attn, B, S, S, q, k, v, p->src_lengths, p->src_mask, false, p->scores, p->attn));
+            VKF_TRY(rec_attention(cmd, m, p, SITE_ENC_SELF, B, S, S, q, k, v, p->src_lengths, p->src_mask, false, p->scores, p->attn));
             VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, alt, VKF_ACTIVATION_NONE, x));
             VKF_TRY(rec_norm(cmd, m, alt, NULL, rows, &e->n2, p->n));
             VKF_TRY(rec_linear(cmd, p->n, rows, &e->ff1, p->hidden, c->activation, NULL));
@@ -717,11 +801,11 @@ static vkf_status rec_decoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
         if (!c->norm_first) {
             /* y = LN1(y + CausalSelfAttn(y)); y = LN2(y + CrossAttn(y, memory)); y = LN3(y + FFN(y)) */
             VKF_TRY(rec_linear(cmd, y, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_attention(cmd, m, &m->self_attn, B, T, T, sq, sk, sv, NULL, NULL, true, p->scores, p->attn));
+            VKF_TRY(rec_attention(cmd, m, p, SITE_DEC_SELF, B, T, T, sq, sk, sv, NULL, NULL, true, p->scores, p->attn));
             VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(rec_norm(cmd, m, y, p->tmp, rows, &e->n1, y));
             VKF_TRY(rec_linear(cmd, y, rows, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_attention(cmd, m, &m->cross_attn, B, T, S, cq, ck, cv, p->src_lengths, p->src_mask, false, p->scores, p->attn));
+            VKF_TRY(rec_attention(cmd, m, p, SITE_CROSS, B, T, S, cq, ck, cv, p->src_lengths, p->src_mask, false, p->scores, p->attn));
             VKF_TRY(rec_linear(cmd, p->attn, rows, &e->co, p->tmp, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(rec_norm(cmd, m, y, p->tmp, rows, &e->n2, y));
             VKF_TRY(rec_linear(cmd, y, rows, &e->ff1, p->hidden, c->activation, NULL));
@@ -731,11 +815,11 @@ static vkf_status rec_decoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
             /* alt = y + CausalSelfAttn(LN1(y)); y = alt + CrossAttn(LN2(alt)); alt = y + FFN(LN3(y)) */
             VKF_TRY(rec_norm(cmd, m, y, NULL, rows, &e->n1, p->n));
             VKF_TRY(rec_linear(cmd, p->n, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_attention(cmd, m, &m->self_attn, B, T, T, sq, sk, sv, NULL, NULL, true, p->scores, p->attn));
+            VKF_TRY(rec_attention(cmd, m, p, SITE_DEC_SELF, B, T, T, sq, sk, sv, NULL, NULL, true, p->scores, p->attn));
             VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, alt, VKF_ACTIVATION_NONE, y));
             VKF_TRY(rec_norm(cmd, m, alt, NULL, rows, &e->n2, p->n));
             VKF_TRY(rec_linear(cmd, p->n, rows, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_attention(cmd, m, &m->cross_attn, B, T, S, cq, ck, cv, p->src_lengths, p->src_mask, false, p->scores, p->attn));
+            VKF_TRY(rec_attention(cmd, m, p, SITE_CROSS, B, T, S, cq, ck, cv, p->src_lengths, p->src_mask, false, p->scores, p->attn));
             VKF_TRY(rec_linear(cmd, p->attn, rows, &e->co, y, VKF_ACTIVATION_NONE, alt));
             VKF_TRY(rec_norm(cmd, m, y, NULL, rows, &e->n3, p->n));
             VKF_TRY(rec_linear(cmd, p->n, rows, &e->ff1, p->hidden, c->activation, NULL));
@@ -776,6 +860,20 @@ static vkf_status fwd_plan_alloc(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
     if (st == VKF_OK && (needs_scores(m, &m->self_attn) || needs_scores(m, &m->cross_attn)))
         st = tensor2(ctx, VKF_DTYPE_F32, score_rows, L, &p->scores);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * T, c->tgt_vocab_size, &p->logits);
+    if (st == VKF_OK && m->self_attn.kind == VKF_ATTN_LSH) {
+        vkf_lsh_desc shape = {.batch = B, .heads = c->n_heads, .head_dim = c->d_model / c->n_heads,
+                              .rounds = m->self_attn.rounds, .chunk = m->self_attn.chunk};
+        st = vkf_lsh_plan_create(ctx, &shape, (uint32_t)L, m->seed, &p->lsh);
+    }
+    uint32_t lr_rows = 0;
+    for (int i = 0; i < 2 && st == VKF_OK; i++) {
+        const attn_choice *ch = i == 0 ? &m->self_attn : &m->cross_attn;
+        if (ch->kind != VKF_ATTN_LOWRANK) continue;
+        st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * ch->rank, S, &p->lr_proj[i]);
+        if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->lr_lengths[i]);
+        if (ch->rank > lr_rows) lr_rows = ch->rank;
+    }
+    if (st == VKF_OK && lr_rows) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * lr_rows, 2 * d, &p->lr_kv);
     if (st != VKF_OK) {
         fwd_plan_free(p);
         return st;
@@ -883,6 +981,7 @@ vkf_status vkf_model_forward(vkf_model *m, const vkf_sequences *src, const vkf_s
     VKF_TRY(forward_plan(m, B, S, T, &p));
     VKF_TRY(upload_ids(m, src, S, p->src_ids, p->src_mask, p->src_lengths));
     VKF_TRY(upload_ids(m, tgt, T, p->tgt_ids, NULL, NULL));
+    VKF_TRY(upload_lowrank(m, p, src));
     VKF_TRY(vkf_cmd_submit(p->cmd));
     m->last_forward = p->cmd;
     VKF_TRY(vkf_tensor_download(p->logits, out_logits, need * sizeof(float)));
@@ -907,8 +1006,9 @@ static void gen_plan_free(gen_plan *p)
     free(p->cross_kv);
     free(p->cache_k);
     free(p->cache_v);
-    vkf_tensor *ts[] = {p->src_lengths, p->state, p->step_ids, p->tokens, p->y,   p->y2,      p->yn,
-                        p->qkv,         p->q,     p->attn,     p->tmp,    p->hidden, p->scratch, p->logits};
+    vkf_tensor *ts[] = {p->src_lengths, p->state, p->step_ids, p->tokens, p->y,      p->y2,      p->yn,
+                        p->qkv,         p->q,     p->attn,     p->tmp,    p->hidden, p->scratch, p->logits,
+                        p->bb_random};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
     free(p);
 }
@@ -933,15 +1033,22 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p)
             .k = p->cache_k[i], .k_offset = 0, .k_row = d, .k_batch = (uint64_t)p->steps * d,
             .v = p->cache_v[i], .v_offset = 0, .v_row = d, .v_batch = (uint64_t)p->steps * d,
             .lengths = p->state, .length_from_state = true, .scratch = p->scratch, .out = p->attn,
-            .pattern = m->self_attn.pattern, .window = m->self_attn.window, .stride = m->self_attn.stride,
         };
+        /* The one-token step: lsh and lowrank cannot apply (see vkf_model_set_attention); dense. */
+        attn_choice sc = site_choice(m, SITE_DEC_SELF);
+        if (sc.kind == VKF_ATTN_FUSED) {
+            self.pattern = sc.pattern, self.window = sc.window, self.stride = sc.stride;
+            self.bigbird = (vkf_bigbird){sc.block, sc.globals, sc.random, true, m->seed};
+            self.random_blocks = p->bb_random;
+        }
         /* cross-attention over each source's memory, masked past its length */
         vkf_attention_decode_desc cross = {
-            .batch = B, .heads = H, .head_dim = hd, .max_keys = p->src_len, .scale = scale,
+            .batch = B, .heads = H, .head_dim = hd, .max_keys = p->cross_keys, .scale = scale,
             .q = p->q, .q_offset = 0, .q_batch = d,
-            .k = p->cross_kv[i], .k_offset = 0, .k_row = 2 * d, .k_batch = (uint64_t)p->src_len * 2 * d,
-            .v = p->cross_kv[i], .v_offset = d, .v_row = 2 * d, .v_batch = (uint64_t)p->src_len * 2 * d,
-            .lengths = p->src_lengths, .length_from_state = false, .scratch = p->scratch, .out = p->attn,
+            .k = p->cross_kv[i], .k_offset = 0, .k_row = 2 * d, .k_batch = (uint64_t)p->cross_keys * 2 * d,
+            .v = p->cross_kv[i], .v_offset = d, .v_row = 2 * d, .v_batch = (uint64_t)p->cross_keys * 2 * d,
+            .lengths = m->cross_attn.kind == VKF_ATTN_LOWRANK ? p->enc->lr_lengths[1] : p->src_lengths,
+            .length_from_state = false, .scratch = p->scratch, .out = p->attn,
         };
         if (!c->norm_first) {
             VKF_TRY(rec_linear(cmd, y, B, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
@@ -994,12 +1101,25 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
     vkf_status st = p->cross_kv && p->cache_k && p->cache_v ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (st == VKF_OK) p->layers = (uint32_t)L;
     if (st == VKF_OK) st = fwd_plan_alloc(m, B, S, 1, &p->enc);
+    bool lowrank_cross = m->cross_attn.kind == VKF_ATTN_LOWRANK;
+    p->cross_keys = lowrank_cross ? m->cross_attn.rank : S;
     for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
-        st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * S, 2 * d, &p->cross_kv[i]);
+        st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * p->cross_keys, 2 * d, &p->cross_kv[i]);
         if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * steps, d, &p->cache_k[i]);
         if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * steps, d, &p->cache_v[i]);
     }
-    uint64_t keys = steps > S ? steps : S;
+    uint64_t keys = steps > p->cross_keys ? steps : p->cross_keys;
+    attn_choice sc = site_choice(m, SITE_DEC_SELF);
+    if (st == VKF_OK && sc.kind == VKF_ATTN_FUSED && sc.pattern == VKF_ATTENTION_BIGBIRD) {
+        /* the decode step's random blocks: causal, so the forward pass's */
+        vkf_bigbird bb = {sc.block, sc.globals, sc.random, true, m->seed};
+        uint64_t blocks = vkf_div_up(steps, sc.block), n = blocks * sc.random > 0 ? blocks * sc.random : 1;
+        int32_t *h = calloc(n, sizeof *h);
+        st = h ? tensor2(ctx, VKF_DTYPE_I32, 1, n, &p->bb_random) : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        for (uint64_t qb = 0; st == VKF_OK && qb < blocks; qb++) vkf_bigbird_random_blocks(&bb, (uint32_t)qb, 0, h + qb * sc.random);
+        if (st == VKF_OK) st = vkf_tensor_upload(p->bb_random, h, n * sizeof *h);
+        free(h);
+    }
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->src_lengths);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, 1, &p->state);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->step_ids);
@@ -1013,8 +1133,17 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
     /* The encoder and every layer's cross-attention keys/values: once per batch. */
     if (st == VKF_OK) st = vkf_cmd_create(ctx, m->cmd_flags, &p->encode);
     if (st == VKF_OK) st = rec_encoder(p->encode, m, p->enc);
-    for (uint32_t i = 0; st == VKF_OK && i < L; i++)
-        st = rec_linear(p->encode, p->enc->memory, B * S, &m->dec[i].ckv, p->cross_kv[i], VKF_ACTIVATION_NONE, NULL);
+    for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
+        if (!lowrank_cross) {
+            st = rec_linear(p->encode, p->enc->memory, B * S, &m->dec[i].ckv, p->cross_kv[i], VKF_ACTIVATION_NONE, NULL);
+            continue;
+        }
+        /* lowrank: the memory's keys and values, projected to K rows per source */
+        st = rec_linear(p->encode, p->enc->memory, B * S, &m->dec[i].ckv, p->enc->kv, VKF_ACTIVATION_NONE, NULL);
+        if (st == VKF_OK)
+            st = rec_lowrank_project(p->encode, m, p->enc->lr_proj[1], B, p->cross_keys, S, p->enc->kv, 0, 2 * d,
+                                     p->cross_kv[i]);
+    }
     if (st == VKF_OK) st = vkf_cmd_create(ctx, m->cmd_flags, &p->step);
     if (st == VKF_OK) st = rec_step(p->step, m, p);
     if (st != VKF_OK) {
@@ -1045,6 +1174,7 @@ vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t m
         m->gen_plan = p;
     }
     VKF_TRY(upload_ids(m, src, S, p->enc->src_ids, p->enc->src_mask, p->enc->src_lengths));
+    VKF_TRY(upload_lowrank(m, p->enc, src));
     int32_t *ids = malloc((size_t)B * sizeof *ids);
     int32_t *tokens = malloc((size_t)B * max_new * sizeof *tokens);
     bool *done = calloc(B, sizeof *done);
@@ -1082,42 +1212,9 @@ vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t m
 
 /* ------------------------------------------------------------------ attention variants */
 
-static vkf_status parse_attention(const char *spec, bool cross, attn_choice *out)
+/* Recorded plans bake the attention choice and seed in: drop them. */
+static void drop_plans(vkf_model *m)
 {
-    attn_choice c = {0};
-    unsigned long w = 0, st = 0;
-    int used = 0;
-    if (!spec || strcmp(spec, "dense") == 0) {
-    } else if (strcmp(spec, "dense-naive") == 0) {
-        c.naive = true;
-    } else if (!cross && sscanf(spec, "local:%lu%n", &w, &used) == 1 && spec[used] == '\0' && w <= UINT32_MAX) {
-        c.pattern = VKF_ATTENTION_LOCAL, c.window = (uint32_t)w;
-    } else if (!cross && sscanf(spec, "strided:%lu:%lu%n", &w, &st, &used) == 2 && spec[used] == '\0' && st >= 1 &&
-               w <= UINT32_MAX && st <= UINT32_MAX) {
-        c.pattern = VKF_ATTENTION_STRIDED, c.window = (uint32_t)w, c.stride = (uint32_t)st;
-    } else if (strncmp(spec, "bigbird:", 8) == 0 || strncmp(spec, "lsh:", 4) == 0 || strncmp(spec, "lowrank:", 8) == 0) {
-        return vkf_fail(VKF_ERROR_UNSUPPORTED, "attention variant \"%s\" is not implemented yet", spec);
-    } else {
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
-                        cross ? "unknown cross-attention \"%s\" (dense, dense-naive)"
-                              : "unknown attention \"%s\" (dense, dense-naive, local:W, strided:W:S with S >= 1)",
-                        spec);
-    }
-    *out = c;
-    return VKF_OK;
-}
-
-vkf_status vkf_model_set_attention(vkf_model *m, const char *self_attention, const char *cross_attention)
-{
-    if (!m) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_set_attention: model is NULL");
-    attn_choice self, cross;
-    VKF_TRY(parse_attention(self_attention, false, &self));
-    VKF_TRY(parse_attention(cross_attention, true, &cross));
-    if (self.pattern && needs_scores(m, &self))
-        return vkf_fail(VKF_ERROR_UNSUPPORTED, "\"%s\" needs the fused kernel, which takes head_dim up to %u (this model: %u)",
-                        self_attention, VKF_ATTENTION_MAX_HEAD_DIM, m->cfg.d_model / m->cfg.n_heads);
-    if (memcmp(&self, &m->self_attn, sizeof self) == 0 && memcmp(&cross, &m->cross_attn, sizeof cross) == 0) return VKF_OK;
-    /* Recorded plans bake the choice in: drop them. */
     for (int i = 0; i < MAX_FORWARD_PLANS; i++) {
         fwd_plan_free(m->plans[i]);
         m->plans[i] = NULL;
@@ -1125,8 +1222,41 @@ vkf_status vkf_model_set_attention(vkf_model *m, const char *self_attention, con
     gen_plan_free(m->gen_plan);
     m->gen_plan = NULL;
     m->last_forward = NULL;
+}
+
+vkf_status vkf_model_set_attention(vkf_model *m, const char *self_attention, const char *cross_attention)
+{
+    if (!m) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_set_attention: model is NULL");
+    attn_choice self, cross;
+    VKF_TRY(vkf_attention_parse(self_attention, false, &self));
+    VKF_TRY(vkf_attention_parse(cross_attention, true, &cross));
+    uint32_t hd = m->cfg.d_model / m->cfg.n_heads;
+    const char *fused_only = (self.kind != VKF_ATTN_FUSED || self.pattern) && self.kind != VKF_ATTN_NAIVE ? self_attention
+                             : cross.kind == VKF_ATTN_LOWRANK                                        ? cross_attention
+                                                                                                  : NULL;
+    if (fused_only && hd > VKF_ATTENTION_MAX_HEAD_DIM)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "\"%s\" needs the fused kernels, which take head_dim up to %u (this model: %u)",
+                        fused_only, VKF_ATTENTION_MAX_HEAD_DIM, hd);
+    if (memcmp(&self, &m->self_attn, sizeof self) == 0 && memcmp(&cross, &m->cross_attn, sizeof cross) == 0) return VKF_OK;
+    drop_plans(m);
     m->self_attn = self;
     m->cross_attn = cross;
+    /* Where a variant cannot apply, say what runs instead. */
+    if (self.kind == VKF_ATTN_LSH)
+        vkf_log(m->ctx, VKF_LOG_INFO, "attention %s: encoder and decoder self-attention of the forward pass use LSH; a "
+                "generation step has one new query, which LSH cannot hash and sort against, so decode steps attend "
+                "densely over the KV cache", self_attention);
+    if (self.kind == VKF_ATTN_LOWRANK)
+        vkf_log(m->ctx, VKF_LOG_INFO, "attention %s: encoder self-attention is low-rank; decoder self-attention is causal, "
+                "which a projection along the sequence cannot respect, so it stays dense", self_attention);
+    return VKF_OK;
+}
+
+vkf_status vkf_model_set_seed(vkf_model *m, uint64_t seed)
+{
+    if (!m) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_set_seed: model is NULL");
+    if (seed != m->seed) drop_plans(m);
+    m->seed = seed;
     return VKF_OK;
 }
 
@@ -1139,13 +1269,7 @@ vkf_status vkf_model_set_profiling(vkf_model *m, bool on)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "device \"%s\" has no timestamp queries", m->ctx->info.name);
     uint32_t flags = on ? VKF_CMD_TIMESTAMPS : 0;
     if (flags == m->cmd_flags) return VKF_OK;
-    for (int i = 0; i < MAX_FORWARD_PLANS; i++) {
-        fwd_plan_free(m->plans[i]);
-        m->plans[i] = NULL;
-    }
-    gen_plan_free(m->gen_plan);
-    m->gen_plan = NULL;
-    m->last_forward = NULL;
+    drop_plans(m);
     m->cmd_flags = flags;
     return VKF_OK;
 }

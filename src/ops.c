@@ -488,15 +488,31 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
     };
     if (d->pattern && !d->length_from_state)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: a sparse pattern needs the query position (length_from_state)", fn);
+    if (d->pattern > VKF_ATTENTION_BIGBIRD)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: unknown pattern %u", fn, d->pattern);
+    p.bb_block = 1, p.random_len = 1;
+    if (d->pattern == VKF_ATTENTION_BIGBIRD) {
+        const vkf_bigbird *bb = &d->bigbird;
+        if (!bb->block || bb->random > VKF_BIGBIRD_MAX_RANDOM || !bb->causal)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: bigbird needs block >= 1 (got %u), random <= %u (got %u) "
+                            "and causal random blocks", fn, bb->block, VKF_BIGBIRD_MAX_RANDOM, bb->random);
+        uint64_t need = vkf_div_up(d->max_keys, bb->block) * bb->random;
+        VKF_TRY(vkf_check_tensor(cmd, d->random_blocks, VKF_DTYPE_I32, need ? need : 1, fn, "random_blocks"));
+        if (d->random_blocks->elements > UINT32_MAX)
+            return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: random_blocks passes 2^32 elements", fn);
+        p.bb_block = bb->block, p.bb_globals = bb->globals, p.bb_random = bb->random;
+        p.random_len = (uint32_t)d->random_blocks->elements;
+    }
     uint32_t groups[3];
     VKF_TRY(linear_grid(ctx, (uint64_t)d->batch * d->heads, groups, fn));
     uint32_t spec[1] = {ctx->tuning.row_workgroup};
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_ATTENTION_DECODE, spec, 1, &pipe));
-    vkf_binding b[6] = {{d->q, VKF_READ},        {d->k, VKF_READ},
+    vkf_binding b[7] = {{d->q, VKF_READ},        {d->k, VKF_READ},
                         {d->v, VKF_READ},        {d->lengths, VKF_READ},
-                        {d->scratch, VKF_READ | VKF_WRITE}, {d->out, VKF_WRITE}};
-    return vkf_cmd_dispatch(cmd, pipe, b, 6, &p, sizeof p, groups, "attention_decode");
+                        {d->scratch, VKF_READ | VKF_WRITE}, {d->out, VKF_WRITE},
+                        {d->pattern == VKF_ATTENTION_BIGBIRD ? d->random_blocks : NULL, VKF_READ}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 7, &p, sizeof p, groups, "attention_decode");
 }
 
 vkf_status vkf_op_kv_append(vkf_cmd *cmd, const vkf_tensor *qkv, const vkf_tensor *state, vkf_tensor *cache_k,

@@ -71,15 +71,15 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_LAYERNORM] = {"layernorm", spirv_layernorm, sizeof spirv_layernorm, 6, sizeof(vkf_push_layernorm)},
     [VKF_VARIANT_EMBED] = {"embed", spirv_embed, sizeof spirv_embed, 5, sizeof(vkf_push_embed)},
     [VKF_VARIANT_EMBED_F16] = {"embed_f16", spirv_embed_f16, sizeof spirv_embed_f16, 5, sizeof(vkf_push_embed)},
-    [VKF_VARIANT_ATTENTION_DECODE] = {"attention_decode", spirv_attention_decode, sizeof spirv_attention_decode, 6, sizeof(vkf_push_attention_decode)},
+    [VKF_VARIANT_ATTENTION_DECODE] = {"attention_decode", spirv_attention_decode, sizeof spirv_attention_decode, 7, sizeof(vkf_push_attention_decode)},
     [VKF_VARIANT_KV_APPEND] = {"kv_append", spirv_kv_append, sizeof spirv_kv_append, 4, sizeof(vkf_push_kv_append)},
     [VKF_VARIANT_ARGMAX] = {"argmax", spirv_argmax, sizeof spirv_argmax, 4, sizeof(vkf_push_argmax)},
     [VKF_VARIANT_ADVANCE] = {"advance", spirv_advance, sizeof spirv_advance, 1, 0},
-    [VKF_VARIANT_ATTENTION_FUSED] = {"attention_fused", spirv_attention_fused, sizeof spirv_attention_fused, 5, sizeof(vkf_push_attention_fused)},
-    [VKF_VARIANT_LSH_HASH] = {"attention_lsh_hash", spirv_lsh_hash, sizeof spirv_lsh_hash, 1, sizeof(vkf_push_lsh_hash)},
-    [VKF_VARIANT_LSH_SORT] = {"attention_lsh_sort", spirv_lsh_sort, sizeof spirv_lsh_sort, 1, sizeof(vkf_push_lsh_sort)},
-    [VKF_VARIANT_LSH_ATTEND] = {"attention_lsh_attend", spirv_lsh_attend, sizeof spirv_lsh_attend, 1, sizeof(vkf_push_lsh_attend)},
-    [VKF_VARIANT_LSH_COMBINE] = {"attention_lsh_combine", spirv_lsh_combine, sizeof spirv_lsh_combine, 1, sizeof(vkf_push_lsh_combine)},
+    [VKF_VARIANT_ATTENTION_FUSED] = {"attention_fused", spirv_attention_fused, sizeof spirv_attention_fused, 6, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_LSH_HASH] = {"attention_lsh_hash", spirv_lsh_hash, sizeof spirv_lsh_hash, 5, sizeof(vkf_push_lsh_hash)},
+    [VKF_VARIANT_LSH_SORT] = {"attention_lsh_sort", spirv_lsh_sort, sizeof spirv_lsh_sort, 2, sizeof(vkf_push_lsh_sort)},
+    [VKF_VARIANT_LSH_ATTEND] = {"attention_lsh_attend", spirv_lsh_attend, sizeof spirv_lsh_attend, 6, sizeof(vkf_push_lsh_attend)},
+    [VKF_VARIANT_LSH_COMBINE] = {"attention_lsh_combine", spirv_lsh_combine, sizeof spirv_lsh_combine, 2, sizeof(vkf_push_lsh_combine)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }
@@ -103,6 +103,9 @@ static vkf_status variant_objects(vkf_context *ctx, vkf_variant_id id, const vkf
         VkResult r = ctx->vk.vkCreateShaderModule(ctx->device, &mi, NULL, &o->module);
         if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkCreateShaderModule");
     }
+    if (d->bindings > VKF_MAX_BINDINGS)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "shader %s has %u bindings; this build binds at most %u", d->name, d->bindings,
+                        VKF_MAX_BINDINGS);
     if (!o->set_layout) {
         VkDescriptorSetLayoutBinding b[VKF_MAX_BINDINGS];
         for (uint32_t i = 0; i < d->bindings; i++)
@@ -139,7 +142,7 @@ vkf_status vkf_pipeline_get(vkf_context *ctx, vkf_variant_id variant, const uint
     *out_pipeline = NULL;
     if (spec_count > VKF_MAX_SPEC) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "too many specialization constants");
     for (uint32_t i = 0; i < ctx->pipeline_count; i++) {
-        const vkf_pipeline *p = &ctx->pipelines[i];
+        const vkf_pipeline *p = ctx->pipelines[i];
         if (p->variant == variant && p->spec_count == spec_count &&
             memcmp(p->spec, spec, spec_count * sizeof *spec) == 0) {
             *out_pipeline = p;
@@ -150,7 +153,7 @@ vkf_status vkf_pipeline_get(vkf_context *ctx, vkf_variant_id variant, const uint
     VKF_TRY(variant_objects(ctx, variant, &o));
     if (ctx->pipeline_count == ctx->pipeline_capacity) {
         uint32_t cap = ctx->pipeline_capacity ? 2 * ctx->pipeline_capacity : 16;
-        vkf_pipeline *grown = realloc(ctx->pipelines, cap * sizeof *grown);
+        vkf_pipeline **grown = realloc(ctx->pipelines, cap * sizeof *grown);
         if (!grown) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for pipelines");
         ctx->pipelines = grown;
         ctx->pipeline_capacity = cap;
@@ -175,10 +178,16 @@ vkf_status vkf_pipeline_get(vkf_context *ctx, vkf_variant_id variant, const uint
         },
         .layout = o->layout,
     };
-    vkf_pipeline *p = &ctx->pipelines[ctx->pipeline_count];
-    memset(p, 0, sizeof *p);
+    /* Each pipeline has its own allocation: pointers handed out stay valid while
+     * the array of them grows. */
+    vkf_pipeline *p = calloc(1, sizeof *p);
+    if (!p) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a pipeline");
     VkResult r = ctx->vk.vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &ci, NULL, &p->pipeline);
-    if (r != VK_SUCCESS) return vkf_context_vk_fail(ctx, r, "vkCreateComputePipelines");
+    if (r != VK_SUCCESS) {
+        free(p);
+        return vkf_context_vk_fail(ctx, r, "vkCreateComputePipelines");
+    }
+    ctx->pipelines[ctx->pipeline_count] = p;
     p->variant = variant;
     p->spec_count = spec_count;
     memcpy(p->spec, spec, spec_count * sizeof *spec);
@@ -189,8 +198,10 @@ vkf_status vkf_pipeline_get(vkf_context *ctx, vkf_variant_id variant, const uint
 
 void vkf_pipelines_destroy(vkf_context *ctx)
 {
-    for (uint32_t i = 0; i < ctx->pipeline_count; i++)
-        ctx->vk.vkDestroyPipeline(ctx->device, ctx->pipelines[i].pipeline, NULL);
+    for (uint32_t i = 0; i < ctx->pipeline_count; i++) {
+        ctx->vk.vkDestroyPipeline(ctx->device, ctx->pipelines[i]->pipeline, NULL);
+        free(ctx->pipelines[i]);
+    }
     free(ctx->pipelines);
     ctx->pipelines = NULL;
     ctx->pipeline_count = ctx->pipeline_capacity = 0;

@@ -66,8 +66,10 @@ typedef struct vkf_push_attention_decode {
     uint32_t out_batch;
     uint32_t max_keys;
     uint32_t pattern, window, stride;
+    uint32_t bb_block, bb_globals, bb_random;
+    uint32_t random_len;
 } vkf_push_attention_decode;
-_Static_assert(sizeof(vkf_push_attention_decode) == 17 * 4, "mirror of attention_decode.comp");
+_Static_assert(sizeof(vkf_push_attention_decode) == 21 * 4, "mirror of attention_decode.comp");
 
 /* shaders/kv_append.comp */
 typedef struct vkf_push_kv_append {
@@ -95,8 +97,11 @@ typedef struct vkf_push_attention_fused {
     uint32_t pattern;                   /* vkf_attention_pattern */
     uint32_t window, stride;
     uint32_t q_blocks;
+    uint32_t bb_block, bb_globals, bb_random;
+    uint32_t bb_offsets, bb_lists;
+    uint32_t table_len;
 } vkf_push_attention_fused;
-_Static_assert(sizeof(vkf_push_attention_fused) == 21 * 4, "mirror of attention_fused.comp");
+_Static_assert(sizeof(vkf_push_attention_fused) == 27 * 4, "mirror of attention_fused.comp");
 
 enum {
     VKF_ATTENTION_FLAG_LENGTHS = 1u,

@@ -200,7 +200,7 @@ vkf_status vkf_cmd_dispatch(vkf_cmd *cmd, const vkf_pipeline *pipeline, const vk
     const vkf_variant_objects *objects = &ctx->variants[pipeline->variant];
     if (cmd->ended)
         return vkf_fail(VKF_ERROR_STATE, "%s: the command list was already submitted; record a new one", label);
-    if (binding_count != desc->bindings || push_bytes != desc->push_bytes)
+    if (binding_count != desc->bindings || binding_count > VKF_MAX_BINDINGS || push_bytes != desc->push_bytes)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %u bindings / %u push bytes given, shader %s takes %u / %u",
                         label, binding_count, push_bytes, desc->name, desc->bindings, desc->push_bytes);
 

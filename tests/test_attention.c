@@ -28,6 +28,7 @@ typedef struct att_case {
     vkf_attention_pattern pattern;
     uint32_t window, stride;
     enum layout layout;
+    uint32_t bb_block, bb_globals, bb_random;   /* bigbird:B:G:R */
 } att_case;
 
 /* Tile sets the kernel is run with besides the device's own choice: the rows form
@@ -50,15 +51,23 @@ static const tile_set TILE_SETS[] = {
 
 static const char *pattern_name(vkf_attention_pattern p)
 {
-    return p == VKF_ATTENTION_LOCAL ? "local" : p == VKF_ATTENTION_STRIDED ? "strided" : "dense";
+    return p == VKF_ATTENTION_LOCAL     ? "local"
+           : p == VKF_ATTENTION_STRIDED ? "strided"
+           : p == VKF_ATTENTION_BIGBIRD ? "bigbird"
+                                        : "dense";
 }
 
 static void describe(char *what, size_t size, const att_case *c, const char *tiles)
 {
     static const char *layouts[] = {"packed", "padded", "qkv", "cross"};
-    snprintf(what, size, "attention B=%u H=%u hd=%u lq=%u lk=%u %s%s causal=%d+%u %s:%u:%u tiles=%s", c->batch,
-             c->heads, c->head_dim, c->lq, c->lk, layouts[c->layout], c->lengths ? " lengths" : "", c->causal,
-             c->causal_offset, pattern_name(c->pattern), c->window, c->stride, tiles);
+    if (c->pattern == VKF_ATTENTION_BIGBIRD)
+        snprintf(what, size, "attention B=%u H=%u hd=%u lq=%u lk=%u %s%s causal=%d+%u bigbird:%u:%u:%u tiles=%s",
+                 c->batch, c->heads, c->head_dim, c->lq, c->lk, layouts[c->layout], c->lengths ? " lengths" : "",
+                 c->causal, c->causal_offset, c->bb_block, c->bb_globals, c->bb_random, tiles);
+    else
+        snprintf(what, size, "attention B=%u H=%u hd=%u lq=%u lk=%u %s%s causal=%d+%u %s:%u:%u tiles=%s", c->batch,
+                 c->heads, c->head_dim, c->lq, c->lk, layouts[c->layout], c->lengths ? " lengths" : "", c->causal,
+                 c->causal_offset, pattern_name(c->pattern), c->window, c->stride, tiles);
 }
 
 static vkf_tensor *lengths_tensor(vkf_context *ctx, const int32_t *lengths, uint32_t batch)
@@ -68,6 +77,68 @@ static vkf_tensor *lengths_tensor(vkf_context *ctx, const int32_t *lengths, uint
     CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, &shape, &t));
     CHECK_OK(vkf_tensor_upload(t, lengths, batch * sizeof *lengths));
     return t;
+}
+
+/* BigBird's mask as an explicit (lq, lk) matrix, from its definition: query
+ * block qi sees key block kj iff they are within one block, either is one of the
+ * first G, or kj is among qi's random blocks. Only the random draw comes from the
+ * library. */
+static unsigned char *bigbird_matrix(const vkf_bigbird *bb, uint32_t lq, uint32_t lk)
+{
+    uint32_t B = bb->block, nkb = (lk + B - 1) / B;
+    unsigned char *m = harness_alloc((size_t)lq * lk);
+    int32_t rnd[VKF_BIGBIRD_MAX_RANDOM];
+    for (uint32_t i = 0; i < lq; i++) {
+        uint32_t qi = i / B;
+        vkf_bigbird_random_blocks(bb, qi, nkb, rnd);
+        for (uint32_t j = 0; j < lk; j++) {
+            uint32_t kj = j / B;
+            bool ok = qi < bb->globals || kj < bb->globals || (qi > kj ? qi - kj : kj - qi) <= 1;
+            for (uint32_t t = 0; t < bb->random; t++) ok |= rnd[t] == (int32_t)kj;
+            m[(size_t)i * lk + j] = ok;
+        }
+    }
+    return m;
+}
+
+/* The random draw: distinct blocks, none already seen, earlier ones only when
+ * causal, the same for the same seed, other blocks for another seed. */
+static void test_bigbird_random(void)
+{
+    vkf_bigbird bb = {.block = 4, .globals = 2, .random = 3, .seed = 11};
+    int32_t a[VKF_BIGBIRD_MAX_RANDOM], b[VKF_BIGBIRD_MAX_RANDOM];
+    uint32_t nkb = 40, differ = 0;
+    for (uint32_t causal = 0; causal < 2; causal++) {
+        bb.causal = causal;
+        for (uint32_t qb = 0; qb < nkb; qb++) {
+            vkf_bigbird_random_blocks(&bb, qb, nkb, a);
+            uint32_t hi = causal ? (qb >= 1 ? qb - 1 : 0) : nkb;
+            uint32_t candidates = 0;
+            for (uint32_t kb = bb.globals; kb < hi; kb++) candidates += (kb + 1 < qb || kb > qb + 1);
+            uint32_t expect = qb < bb.globals ? 0 : candidates < bb.random ? candidates : bb.random;
+            for (uint32_t t = 0; t < bb.random; t++) {
+                if (t >= expect) {
+                    CHECK(a[t] == -1);
+                    continue;
+                }
+                CHECK(a[t] >= (int32_t)bb.globals && a[t] < (int32_t)hi);
+                CHECK(a[t] + 1 < (int32_t)qb || a[t] > (int32_t)qb + 1);
+                for (uint32_t u = 0; u < t; u++) CHECK(a[u] != a[t]);
+            }
+            vkf_bigbird_random_blocks(&bb, qb, nkb, b);
+            CHECK(memcmp(a, b, sizeof(int32_t) * bb.random) == 0);
+            bb.seed = 12;
+            vkf_bigbird_random_blocks(&bb, qb, nkb, b);
+            bb.seed = 11;
+            differ += memcmp(a, b, sizeof(int32_t) * bb.random) != 0;
+        }
+    }
+    CHECK(differ > 20);
+    /* Causal draws do not depend on the sequence length. */
+    bb.causal = true;
+    vkf_bigbird_random_blocks(&bb, 30, 31, a);
+    vkf_bigbird_random_blocks(&bb, 30, 400, b);
+    CHECK(memcmp(a, b, sizeof(int32_t) * bb.random) == 0);
 }
 
 /* Runs one case with the given tiles (NULL: the device's) and compares with the
@@ -129,8 +200,16 @@ static void run_case(vkf_context *ctx, const att_case *c, const tile_set *ts, ui
     d.key_lengths = tl;
     d.causal = c->causal, d.causal_offset = c->causal_offset;
     d.pattern = c->pattern, d.window = c->window, d.stride = c->stride;
+    d.bigbird = (vkf_bigbird){c->bb_block, c->bb_globals, c->bb_random, c->causal, seed * 31};
     d.out = to;
     d.tiles = ts ? &ts->tiles : NULL;
+    vkf_tensor *table = NULL;
+    unsigned char *bb_mask = NULL;
+    if (c->pattern == VKF_ATTENTION_BIGBIRD) {
+        CHECK_OK(vkf_attention_table_create(ctx, &d, &table));
+        d.table = table;
+        bb_mask = bigbird_matrix(&d.bigbird, c->lq, c->lk);
+    }
     vkf_cmd *cmd;
     CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
     vkf_status st = vkf_op_attention_fused(cmd, &d);
@@ -149,6 +228,8 @@ static void run_case(vkf_context *ctx, const att_case *c, const tile_set *ts, ui
             .pattern = (int)c->pattern,
             .window = c->window,
             .stride = c->stride,
+            .allowed = bb_mask,
+            .allowed_cols = c->lk,
         };
         ref_attention(want, qh + q_off, q_row, q_batch, kh + k_off, k_row, k_batch, vh + v_off, v_row, v_batch, c->batch,
                       c->heads, c->head_dim, c->lq, c->lk, d.scale, &mask);
@@ -156,7 +237,8 @@ static void run_case(vkf_context *ctx, const att_case *c, const tile_set *ts, ui
         free(got), free(want);
     }
     vkf_cmd_destroy(cmd);
-    vkf_tensor_destroy(to), vkf_tensor_destroy(tl);
+    vkf_tensor_destroy(to), vkf_tensor_destroy(tl), vkf_tensor_destroy(table);
+    free(bb_mask);
     if (tv != tq && tv != tk) vkf_tensor_destroy(tv);
     if (tk != tq) vkf_tensor_destroy(tk);
     vkf_tensor_destroy(tq);
@@ -167,6 +249,7 @@ static void run_case(vkf_context *ctx, const att_case *c, const tile_set *ts, ui
 
 #define L VKF_ATTENTION_LOCAL
 #define S VKF_ATTENTION_STRIDED
+#define B VKF_ATTENTION_BIGBIRD
 static const att_case CASES[] = {
     /* dense: every length as queries and as keys, head_dim 1..256, heads 1..8, batch 1..3 */
     {1, 1, 64, 1, 1},
@@ -228,9 +311,24 @@ static const att_case CASES[] = {
     {1, 3, 100, 1000, 17, .layout = LAYOUT_CROSS, .pattern = S, .window = 4, .stride = 16},
     {2, 3, 17, 64, 100, .layout = LAYOUT_PADDED, .pattern = S, .window = 4, .stride = 16},
     {3, 2, 100, 17, 64, .layout = LAYOUT_PADDED, .lengths = true, .causal = true},
+    /* bigbird:B:G:R: blocks that divide nothing, 0 to 2 global blocks, 0 to 5 random
+     * blocks, blocks of 1 (more query blocks per workgroup than fit 32 bits: the
+     * tiles shrink) and blocks longer than the sequence */
+    {1, 2, 64, 257, 257, .pattern = B, .bb_block = 16, .bb_globals = 1, .bb_random = 2},
+    {2, 3, 8, 100, 100, .pattern = B, .bb_block = 7, .bb_globals = 2, .bb_random = 3, .causal = true},
+    {1, 2, 64, 1000, 1000, .pattern = B, .bb_block = 64, .bb_globals = 1, .bb_random = 3},
+    {2, 1, 100, 1000, 1000, .pattern = B, .bb_block = 32, .bb_globals = 2, .bb_random = 2, .causal = true, .lengths = true},
+    {3, 2, 17, 100, 100, .pattern = B, .bb_block = 5, .bb_globals = 0, .bb_random = 5, .lengths = true},
+    {1, 4, 8, 64, 64, .pattern = B, .bb_block = 1, .bb_globals = 1, .bb_random = 4},
+    {1, 1, 64, 100, 100, .pattern = B, .bb_block = 200, .bb_globals = 0, .bb_random = 1},
+    {2, 2, 8, 257, 64, .pattern = B, .bb_block = 16, .bb_globals = 1, .bb_random = 1},
+    {1, 2, 8, 17, 300, .pattern = B, .bb_block = 8, .bb_globals = 0, .bb_random = 3, .causal = true, .causal_offset = 250},
+    {2, 4, 16, 100, 100, .layout = LAYOUT_QKV, .pattern = B, .bb_block = 16, .bb_globals = 1, .bb_random = 2, .causal = true},
+    {2, 3, 17, 64, 100, .layout = LAYOUT_PADDED, .pattern = B, .bb_block = 9, .bb_globals = 1, .bb_random = 2},
 };
 #undef L
 #undef S
+#undef B
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 
 /* ------------------------------------------------------------------ dense-naive equality */
@@ -343,7 +441,7 @@ static void test_bad_arguments(vkf_context *ctx, const vkf_device_info *info)
     vkf_attention_desc_init(&good);
     good.batch = B, good.heads = H, good.head_dim = hd, good.lq = n, good.lk = n, good.scale = 0.25f;
     good.q.tensor = tq, good.k.tensor = tk, good.v.tensor = tv, good.out = to, good.key_lengths = tl;
-    vkf_attention_desc d;
+    vkf_attention_desc d, good_bb;
 
     CHECK_STATUS(vkf_op_attention_fused(NULL, &good), VKF_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(vkf_op_attention_fused(cmd, NULL), VKF_ERROR_INVALID_ARGUMENT);
@@ -397,6 +495,33 @@ static void test_bad_arguments(vkf_context *ctx, const vkf_device_info *info)
     bool past_grid = 65535ull * 65537 > (uint64_t)info->max_workgroup_count[0] * info->max_workgroup_count[1];
     BAD((d.tiles = &one, d.head_dim = 1, d.heads = 65537, d.batch = 1, d.lq = 65535),
         past_grid ? VKF_ERROR_TOO_LARGE : VKF_ERROR_INVALID_ARGUMENT);
+    /* bigbird: parameters, its table, and tiles spanning more than 32 of its blocks */
+    d = good;
+    d.pattern = VKF_ATTENTION_BIGBIRD, d.bigbird = (vkf_bigbird){.block = 4, .globals = 1, .random = 2, .seed = 1};
+    vkf_tensor *table = NULL;
+    CHECK_OK(vkf_attention_table_create(ctx, &d, &table));
+    good_bb = d;
+    good_bb.table = table;
+    vkf_tensor *none = tq;
+    CHECK_FAIL(vkf_attention_table_create(ctx, &good, &none), VKF_ERROR_INVALID_ARGUMENT, "bigbird");
+    CHECK(none == NULL);
+    d.bigbird.block = 0;
+    CHECK_FAIL(vkf_attention_table_create(ctx, &d, &none), VKF_ERROR_INVALID_ARGUMENT, "block");
+#define BAD_BB(field_change, status, word)                                                                       \
+    do {                                                                                                         \
+        d = good_bb;                                                                                             \
+        field_change;                                                                                            \
+        CHECK_FAIL(vkf_op_attention_fused(cmd, &d), status, word);                                               \
+    } while (0)
+    BAD_BB(d.table = NULL, VKF_ERROR_INVALID_ARGUMENT, "table");
+    BAD_BB(d.bigbird.block = 0, VKF_ERROR_INVALID_ARGUMENT, "block");
+    BAD_BB(d.bigbird.random = VKF_BIGBIRD_MAX_RANDOM + 1, VKF_ERROR_INVALID_ARGUMENT, "random");
+    BAD_BB(d.table = tl, VKF_ERROR_INVALID_ARGUMENT, "table");         /* too few entries */
+    BAD_BB(d.table = tq, VKF_ERROR_INVALID_ARGUMENT, "table");         /* F32 */
+    BAD_BB(d.out = table, VKF_ERROR_INVALID_ARGUMENT, "out");
+    vkf_attention_tiles wide_bq = {.workgroup = 64, .bq = 64, .bk = 8, .td = 1, .tq = 1};
+    BAD_BB((d.tiles = &wide_bq, d.bigbird.block = 1), VKF_ERROR_UNSUPPORTED, "span");
+#undef BAD_BB
 #undef BAD
     CHECK(vkf_cmd_op_count(cmd) == 0); /* nothing was recorded */
 
@@ -407,9 +532,11 @@ static void test_bad_arguments(vkf_context *ctx, const vkf_device_info *info)
     d.causal = true, d.causal_offset = 0xffffffffu;
     CHECK_OK(vkf_op_attention_fused(cmd, &good));
     CHECK_OK(vkf_op_attention_fused(cmd, &d));
+    CHECK_OK(vkf_op_attention_fused(cmd, &good_bb));
     CHECK_OK(vkf_cmd_submit(cmd));
     CHECK_STATUS(vkf_op_attention_fused(cmd, &good), VKF_ERROR_STATE);
     vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(table);
     vkf_tensor_destroy(tq), vkf_tensor_destroy(tk), vkf_tensor_destroy(tv), vkf_tensor_destroy(to);
     vkf_tensor_destroy(small), vkf_tensor_destroy(tl), vkf_tensor_destroy(tl1);
 }
@@ -443,6 +570,7 @@ int main(void)
             run_case(ctx, c, &TILE_SETS[t], seed += 8);
         }
     }
+    test_bigbird_random();
     test_dense_equality(ctx);
     test_bad_arguments(ctx, &info);
     harness_close(ctx);

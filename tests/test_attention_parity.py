@@ -1,8 +1,12 @@
 #!/usr/bin/python3
-"""local:W and strided:W:S are dense attention under a mask: vkformer's forward
-logits and greedy ids with --attention must equal PyTorch's nn.Transformer given
-that mask explicitly (encoder self-attention: the pattern; decoder self-attention:
-the pattern and causal; cross-attention dense).
+"""local:W, strided:W:S and bigbird:B:G:R are dense attention under a mask:
+vkformer's forward logits and greedy ids with --attention must equal PyTorch's
+nn.Transformer given that mask explicitly (encoder self-attention: the pattern;
+decoder self-attention: the pattern and causal; cross-attention dense). bigbird's
+random blocks are drawn here by an independent implementation of the documented
+rule (docs/attention.md). lowrank:K with K at least the sequence length is a
+permutation of the keys, so it must equal dense too, as self- and as
+cross-attention; with a small K it must not.
 
 Usage: /usr/bin/python3 tests/test_attention_parity.py VKFORMER (VK_ICD_FILENAMES set by the caller)."""
 import math
@@ -22,8 +26,44 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import export_torch as et  # noqa: E402
 
 
-def allowed(pattern, i, j):
+MASK64 = (1 << 64) - 1
+
+
+def splitmix64(state):
+    state = (state + 0x9E3779B97F4A7C15) & MASK64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return state, z ^ (z >> 31)
+
+
+def bigbird_random(seed, qb, key_blocks, globals_, count, causal):
+    """The random key blocks of query block qb: a partial Fisher-Yates shuffle of
+    the candidate blocks (not global, not qb-1..qb+1; causal: only below qb-1)."""
+    if qb < globals_:
+        return []
+    hi = max(qb - 1, 0) if causal else key_blocks
+    cand = [kb for kb in range(globals_, hi) if abs(kb - qb) > 1]
+    state = (seed ^ ((qb * 0xD1B54A32D192ED03) & MASK64)) & MASK64
+    out = []
+    for t in range(min(count, len(cand))):
+        state, r = splitmix64(state)
+        pick = t + r % (len(cand) - t)
+        cand[t], cand[pick] = cand[pick], cand[t]
+        out.append(cand[t])
+    return out
+
+
+def allowed(pattern, i, j, n=None, causal=False, seed=0):
     kind, *p = pattern.split(":")
+    if kind in ("dense", "lowrank"):
+        return True
+    if kind == "bigbird":
+        b, g, r = map(int, p)
+        qi, kj = i // b, j // b
+        if qi < g or kj < g or abs(qi - kj) <= 1:
+            return True
+        return kj in bigbird_random(seed, qi, (n + b - 1) // b, g, r, causal)
     w = int(p[0])
     near = abs(i - j) <= w
     if kind == "local":
@@ -35,7 +75,7 @@ def mask(pattern, n, causal):
     m = torch.zeros(n, n)
     for i in range(n):
         for j in range(n):
-            if not allowed(pattern, i, j) or (causal and j > i):
+            if not allowed(pattern, i, j, n, causal) or (causal and j > i):
                 m[i, j] = float("-inf")
     return m
 
@@ -71,7 +111,8 @@ def main():
     rng = np.random.default_rng(5)
     configs = [et.default_config(embed_scale=math.sqrt(48)),
                et.default_config(norm_first=True, activation="gelu", d_model=32, n_heads=2, d_ff=72)]
-    patterns = ["local:0", "local:2", "strided:1:3", "strided:0:4", "local:40"]
+    patterns = ["local:0", "local:2", "strided:1:3", "strided:0:4", "local:40", "bigbird:4:1:2", "bigbird:3:0:3",
+                "bigbird:1:2:5", "lowrank:64"]
     with tempfile.TemporaryDirectory() as tmp:
         for ci, config in enumerate(configs):
             model = et.build_model(config, seed=10 + ci)
@@ -113,6 +154,33 @@ def main():
                 else:
                     print(f"FAIL config {ci} {pattern} greedy: expected {want}, got {got} ({r.stderr.strip()})")
                     failed += 1
+            # Cross-attention lowrank:K with K >= the source length is dense too.
+            src = rng.integers(3, config["src_vocab_size"], 37).tolist()
+            tgt = [config["bos_id"]] + rng.integers(3, config["tgt_vocab_size"], 20).tolist()
+            got = {}
+            for cross in ["lowrank:40", "lowrank:5"]:
+                out = os.path.join(tmp, "c.npy")
+                r = subprocess.run([vkformer, "forward", "--model", path, "--cross-attention", cross, "--attention",
+                                    "lowrank:3", "--src", ",".join(map(str, src)), "--tgt", ",".join(map(str, tgt)),
+                                    "--out", out], capture_output=True, text=True)
+                got[cross] = np.load(out) if r.returncode == 0 else None
+                if r.returncode != 0:
+                    print(f"FAIL config {ci} --cross-attention {cross}: exit {r.returncode}: {r.stderr.strip()}")
+            r = subprocess.run([vkformer, "forward", "--model", path, "--attention", "lowrank:3", "--src",
+                                ",".join(map(str, src)), "--tgt", ",".join(map(str, tgt)), "--out",
+                                os.path.join(tmp, "d.npy")], capture_output=True, text=True)
+            dense_cross = np.load(os.path.join(tmp, "d.npy")) if r.returncode == 0 else None
+            if dense_cross is None or got["lowrank:40"] is None or got["lowrank:5"] is None:
+                failed += 1
+            elif np.abs(got["lowrank:40"] - dense_cross).max() > 1e-4:
+                print(f"FAIL config {ci}: cross lowrank:40 on 37 source tokens differs from dense by "
+                      f"{np.abs(got['lowrank:40'] - dense_cross).max():.3g}")
+                failed += 1
+            elif np.abs(got["lowrank:5"] - dense_cross).max() < 1e-3:
+                print(f"FAIL config {ci}: cross lowrank:5 equals dense; the projection has no effect")
+                failed += 1
+            else:
+                passed += 1
             # The masks must matter: dense and local:0 logits differ on a long input.
             src = rng.integers(3, config["src_vocab_size"], 30).tolist()
             if np.abs(torch_logits(model, "local:0", src, [1, 5, 6]) - torch_logits(model, "local:1000", src, [1, 5, 6])).max() < 1e-3:

@@ -5,8 +5,15 @@
 set -euo pipefail
 who=$1
 shift
-missing=()
+wanted=("$@")
+# The test set-ups (those that want numpy) also get OpenBLAS, so that numpy's
+# matmul is OpenBLAS sgemm, the CPU baseline of tools/bench_blas.py (Debian's
+# default libblas3 is the slow reference BLAS).
 for p in "$@"; do
+    [ "$p" = python3-numpy ] && wanted+=(libopenblas0-pthread)
+done
+missing=()
+for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -10,6 +10,9 @@
  *   vkformer translate --model FILE --input FILE [--batch B]   one text per line; "text<TAB>expected"
  *                                                               lines are scored (exact match)
  *   vkformer bench model --preset small|base [--batch B --src-len S --tgt-len T] [--repeat R] [--json]
+ *   vkformer bench startup --model FILE | --preset small|base [--repeat R] [--json]
+ *                                                  context + load + first forward, cold vs warm pipeline cache
+ *   vkformer tune [--quick] [--out FILE] [--json]  time kernel tiles on the device, write its tune file
  *
  * Every command takes --device INDEX|NAME-SUBSTRING (else VKFORMER_DEVICE, else the
  * first discrete GPU, integrated, virtual, CPU) and --max-device-memory BYTES. VKFORMER_VALIDATE=1 turns the
@@ -20,11 +23,15 @@
  */
 #include "vkformer.h"
 #include "reference/reference.h"
+#include "tune.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,10 +53,21 @@ static const char usage_text[] =
     "                                        \"text<TAB>expected\" are scored: accuracy at the end\n"
     "  bench model --preset small|base [--batch B --src-len S --tgt-len T] [--repeat R] [--json]\n"
     "                                        forward pass and decode step of a random-weight model\n"
+    "  bench startup --model FILE | --preset small|base [--repeat R] [--json]\n"
+    "                                        context creation + model load + first forward, each run\n"
+    "                                        in a fresh process, with an empty (cold) and a filled\n"
+    "                                        (warm) pipeline cache\n"
+    "  tune [--quick] [--out FILE] [--json]  time candidate kernel tiles on the device, check each\n"
+    "                                        against a host reference, store the fastest in the\n"
+    "                                        device's tune file (read by later runs; VKFORMER_TUNE=0: off)\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n"
-    "model commands also take --attention dense|dense-naive|local:W|strided:W:S (encoder and\n"
-    "decoder self-attention, in the forward pass and every decode step) and\n"
-    "--cross-attention dense|dense-naive\n"
+    "  bench attention [--n N,...] [--variants V,...] [--heads H --head-dim D --batch B]\n"
+    "                [--repeat R] [--model FILE] [--json] [--plot FILE.png]\n"
+    "                                        dense vs sparse attention: GPU time, memory, error\n"
+    "model commands also take --attention VARIANT (encoder and decoder self-attention):\n"
+    "  dense | dense-naive | local:W | strided:W:S | bigbird:B:G:R | lsh:H:C | lowrank:K\n"
+    "--cross-attention dense|dense-naive|lowrank:K, --seed N (bigbird, lsh, lowrank), and\n"
+    "--verbose (say where a variant does not apply and what runs instead)\n"
     "common options: --device INDEX|NAME-SUBSTRING, --max-device-memory BYTES (cap on tensors)\n";
 
 typedef struct options {
@@ -65,7 +83,12 @@ typedef struct options {
     unsigned long max_device_memory;    /* bytes; 0: no cap */
     const char *attention, *cross_attention;
     unsigned long batch, src_len, tgt_len;
+    bool quick;                         /* tune: few candidates, small shapes */
+    unsigned long seed;                 /* --seed: bigbird, lsh, lowrank */
+    bool verbose;                       /* --verbose: the library's info messages too */
 } options;
+
+int cmd_bench_attention(int argc, char **argv); /* tools/bench_attention.c */
 
 static int exit_code_for(vkf_status st)
 {
@@ -82,7 +105,8 @@ static int fail(vkf_status st)
 
 static void log_to_stderr(void *user, vkf_log_level level, const char *message)
 {
-    (void)user;
+    const options *o = user;
+    if (level == VKF_LOG_INFO && !(o && o->verbose)) return;
     fprintf(stderr, "vkformer: %s: %s\n", level == VKF_LOG_ERROR ? "error" : level == VKF_LOG_WARNING ? "warning" : "info",
             message);
 }
@@ -93,6 +117,7 @@ static vkf_status open_context(const options *o, vkf_context **out)
     vkf_context_options_init(&co);
     co.device = o->device;
     co.log = log_to_stderr;
+    co.log_user = (void *)o;
     co.max_device_memory = o->max_device_memory;
     return vkf_context_create(&co, out);
 }
@@ -211,6 +236,26 @@ static void print_device_text(const vkf_device_info *d, bool is_default)
                d->heaps[h].device_local ? " device-local" : "");
 }
 
+/* ,"tuning":{...}: where the default device's kernel tiles came from and what they are. */
+static void print_tuning_json(const vkf_context *ctx)
+{
+    const char *kernel;
+    uint32_t mm[6], head_dim, at[5];
+    vkf_tune_current(ctx, &kernel, mm, &head_dim, at);
+    char path[1024];
+    bool has_path = vkf_tune_file_path(ctx, path, sizeof path) == VKF_OK;
+    printf(",\"tuning\":{\"source\":\"%s\",\"file\":", vkf_tune_from_file(ctx) ? "file" : "built-in");
+    if (has_path) json_string(path);
+    else printf("null");
+    printf(",\"matmul\":{\"kernel\":\"%s\",\"workgroup\":%u,\"bm\":%u,\"bn\":%u,\"bk\":%u,\"tm\":%u,\"tn\":%u}",
+           kernel, mm[0], mm[1], mm[2], mm[3], mm[4], mm[5]);
+    if (head_dim)
+        printf(",\"attention\":{\"head_dim\":%u,\"workgroup\":%u,\"bq\":%u,\"bk\":%u,\"td\":%u,\"tq\":%u}", head_dim,
+               at[0], at[1], at[2], at[3], at[4]);
+    else printf(",\"attention\":null");
+    printf("}");
+}
+
 static int cmd_info(const options *o)
 {
     uint32_t count = 0;
@@ -241,7 +286,9 @@ static int cmd_info(const options *o)
             if (i) putchar(',');
             print_device_json(&infos[i], i == chosen.index);
         }
-        printf("]}\n");
+        printf("]");
+        print_tuning_json(ctx);
+        printf("}\n");
     } else {
         printf("vkformer %s, %u Vulkan device%s\n", vkf_version_string(), count, count == 1 ? "" : "s");
         for (uint32_t i = 0; i < count; i++) print_device_text(&infos[i], i == chosen.index);
@@ -551,12 +598,14 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
 }
 
 static int cmd_bench_model(const options *o);
+static int cmd_bench_startup(const options *o);
 
 static int cmd_bench(const options *o, const char *what)
 {
     if (what && strcmp(what, "model") == 0) return cmd_bench_model(o);
+    if (what && strcmp(what, "startup") == 0) return cmd_bench_startup(o);
     if (!what || strcmp(what, "matmul") != 0) {
-        fprintf(stderr, "vkformer: bench: unknown benchmark \"%s\" (known: matmul, model)\n", what ? what : "");
+        fprintf(stderr, "vkformer: bench: unknown benchmark \"%s\" (known: matmul, model, startup)\n", what ? what : "");
         return EXIT_USAGE;
     }
     unsigned long dims[64][3];
@@ -647,7 +696,8 @@ static int open_model(const options *o, vkf_context **out_ctx, vkf_model **out_m
     if (st != VKF_OK) return fail(st);
     st = vkf_model_load(*out_ctx, o->model, out_model);
     if (st == VKF_OK) {
-        st = vkf_model_set_attention(*out_model, o->attention, o->cross_attention);
+        st = vkf_model_set_seed(*out_model, o->seed);
+        if (st == VKF_OK) st = vkf_model_set_attention(*out_model, o->attention, o->cross_attention);
         if (st != VKF_OK) vkf_model_destroy(*out_model);
     }
     if (st != VKF_OK) {
@@ -1086,11 +1136,252 @@ static int cmd_bench_model(const options *o)
     return close_context(ctx, code);
 }
 
+/* ------------------------------------------------------------------ bench startup */
+
+/* One start-up in this (child) process: context on cache_dir, model load, first
+ * forward of one source and target of up to 32 tokens, destroy (which writes the
+ * pipeline cache). Milliseconds of each. */
+static int startup_once(const options *o, const char *model_path, const char *cache_dir, double out_ms[4])
+{
+    double t0 = now_s();
+    vkf_context_options co;
+    vkf_context_options_init(&co);
+    co.device = o->device;
+    co.log = log_to_stderr;
+    co.log_user = (void *)o;
+    co.cache_dir = cache_dir;
+    co.pipeline_cache = cache_dir ? 1 : 0;
+    vkf_context *ctx;
+    vkf_status st = vkf_context_create(&co, &ctx);
+    if (st != VKF_OK) return fail(st);
+    double t1 = now_s();
+    vkf_model *model = NULL;
+    st = vkf_model_load(ctx, model_path, &model);
+    if (st == VKF_OK) st = vkf_model_set_seed(model, o->seed);
+    if (st == VKF_OK) st = vkf_model_set_attention(model, o->attention, o->cross_attention);
+    double t2 = now_s();
+    int code = 0;
+    if (st == VKF_OK) {
+        vkf_model_config cfg;
+        vkf_model_get_config(model, &cfg);
+        uint32_t len = cfg.max_len < 32 ? cfg.max_len : 32;
+        int32_t src[32], tgt[32];
+        for (uint32_t i = 0; i < len; i++) {
+            src[i] = 3 + (int32_t)(i * 7u % (cfg.src_vocab_size - 3));
+            tgt[i] = i ? 3 + (int32_t)(i * 5u % (cfg.tgt_vocab_size - 3)) : cfg.bos_id;
+        }
+        const int32_t *sp = src, *tp = tgt;
+        vkf_sequences ss = {1, &sp, &len}, ts = {1, &tp, &len};
+        uint64_t n = (uint64_t)len * cfg.tgt_vocab_size;
+        float *logits = xmalloc(n * sizeof *logits);
+        st = vkf_model_forward(model, &ss, &ts, logits, n);
+        free(logits);
+    }
+    double t3 = now_s();
+    if (st != VKF_OK) code = fail(st);
+    vkf_model_destroy(model);
+    code = close_context(ctx, code); /* writes the pipeline cache */
+    double t4 = now_s();
+    out_ms[0] = (t1 - t0) * 1e3, out_ms[1] = (t2 - t1) * 1e3, out_ms[2] = (t3 - t2) * 1e3;
+    out_ms[3] = (t4 - t3) * 1e3;
+    return code;
+}
+
+/* Runs startup_once in a child process, so that nothing the driver keeps in the
+ * process carries over; its times come back through a pipe. */
+static int startup_child(const options *o, const char *model_path, const char *cache_dir, double out_ms[4])
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        fprintf(stderr, "vkformer: pipe failed\n");
+        return EXIT_ERROR;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "vkformer: fork failed\n");
+        return EXIT_ERROR;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        double ms[4] = {0, 0, 0, 0};
+        int code = startup_once(o, model_path, cache_dir, ms);
+        if (write(fds[1], ms, sizeof ms) != (ssize_t)sizeof ms) code = EXIT_ERROR;
+        close(fds[1]);
+        fflush(stdout);
+        _exit(code);
+    }
+    close(fds[1]);
+    ssize_t got = read(fds[0], out_ms, 4 * sizeof(double));
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_ERROR;
+    if (code == 0 && got != (ssize_t)(4 * sizeof(double))) code = EXIT_ERROR;
+    return code;
+}
+
+static double median_of(double *v, unsigned long n)
+{
+    qsort(v, n, sizeof *v, compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Bytes of the regular files in dir whose names start with prefix. */
+static unsigned long long dir_bytes(const char *dir, const char *prefix)
+{
+    unsigned long long total = 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+        char path[1800];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) total += (unsigned long long)sb.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
+static int cmd_bench_startup(const options *o)
+{
+    if (!o->model == !o->preset) {
+        fprintf(stderr, "vkformer: bench startup needs --model FILE or --preset small|base\n");
+        return EXIT_USAGE;
+    }
+    if (o->repeat == 0 || o->repeat > 100) {
+        fprintf(stderr, "vkformer: --repeat must be 1..100\n");
+        return EXIT_USAGE;
+    }
+    const char *tmpdir = getenv("TMPDIR");
+    char dir[512], model_path[600], cache_dir[600];
+    snprintf(dir, sizeof dir, "%s/vkformer-startup-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "vkformer: cannot create a temporary directory in %s\n", tmpdir && *tmpdir ? tmpdir : "/tmp");
+        return EXIT_ERROR;
+    }
+    snprintf(cache_dir, sizeof cache_dir, "%s/cache", dir);
+    const char *model = o->model;
+    if (o->preset) {
+        const preset *p = NULL;
+        for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+            if (strcmp(o->preset, presets[i].name) == 0) p = &presets[i];
+        snprintf(model_path, sizeof model_path, "%s/model.safetensors", dir);
+        if (!p || !write_random_model(model_path, p, 64)) {
+            fprintf(stderr, p ? "vkformer: cannot write the random model\n" : "vkformer: --preset small or base\n");
+            rmdir(dir);
+            return p ? EXIT_ERROR : EXIT_USAGE;
+        }
+        model = model_path;
+    }
+    /* Per repetition: no cache at all, then cold (empty cache directory), then warm. */
+    unsigned long R = o->repeat;
+    double *ms = xmalloc(R * 3 * 4 * sizeof *ms), *total = xmalloc(R * 3 * sizeof *total);
+    unsigned long long cache_bytes = 0;
+    int code = 0;
+    char rm[1300];
+    for (unsigned long r = 0; r < R && code == 0; r++) {
+        snprintf(rm, sizeof rm, "rm -rf '%s'", cache_dir);
+        if (system(rm) != 0) code = EXIT_ERROR;
+        for (int kind = 0; kind < 3 && code == 0; kind++) {
+            fprintf(stderr, "bench startup: repeat %lu/%lu, %s\n", r + 1, R, kind == 0 ? "no cache" : kind == 1 ? "cold" : "warm");
+            double *m = ms + (r * 3 + kind) * 4;
+            code = startup_child(o, model, kind == 0 ? NULL : cache_dir, m);
+            total[kind * R + r] = m[0] + m[1] + m[2];
+        }
+        if (code == 0) cache_bytes = dir_bytes(cache_dir, "pipelines-");
+    }
+    if (code == 0) {
+        static const char *kinds[3] = {"off", "cold", "warm"};
+        double med[3][5];
+        double *col = xmalloc(R * sizeof *col);
+        for (int kind = 0; kind < 3; kind++) {
+            for (int phase = 0; phase < 4; phase++) {
+                for (unsigned long r = 0; r < R; r++) col[r] = ms[(r * 3 + kind) * 4 + phase];
+                med[kind][phase] = median_of(col, R);
+            }
+            med[kind][4] = median_of(total + kind * R, R);
+        }
+        free(col);
+        if (o->json) {
+            printf("{\"bench\":\"startup\",\"model\":");
+            json_string(o->preset ? o->preset : o->model);
+            printf(",\"repeat\":%lu,\"pipeline_cache_bytes\":%llu", R, cache_bytes);
+            for (int kind = 0; kind < 3; kind++)
+                printf(",\"%s\":{\"total_ms\":%.1f,\"context_ms\":%.1f,\"load_ms\":%.1f,\"first_forward_ms\":%.1f,"
+                       "\"destroy_ms\":%.1f}", kinds[kind], med[kind][4], med[kind][0], med[kind][1], med[kind][2],
+                       med[kind][3]);
+            printf("}\n");
+        } else {
+            printf("start-up of %s (context + load + first forward), median of %lu runs, each a fresh process;\n"
+                   "pipeline cache file %llu bytes\n", o->preset ? o->preset : o->model, R, cache_bytes);
+            printf("  %-22s %10s %10s %10s %14s %10s\n", "pipeline cache", "total ms", "context", "load", "first forward",
+                   "destroy");
+            for (int kind = 0; kind < 3; kind++)
+                printf("  %-22s %10.1f %10.1f %10.1f %14.1f %10.1f\n",
+                       kind == 0 ? "off" : kind == 1 ? "cold (empty)" : "warm (filled)", med[kind][4], med[kind][0],
+                       med[kind][1], med[kind][2], med[kind][3]);
+        }
+    }
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    if (system(rm) != 0) fprintf(stderr, "vkformer: could not remove %s\n", dir);
+    free(ms), free(total);
+    return code;
+}
+
+/* ------------------------------------------------------------------ tune */
+
+static void tune_progress(void *user, const char *line)
+{
+    (void)user;
+    fprintf(stderr, "%s\n", line);
+}
+
+static int cmd_tune(const options *o)
+{
+    vkf_context_options co;
+    vkf_context_options_init(&co);
+    co.device = o->device;
+    co.log = log_to_stderr;
+    co.log_user = (void *)o;
+    co.max_device_memory = o->max_device_memory;
+    co.tune = 0; /* start from the built-in choices */
+    vkf_context *ctx;
+    vkf_status st = vkf_context_create(&co, &ctx);
+    if (st != VKF_OK) return fail(st);
+    vkf_tune_options to = {.quick = o->quick, .progress = tune_progress, .path = o->out};
+    char path[1024];
+    st = vkf_tune_run(ctx, &to, path, sizeof path);
+    if (st != VKF_OK) return close_context(ctx, fail(st));
+    const char *kernel;
+    uint32_t mm[6], head_dim, at[5];
+    vkf_tune_current(ctx, &kernel, mm, &head_dim, at);
+    if (o->json) {
+        printf("{\"tune_file\":");
+        json_string(path);
+        printf(",\"matmul\":{\"kernel\":\"%s\",\"workgroup\":%u,\"bm\":%u,\"bn\":%u,\"bk\":%u,\"tm\":%u,\"tn\":%u},"
+               "\"attention\":{\"head_dim\":%u,\"workgroup\":%u,\"bq\":%u,\"bk\":%u,\"td\":%u,\"tq\":%u}}\n",
+               kernel, mm[0], mm[1], mm[2], mm[3], mm[4], mm[5], head_dim, at[0], at[1], at[2], at[3], at[4]);
+    } else {
+        printf("wrote %s\n", path);
+        printf("  matmul     %s, %ux%u tile, %ux%u per invocation, bk %u, %u invocations\n", kernel, mm[1], mm[2],
+               mm[4], mm[5], mm[3], mm[0]);
+        printf("  attention  head_dim %u: %u invocations, bq %u, bk %u, td %u, tq %u\n", head_dim, at[0], at[1], at[2],
+               at[3], at[4]);
+    }
+    return close_context(ctx, 0);
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
 {
     options o = {.repeat = 10};
+    /* bench attention has options of its own (tools/bench_attention.c) */
+    if (argc >= 3 && strcmp(argv[1], "bench") == 0 && strcmp(argv[2], "attention") == 0)
+        return cmd_bench_attention(argc - 3, argv + 3);
     const char *positional[3] = {NULL, NULL, NULL};
     int npos = 0;
     for (int i = 1; i < argc; i++) {
@@ -1132,6 +1423,9 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--n") == 0) number = &o.n;
         else if (strcmp(a, "--k") == 0) number = &o.k;
         else if (strcmp(a, "--repeat") == 0) number = &o.repeat;
+        else if (strcmp(a, "--quick") == 0) o.quick = true;
+        else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) o.verbose = true;
+        else if (strcmp(a, "--seed") == 0) number = &o.seed;
         else if (a[0] == '-' && !(a[1] >= '0' && a[1] <= '9')) {
             fprintf(stderr, "vkformer: unknown option %s\n%s", a, usage_text);
             return EXIT_USAGE;
@@ -1158,6 +1452,7 @@ int main(int argc, char **argv)
     if (strcmp(positional[0], "forward") == 0) return cmd_forward(&o);
     if (strcmp(positional[0], "generate") == 0) return cmd_generate(&o);
     if (strcmp(positional[0], "translate") == 0) return cmd_translate(&o, positional[1]);
+    if (strcmp(positional[0], "tune") == 0) return cmd_tune(&o);
     fprintf(stderr, "vkformer: unknown command \"%s\"\n%s", positional[0], usage_text);
     return EXIT_USAGE;
 }

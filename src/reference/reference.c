@@ -103,6 +103,7 @@ bool ref_attention_allowed(const ref_attention_mask *mask, size_t b, size_t i, s
     size_t dist = i > j ? i - j : j - i;
     if (mask->pattern == 1) return dist <= mask->window;
     if (mask->pattern == 2) return dist <= mask->window || j % mask->stride == mask->stride - 1;
+    if (mask->pattern == 3) return mask->allowed[i * mask->allowed_cols + j] != 0;
     return true;
 }
 

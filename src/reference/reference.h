@@ -35,6 +35,8 @@ typedef struct ref_attention_mask {
     size_t causal_offset;
     int pattern;                        /* 0 dense; 1 local: |i-j| <= window; 2 strided: that or j % stride == stride-1 */
     size_t window, stride;
+    const unsigned char *allowed;       /* pattern 3: explicit (lq, lk) matrix, nonzero = allowed */
+    size_t allowed_cols;                /* its row length (lk) */
 } ref_attention_mask;
 
 /* Whether query i of sequence b may see key j, evaluated literally. */

@@ -1,0 +1,675 @@
+/* Tuning on the device and tune files (see tune.h). A run times each candidate
+ * tile shape of the matmul kernels (direct and tiled) and of the fused attention
+ * kernel with GPU timestamps, checks every output element against a plain host
+ * computation, and keeps the fastest correct one; the file records the winners
+ * and every measurement. Loading checks the file's device and every tile against
+ * the device's limits; anything wrong leaves the built-in choices (ops.c,
+ * attention.c) and says why in the log. */
+#include "internal.h"
+#include "tune.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TUNE_FORMAT "vkformer-tune"
+#define TUNE_VERSION 1
+
+/* ------------------------------------------------------------------ file names and state */
+
+vkf_status vkf_tune_file_path(const vkf_context *ctx, char *out, size_t capacity)
+{
+    if (!ctx || !out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_tune_file_path: NULL argument");
+    if (!vkf_cache_file_path(ctx, "tune", ".json", /*with_uuid=*/false, out, capacity))
+        return vkf_fail(VKF_ERROR_IO, "no cache directory for the tune file (set VKFORMER_CACHE_DIR or HOME)");
+    return VKF_OK;
+}
+
+bool vkf_tune_from_file(const vkf_context *ctx) { return ctx && ctx->tuning.from_file; }
+
+bool vkf_tuning_attention_tiles(const vkf_context *ctx, uint32_t head_dim, struct vkf_attention_tiles *out)
+{
+    if (!ctx->tuning.attention_head_dim || ctx->tuning.attention_head_dim != head_dim) return false;
+    const uint32_t *a = ctx->tuning.attention_tiles;
+    *out = (vkf_attention_tiles){.workgroup = a[0], .bq = a[1], .bk = a[2], .td = a[3], .tq = a[4]};
+    return true;
+}
+
+void vkf_tune_current(const vkf_context *ctx, const char **out_kernel, uint32_t out_matmul[6],
+                      uint32_t *out_attention_head_dim, uint32_t out_attention[5])
+{
+    *out_kernel = vkf_variant(ctx->tuning.matmul_variant)->name;
+    memcpy(out_matmul, &ctx->tuning.matmul, 6 * sizeof(uint32_t));
+    *out_attention_head_dim = ctx->tuning.attention_head_dim;
+    memcpy(out_attention, ctx->tuning.attention_tiles, 5 * sizeof(uint32_t));
+}
+
+/* Why these attention tiles cannot run on the device (a static string), or NULL;
+ * the same rules as attention.c's check before a dispatch. */
+static const char *attention_tiles_problem(const vkf_context *ctx, const vkf_attention_tiles *t, uint32_t head_dim)
+{
+    if (head_dim == 0 || head_dim > VKF_ATTENTION_MAX_HEAD_DIM) return "head_dim out of range";
+    if (!t->workgroup || !t->bq || !t->bk || !t->td || !t->tq || (t->td > 1 && t->tq > 1) ||
+        (uint64_t)t->workgroup * t->tq != (uint64_t)t->bq * t->td)
+        return "tiles need workgroup * tq == bq * td, all positive, and td or tq 1";
+    if (t->workgroup > ctx->info.max_workgroup_invocations || t->workgroup > ctx->info.max_workgroup_size[0])
+        return "workgroup exceeds the device's limit";
+    if (vkf_attention_shared_bytes(t, head_dim) > ctx->info.max_shared_memory)
+        return "tiles need more shared memory than the device has";
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ loading */
+
+/* An integer member in [1, 65536]; false if absent or out of range. */
+static bool get_tile(json_t *obj, const char *key, uint32_t *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_integer(v)) return false;
+    json_int_t x = json_integer_value(v);
+    if (x < 1 || x > 65536) return false;
+    *out = (uint32_t)x;
+    return true;
+}
+
+/* Reads the tune file into the tuning it describes; false with a reason. */
+static bool parse_tune_file(vkf_context *ctx, json_t *root, vkf_variant_id *out_variant, vkf_matmul_tiles *out_matmul,
+                            uint32_t *out_head_dim, vkf_attention_tiles *out_attention, char *why, size_t why_capacity)
+{
+    json_t *format = json_object_get(root, "format"), *version = json_object_get(root, "version");
+    if (!json_is_object(root) || !json_is_string(format) || strcmp(json_string_value(format), TUNE_FORMAT) != 0) {
+        snprintf(why, why_capacity, "not a vkformer tune file (no \"format\": \"%s\")", TUNE_FORMAT);
+        return false;
+    }
+    if (!json_is_integer(version) || json_integer_value(version) != TUNE_VERSION) {
+        snprintf(why, why_capacity, "unknown version (this library reads version %d)", TUNE_VERSION);
+        return false;
+    }
+    json_t *dev = json_object_get(root, "device");
+    json_t *vendor = json_object_get(dev, "vendor_id"), *device = json_object_get(dev, "device_id");
+    json_t *driver = json_object_get(dev, "driver_version"), *name = json_object_get(dev, "name");
+    if (!json_is_integer(vendor) || !json_is_integer(device) || !json_is_integer(driver) || !json_is_string(name)) {
+        snprintf(why, why_capacity, "\"device\" needs vendor_id, device_id, driver_version and name");
+        return false;
+    }
+    if (json_integer_value(vendor) != ctx->info.vendor_id || json_integer_value(device) != ctx->info.device_id ||
+        json_integer_value(driver) != ctx->info.driver_version || strcmp(json_string_value(name), ctx->info.name) != 0) {
+        snprintf(why, why_capacity, "written for another device or driver (\"%s\", driver version %lld)",
+                 json_string_value(name), (long long)json_integer_value(driver));
+        return false;
+    }
+    json_t *mm = json_object_get(root, "matmul");
+    json_t *kernel = json_object_get(mm, "kernel");
+    if (!json_is_object(mm) || !json_is_string(kernel)) {
+        snprintf(why, why_capacity, "\"matmul\" needs a \"kernel\"");
+        return false;
+    }
+    if (strcmp(json_string_value(kernel), "matmul_direct") == 0) *out_variant = VKF_VARIANT_MATMUL_DIRECT;
+    else if (strcmp(json_string_value(kernel), "matmul_tiled") == 0) *out_variant = VKF_VARIANT_MATMUL_TILED;
+    else {
+        snprintf(why, why_capacity, "unknown matmul kernel \"%s\"", json_string_value(kernel));
+        return false;
+    }
+    vkf_matmul_tiles *m = out_matmul;
+    if (!get_tile(mm, "workgroup", &m->workgroup) || !get_tile(mm, "bm", &m->bm) || !get_tile(mm, "bn", &m->bn) ||
+        !get_tile(mm, "bk", &m->bk) || !get_tile(mm, "tm", &m->tm) || !get_tile(mm, "tn", &m->tn)) {
+        snprintf(why, why_capacity, "\"matmul\" needs workgroup, bm, bn, bk, tm, tn as integers 1..65536");
+        return false;
+    }
+    *out_head_dim = 0;
+    json_t *at = json_object_get(root, "attention");
+    if (at && !json_is_null(at)) {
+        vkf_attention_tiles *a = out_attention;
+        if (!get_tile(at, "head_dim", out_head_dim) || !get_tile(at, "workgroup", &a->workgroup) ||
+            !get_tile(at, "bq", &a->bq) || !get_tile(at, "bk", &a->bk) || !get_tile(at, "td", &a->td) ||
+            !get_tile(at, "tq", &a->tq)) {
+            snprintf(why, why_capacity, "\"attention\" needs head_dim, workgroup, bq, bk, td, tq as integers");
+            return false;
+        }
+        const char *problem = attention_tiles_problem(ctx, a, *out_head_dim);
+        if (problem) {
+            snprintf(why, why_capacity, "attention tiles: %s", problem);
+            return false;
+        }
+    }
+    return true;
+}
+
+void vkf_tune_load(vkf_context *ctx)
+{
+    char path[1024];
+    if (!vkf_cache_file_path(ctx, "tune", ".json", /*with_uuid=*/false, path, sizeof path)) return;
+    FILE *f = fopen(path, "rb");
+    if (!f) return; /* no tune file: the built-in choices */
+    json_error_t jerr;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    fclose(f);
+    if (!root) {
+        vkf_log(ctx, VKF_LOG_INFO, "tune file %s ignored: not valid JSON (line %d: %s)", path, jerr.line, jerr.text);
+        return;
+    }
+    vkf_variant_id variant = VKF_VARIANT_MATMUL_DIRECT;
+    vkf_matmul_tiles matmul = {0};
+    vkf_attention_tiles attention = {0};
+    uint32_t head_dim = 0;
+    char why[512];
+    bool ok = parse_tune_file(ctx, root, &variant, &matmul, &head_dim, &attention, why, sizeof why);
+    json_decref(root);
+    if (ok) {
+        vkf_tuning saved = ctx->tuning;
+        if (vkf_tuning_set_matmul(ctx, variant, &matmul) != VKF_OK) {
+            snprintf(why, sizeof why, "matmul: %s", vkf_last_error());
+            ctx->tuning = saved;
+            ok = false;
+        }
+    }
+    if (!ok) {
+        vkf_log(ctx, VKF_LOG_INFO, "tune file %s ignored: %s", path, why);
+        return;
+    }
+    ctx->tuning.attention_head_dim = head_dim;
+    memcpy(ctx->tuning.attention_tiles, &attention, sizeof ctx->tuning.attention_tiles);
+    ctx->tuning.from_file = true;
+}
+
+/* ------------------------------------------------------------------ measuring */
+
+typedef struct tune_run {
+    vkf_context *ctx;
+    const vkf_tune_options *o;
+    uint32_t repeat;
+    json_t *measurements;               /* owned array */
+} tune_run;
+
+static void progress(const tune_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(const tune_run *run, const char *fmt, ...)
+{
+    if (!run->o->progress) return;
+    char line[512];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(line, sizeof line, fmt, args);
+    va_end(args);
+    run->o->progress(run->o->progress_user, line);
+}
+
+static double host_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Submits the recorded list once to warm up, then `repeat` times; the median GPU
+ * time (host time on devices without timestamps). */
+static vkf_status time_cmd(const tune_run *run, vkf_cmd *cmd, double *out_ms)
+{
+    VKF_TRY(vkf_cmd_submit(cmd));
+    double ms[64];
+    uint32_t n = run->repeat < 64 ? run->repeat : 64;
+    for (uint32_t r = 0; r < n; r++) {
+        double t0 = host_now_ms();
+        VKF_TRY(vkf_cmd_submit(cmd));
+        ms[r] = host_now_ms() - t0;
+        if (run->ctx->info.timestamps) VKF_TRY(vkf_cmd_gpu_ms(cmd, &ms[r]));
+    }
+    qsort(ms, n, sizeof *ms, compare_doubles);
+    *out_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    return VKF_OK;
+}
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+static float *random_floats(size_t n)
+{
+    float *v = malloc(n * sizeof *v);
+    if (!v) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        v[i] = (float)((rng >> 40) * (2.0 / 16777216.0) - 1.0);
+    }
+    return v;
+}
+
+static vkf_status tensor_from(vkf_context *ctx, const float *data, uint64_t rows, uint64_t cols, vkf_tensor **out)
+{
+    uint64_t shape[2] = {rows, cols};
+    VKF_TRY(vkf_tensor_create(ctx, VKF_DTYPE_F32, 2, shape, out));
+    if (data) {
+        vkf_status st = vkf_tensor_upload(*out, data, rows * cols * 4);
+        if (st != VKF_OK) {
+            vkf_tensor_destroy(*out);
+            *out = NULL;
+            return st;
+        }
+    }
+    return VKF_OK;
+}
+
+/* Every element within 1e-3 + 1e-3 |ref|; the worst index otherwise. */
+static bool matches(const float *got, const double *want, size_t n, size_t *out_worst)
+{
+    bool ok = true;
+    double worst = -1;
+    *out_worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double err = fabs(got[i] - want[i]);
+        if (!(err <= 1e-3 + 1e-3 * fabs(want[i]))) ok = false;
+        if (!(err <= worst)) worst = err, *out_worst = i;
+    }
+    return ok;
+}
+
+/* ------------------------------------------------------------------ matmul candidates */
+
+typedef struct matmul_case {
+    uint32_t m, n, k;
+    float *a, *b;                       /* (m, k), (n, k) */
+    double *ref;                        /* (m, n) = A·Bᵀ */
+    vkf_tensor *ta, *tb, *tc;
+} matmul_case;
+
+static void matmul_case_free(matmul_case *c)
+{
+    free(c->a), free(c->b), free(c->ref);
+    vkf_tensor_destroy(c->ta), vkf_tensor_destroy(c->tb), vkf_tensor_destroy(c->tc);
+    memset(c, 0, sizeof *c);
+}
+
+static vkf_status matmul_case_make(vkf_context *ctx, uint32_t m, uint32_t n, uint32_t k, matmul_case *c)
+{
+    memset(c, 0, sizeof *c);
+    c->m = m, c->n = n, c->k = k;
+    c->a = random_floats((size_t)m * k);
+    c->b = random_floats((size_t)n * k);
+    c->ref = malloc((size_t)m * n * sizeof *c->ref);
+    if (!c->a || !c->b || !c->ref) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
+    for (uint32_t i = 0; i < m; i++)
+        for (uint32_t j = 0; j < n; j++) {
+            const float *x = c->a + (size_t)i * k, *y = c->b + (size_t)j * k;
+            double s = 0;
+            for (uint32_t p = 0; p < k; p++) s += (double)x[p] * y[p];
+            c->ref[(size_t)i * n + j] = s;
+        }
+    VKF_TRY(tensor_from(ctx, c->a, m, k, &c->ta));
+    VKF_TRY(tensor_from(ctx, c->b, n, k, &c->tb));
+    return tensor_from(ctx, NULL, m, n, &c->tc);
+}
+
+/* Runs the context's current matmul tiles on one case: *out_ok tells whether the
+ * output matched, *out_ms the median time. A failure to record (a pipeline the
+ * driver refuses) is returned. */
+static vkf_status matmul_measure(const tune_run *run, matmul_case *c, bool timed, bool *out_ok, double *out_ms)
+{
+    *out_ok = false;
+    *out_ms = 0;
+    vkf_cmd *cmd;
+    VKF_TRY(vkf_cmd_create(run->ctx, VKF_CMD_TIMESTAMPS, &cmd));
+    vkf_matmul_desc d;
+    vkf_matmul_desc_init(&d);
+    d.m = c->m, d.n = c->n, d.k = c->k;
+    d.a.tensor = c->ta, d.b.tensor = c->tb, d.c.tensor = c->tc;
+    vkf_status st = vkf_cmd_matmul(cmd, &d);
+    if (st == VKF_OK && timed) st = time_cmd(run, cmd, out_ms);
+    else if (st == VKF_OK) st = vkf_cmd_submit(cmd);
+    vkf_cmd_destroy(cmd);
+    float *got = malloc((size_t)c->m * c->n * 4);
+    if (st == VKF_OK && !got) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
+    if (st == VKF_OK) st = vkf_tensor_download(c->tc, got, (uint64_t)c->m * c->n * 4);
+    if (st == VKF_OK) {
+        size_t worst;
+        *out_ok = matches(got, c->ref, (size_t)c->m * c->n, &worst);
+        if (!*out_ok)
+            progress(run, "    wrong result at (%zu, %zu): %g, expected %g", worst / c->n, worst % c->n, got[worst],
+                     c->ref[worst]);
+    }
+    free(got);
+    return st;
+}
+
+typedef struct matmul_candidate {
+    vkf_variant_id variant;
+    vkf_matmul_tiles t;
+} matmul_candidate;
+
+#define MM(v, wg, bm_, bn_, bk_, tm_, tn_)                                                                     \
+    {VKF_VARIANT_MATMUL_##v, {.workgroup = wg, .bm = bm_, .bn = bn_, .bk = bk_, .tm = tm_, .tn = tn_}}
+/* Candidates for CPU drivers: mostly the direct kernel (no shared memory). */
+static const matmul_candidate cpu_matmul[] = {
+    MM(DIRECT, 64, 64, 64, 1, 8, 8),    MM(DIRECT, 64, 32, 32, 1, 4, 4),    MM(DIRECT, 64, 128, 64, 1, 16, 8),
+    MM(DIRECT, 64, 64, 128, 1, 8, 16),  MM(DIRECT, 16, 32, 32, 1, 8, 8),    MM(DIRECT, 32, 64, 32, 1, 8, 8),
+    MM(DIRECT, 128, 64, 128, 1, 8, 8),  MM(DIRECT, 16, 64, 16, 1, 16, 4),   MM(DIRECT, 64, 64, 32, 1, 8, 4),
+    MM(TILED, 64, 64, 64, 16, 8, 8),
+};
+static const matmul_candidate cpu_matmul_quick[] = {
+    MM(DIRECT, 64, 64, 64, 1, 8, 8), MM(DIRECT, 64, 32, 32, 1, 4, 4), MM(TILED, 64, 64, 64, 16, 8, 8),
+};
+/* Candidates for GPUs: mostly the shared-memory kernel. */
+static const matmul_candidate gpu_matmul[] = {
+    MM(TILED, 256, 64, 64, 16, 4, 4),   MM(TILED, 256, 128, 128, 8, 8, 8),  MM(TILED, 256, 128, 128, 16, 8, 8),
+    MM(TILED, 256, 128, 64, 16, 8, 4),  MM(TILED, 256, 64, 128, 16, 4, 8),  MM(TILED, 128, 64, 64, 16, 8, 4),
+    MM(TILED, 64, 64, 64, 16, 8, 8),    MM(TILED, 256, 64, 64, 32, 4, 4),   MM(TILED, 128, 128, 64, 8, 8, 8),
+    MM(DIRECT, 64, 64, 64, 1, 8, 8),    MM(DIRECT, 256, 64, 64, 1, 4, 4),
+};
+static const matmul_candidate gpu_matmul_quick[] = {
+    MM(TILED, 256, 64, 64, 16, 4, 4), MM(TILED, 64, 64, 64, 16, 8, 8), MM(DIRECT, 64, 64, 64, 1, 8, 8),
+};
+#undef MM
+
+static void tiles_label(const matmul_candidate *c, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s %ux%u tile, %ux%u per invocation, bk %u, %u invocations", vkf_variant(c->variant)->name,
+             c->t.bm, c->t.bn, c->t.tm, c->t.tn, c->t.bk, c->t.workgroup);
+}
+
+static json_t *matmul_tiles_json(vkf_variant_id variant, const vkf_matmul_tiles *t)
+{
+    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "kernel", vkf_variant(variant)->name, "workgroup",
+                     (json_int_t)t->workgroup, "bm", (json_int_t)t->bm, "bn", (json_int_t)t->bn, "bk",
+                     (json_int_t)t->bk, "tm", (json_int_t)t->tm, "tn", (json_int_t)t->tn);
+}
+
+/* Times every candidate on every shape; the winner has the least total time
+ * relative to the first (built-in) candidate, over the shapes it ran correctly. */
+static vkf_status tune_matmul(tune_run *run, const uint32_t *sizes, uint32_t size_count, matmul_candidate *out_best)
+{
+    vkf_context *ctx = run->ctx;
+    bool cpu = ctx->info.type == VKF_DEVICE_CPU;
+    const matmul_candidate *list = cpu ? (run->o->quick ? cpu_matmul_quick : cpu_matmul)
+                                       : (run->o->quick ? gpu_matmul_quick : gpu_matmul);
+    size_t count = cpu ? (run->o->quick ? sizeof cpu_matmul_quick : sizeof cpu_matmul) / sizeof *list
+                       : (run->o->quick ? sizeof gpu_matmul_quick : sizeof gpu_matmul) / sizeof *list;
+    /* The built-in choice first (the baseline), unless it is on the list already. */
+    matmul_candidate *cands = calloc(count + 1, sizeof *cands);
+    if (!cands) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
+    vkf_tuning builtin = ctx->tuning;
+    size_t n = 0;
+    cands[n++] = (matmul_candidate){builtin.matmul_variant, builtin.matmul};
+    for (size_t i = 0; i < count; i++)
+        if (list[i].variant != builtin.matmul_variant || memcmp(&list[i].t, &builtin.matmul, sizeof builtin.matmul) != 0)
+            cands[n++] = list[i];
+
+    matmul_case cases[4], odd;
+    vkf_status st = VKF_OK;
+    uint32_t made = 0;
+    for (; st == VKF_OK && made < size_count; made++) st = matmul_case_make(ctx, sizes[made], sizes[made], sizes[made], &cases[made]);
+    /* Not a multiple of any tile and K not a multiple of 4 (no vec4 loads): the edges. */
+    bool odd_made = false;
+    if (st == VKF_OK) st = matmul_case_make(ctx, 100, 257, 63, &odd), odd_made = true;
+    double *base = calloc(size_count, sizeof *base);
+    double best_score = INFINITY;
+    for (size_t c = 0; st == VKF_OK && c < n; c++) {
+        char label[160];
+        tiles_label(&cands[c], label, sizeof label);
+        vkf_status set = vkf_tuning_set_matmul(ctx, cands[c].variant, &cands[c].t);
+        if (set != VKF_OK) {
+            progress(run, "  %s: skipped (%s)", label, vkf_last_error());
+            continue;
+        }
+        bool ok = true;
+        double score = 0;
+        vkf_status rs = matmul_measure(run, &odd, /*timed=*/false, &ok, &(double){0});
+        for (uint32_t s = 0; rs == VKF_OK && ok && s < size_count; s++) {
+            double ms;
+            rs = matmul_measure(run, &cases[s], /*timed=*/true, &ok, &ms);
+            if (rs != VKF_OK) break;
+            double gflops = 2.0 * sizes[s] * sizes[s] * sizes[s] / (ms * 1e-3) / 1e9;
+            progress(run, "  %s: %u^3 %.3f ms, %.2f GFLOP/s%s", label, sizes[s], ms, gflops, ok ? "" : ", WRONG");
+            json_t *m = matmul_tiles_json(cands[c].variant, &cands[c].t);
+            json_object_set_new(m, "op", json_string("matmul"));
+            json_object_set_new(m, "size", json_integer(sizes[s]));
+            json_object_set_new(m, "ms", json_real(ms));
+            json_object_set_new(m, "gflops", json_real(gflops));
+            json_object_set_new(m, "correct", json_boolean(ok));
+            json_array_append_new(run->measurements, m);
+            if (c == 0) base[s] = ms;
+            score += base[s] > 0 ? ms / base[s] : ms;
+        }
+        if (rs != VKF_OK) {
+            /* The device refused this shape (e.g. a pipeline it cannot build): skip it. */
+            if (ctx->lost) st = rs;
+            progress(run, "  %s: failed (%s)", label, vkf_last_error());
+            continue;
+        }
+        if (!ok) {
+            progress(run, "  %s: wrong result, disqualified", label);
+            continue;
+        }
+        /* Another candidate must beat the best so far by 5%: the built-in choice
+         * stays unless something is clearly faster (timings on a busy machine are noisy). */
+        if (score < best_score * (c == 0 ? 1.0 : 0.95)) best_score = score, *out_best = cands[c];
+    }
+    ctx->tuning = builtin;
+    if (st == VKF_OK && !isfinite(best_score))
+        st = vkf_fail(VKF_ERROR_VULKAN, "tune: no matmul candidate ran correctly on \"%s\"", ctx->info.name);
+    for (uint32_t s = 0; s < made; s++) matmul_case_free(&cases[s]);
+    if (odd_made) matmul_case_free(&odd);
+    free(base);
+    free(cands);
+    return st;
+}
+
+/* ------------------------------------------------------------------ attention candidates */
+
+typedef struct attention_case {
+    uint32_t heads, head_dim, n;
+    float *q, *k, *v;                   /* (n, heads * head_dim) each */
+    double *ref;                        /* (n, heads * head_dim) */
+    vkf_tensor *tq, *tk, *tv, *tout;
+} attention_case;
+
+static void attention_case_free(attention_case *c)
+{
+    free(c->q), free(c->k), free(c->v), free(c->ref);
+    vkf_tensor_destroy(c->tq), vkf_tensor_destroy(c->tk), vkf_tensor_destroy(c->tv), vkf_tensor_destroy(c->tout);
+    memset(c, 0, sizeof *c);
+}
+
+static vkf_status attention_case_make(vkf_context *ctx, uint32_t n, uint32_t heads, uint32_t head_dim,
+                                      attention_case *c)
+{
+    memset(c, 0, sizeof *c);
+    c->n = n, c->heads = heads, c->head_dim = head_dim;
+    size_t dm = (size_t)heads * head_dim, all = (size_t)n * dm;
+    c->q = random_floats(all), c->k = random_floats(all), c->v = random_floats(all);
+    c->ref = calloc(all, sizeof *c->ref);
+    double *p = malloc(n * sizeof *p);
+    if (!c->q || !c->k || !c->v || !c->ref || !p) {
+        free(p);
+        return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
+    }
+    double scale = 1.0 / sqrt((double)head_dim);
+    for (uint32_t h = 0; h < heads; h++)
+        for (uint32_t i = 0; i < n; i++) {
+            /* ref[i, h, :] = Σ_j softmax_j(scale q_i·k_j) v_j */
+            double mx = -INFINITY, sum = 0;
+            for (uint32_t j = 0; j < n; j++) {
+                double s = 0;
+                for (uint32_t e = 0; e < head_dim; e++)
+                    s += (double)c->q[i * dm + h * head_dim + e] * c->k[j * dm + h * head_dim + e];
+                p[j] = s * scale;
+                if (p[j] > mx) mx = p[j];
+            }
+            for (uint32_t j = 0; j < n; j++) sum += p[j] = exp(p[j] - mx);
+            double *out = c->ref + i * dm + h * head_dim;
+            for (uint32_t j = 0; j < n; j++)
+                for (uint32_t e = 0; e < head_dim; e++) out[e] += p[j] / sum * c->v[j * dm + h * head_dim + e];
+        }
+    free(p);
+    VKF_TRY(tensor_from(ctx, c->q, n, dm, &c->tq));
+    VKF_TRY(tensor_from(ctx, c->k, n, dm, &c->tk));
+    VKF_TRY(tensor_from(ctx, c->v, n, dm, &c->tv));
+    return tensor_from(ctx, NULL, n, dm, &c->tout);
+}
+
+static vkf_status attention_measure(const tune_run *run, attention_case *c, const vkf_attention_tiles *tiles,
+                                    bool *out_ok, double *out_ms)
+{
+    *out_ok = false;
+    vkf_cmd *cmd;
+    VKF_TRY(vkf_cmd_create(run->ctx, VKF_CMD_TIMESTAMPS, &cmd));
+    vkf_attention_desc d;
+    vkf_attention_desc_init(&d);
+    d.batch = 1, d.heads = c->heads, d.head_dim = c->head_dim, d.lq = d.lk = c->n;
+    d.scale = 1.0f / sqrtf((float)c->head_dim);
+    d.q.tensor = c->tq, d.k.tensor = c->tk, d.v.tensor = c->tv, d.out = c->tout;
+    d.tiles = tiles;
+    vkf_status st = vkf_op_attention_fused(cmd, &d);
+    if (st == VKF_OK) st = time_cmd(run, cmd, out_ms);
+    vkf_cmd_destroy(cmd);
+    size_t all = (size_t)c->n * c->heads * c->head_dim;
+    float *got = malloc(all * 4);
+    if (st == VKF_OK && !got) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
+    if (st == VKF_OK) st = vkf_tensor_download(c->tout, got, all * 4);
+    if (st == VKF_OK) {
+        size_t worst;
+        *out_ok = matches(got, c->ref, all, &worst);
+        if (!*out_ok) progress(run, "    wrong result at element %zu: %g, expected %g", worst, got[worst], c->ref[worst]);
+    }
+    free(got);
+    return st;
+}
+
+#define AT(wg, bq_, bk_, td_, tq_) {.workgroup = wg, .bq = bq_, .bk = bk_, .td = td_, .tq = tq_}
+/* CPU drivers: the rows form (td 1). tq 8 at head_dim 64 compiles for many seconds on lavapipe. */
+static const vkf_attention_tiles cpu_attention[] = {
+    AT(16, 32, 32, 1, 2), AT(16, 64, 16, 1, 4), AT(16, 64, 64, 1, 4), AT(32, 128, 32, 1, 4), AT(8, 32, 32, 1, 4),
+};
+static const vkf_attention_tiles cpu_attention_quick[] = {AT(16, 32, 32, 1, 2)};
+/* GPUs: the split form (tq 1). */
+static const vkf_attention_tiles gpu_attention[] = {
+    AT(256, 32, 32, 8, 1), AT(256, 16, 32, 16, 1), AT(128, 16, 32, 8, 1), AT(256, 64, 32, 4, 1),
+    AT(256, 32, 64, 8, 1), AT(128, 32, 32, 4, 1), AT(64, 16, 32, 4, 1),
+};
+static const vkf_attention_tiles gpu_attention_quick[] = {AT(128, 16, 32, 8, 1)};
+#undef AT
+
+static vkf_status tune_attention(tune_run *run, uint32_t n, uint32_t heads, uint32_t head_dim,
+                                 vkf_attention_tiles *out_best)
+{
+    vkf_context *ctx = run->ctx;
+    bool cpu = ctx->info.type == VKF_DEVICE_CPU;
+    const vkf_attention_tiles *list = cpu ? (run->o->quick ? cpu_attention_quick : cpu_attention)
+                                          : (run->o->quick ? gpu_attention_quick : gpu_attention);
+    size_t count = cpu ? (run->o->quick ? sizeof cpu_attention_quick : sizeof cpu_attention) / sizeof *list
+                       : (run->o->quick ? sizeof gpu_attention_quick : sizeof gpu_attention) / sizeof *list;
+    vkf_attention_tiles cands[16];
+    size_t nc = 0;
+    /* The built-in choice first (without any tuned tiles). */
+    uint32_t saved_head_dim = ctx->tuning.attention_head_dim;
+    ctx->tuning.attention_head_dim = 0;
+    vkf_attention_tiles_choose(ctx, head_dim, &cands[nc++]);
+    ctx->tuning.attention_head_dim = saved_head_dim;
+    for (size_t i = 0; i < count && nc < 16; i++)
+        if (memcmp(&list[i], &cands[0], sizeof cands[0]) != 0) cands[nc++] = list[i];
+
+    attention_case c;
+    vkf_status st = attention_case_make(ctx, n, heads, head_dim, &c);
+    double best = INFINITY;
+    for (size_t i = 0; st == VKF_OK && i < nc; i++) {
+        const vkf_attention_tiles *t = &cands[i];
+        char label[160];
+        snprintf(label, sizeof label, "attention_fused %u invocations, bq %u, bk %u, td %u, tq %u", t->workgroup,
+                 t->bq, t->bk, t->td, t->tq);
+        const char *problem = attention_tiles_problem(ctx, t, head_dim);
+        if (problem) {
+            progress(run, "  %s: skipped (%s)", label, problem);
+            continue;
+        }
+        bool ok;
+        double ms = 0;
+        vkf_status rs = attention_measure(run, &c, t, &ok, &ms);
+        if (rs != VKF_OK) {
+            if (ctx->lost) st = rs;
+            progress(run, "  %s: failed (%s)", label, vkf_last_error());
+            continue;
+        }
+        progress(run, "  %s: n %u, %u heads of %u: %.3f ms%s", label, n, heads, head_dim, ms, ok ? "" : ", WRONG");
+        json_t *m = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:b}", "op", "attention", "n",
+                              (json_int_t)n, "heads", (json_int_t)heads, "head_dim", (json_int_t)head_dim,
+                              "workgroup", (json_int_t)t->workgroup, "bq", (json_int_t)t->bq, "bk", (json_int_t)t->bk,
+                              "td", (json_int_t)t->td, "tq", (json_int_t)t->tq, "ms", ms, "correct", ok);
+        json_array_append_new(run->measurements, m);
+        if (!ok) {
+            progress(run, "  %s: wrong result, disqualified", label);
+            continue;
+        }
+        if (ms < best * (i == 0 ? 1.0 : 0.95)) best = ms, *out_best = *t; /* 5% margin, as for matmul */
+    }
+    attention_case_free(&c);
+    if (st == VKF_OK && !isfinite(best))
+        st = vkf_fail(VKF_ERROR_VULKAN, "tune: no attention candidate ran correctly on \"%s\"", ctx->info.name);
+    return st;
+}
+
+/* ------------------------------------------------------------------ the run */
+
+vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_path, size_t capacity)
+{
+    if (!ctx || !o) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_tune_run: NULL argument");
+    if (out_path && capacity) out_path[0] = '\0';
+    if (ctx->lost) return vkf_fail(VKF_ERROR_DEVICE_LOST, "the device was lost; destroy and recreate the context");
+    char path[1024];
+    if (o->path) {
+        if (snprintf(path, sizeof path, "%s", o->path) >= (int)sizeof path)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "tune: path too long");
+    } else {
+        VKF_TRY(vkf_tune_file_path(ctx, path, sizeof path));
+    }
+    tune_run run = {.ctx = ctx, .o = o, .repeat = o->repeat ? o->repeat : o->quick ? 2 : 5,
+                    .measurements = json_array()};
+    if (!run.measurements) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
+    /* Representative shapes: Transformer-base sized matmuls and attention. */
+    static const uint32_t full_sizes[] = {512, 1024}, quick_sizes[] = {256};
+    const uint32_t *sizes = o->quick ? quick_sizes : full_sizes;
+    uint32_t size_count = o->quick ? 1 : 2;
+    uint32_t att_n = o->quick ? 128 : 512, att_heads = o->quick ? 2 : 8, att_head_dim = 64;
+
+    progress(&run, "tuning on %s (%s candidates, median of %u)", ctx->info.name, o->quick ? "quick" : "all",
+             run.repeat);
+    matmul_candidate mm = {0};
+    vkf_attention_tiles at = {0};
+    vkf_status st = tune_matmul(&run, sizes, size_count, &mm);
+    if (st == VKF_OK) st = tune_attention(&run, att_n, att_heads, att_head_dim, &at);
+    if (st != VKF_OK) {
+        json_decref(run.measurements);
+        return st;
+    }
+    json_t *root = json_pack("{s:s, s:I, s:s, s:b, s:{s:I, s:I, s:I, s:s, s:s, s:s}, s:o, s:{s:I, s:I, s:I, s:I, "
+                             "s:I, s:I}, s:o}",
+                             "format", TUNE_FORMAT, "version", (json_int_t)TUNE_VERSION, "vkformer",
+                             vkf_version_string(), "quick", o->quick, "device", "vendor_id",
+                             (json_int_t)ctx->info.vendor_id, "device_id", (json_int_t)ctx->info.device_id,
+                             "driver_version", (json_int_t)ctx->info.driver_version, "name", ctx->info.name,
+                             "driver_name", ctx->info.driver_name, "driver_info", ctx->info.driver_info, "matmul",
+                             matmul_tiles_json(mm.variant, &mm.t), "attention", "head_dim", (json_int_t)att_head_dim,
+                             "workgroup", (json_int_t)at.workgroup, "bq", (json_int_t)at.bq, "bk", (json_int_t)at.bk,
+                             "td", (json_int_t)at.td, "tq", (json_int_t)at.tq, "measurements", run.measurements);
+    if (!root) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory writing the tune file");
+    char *text = json_dumps(root, JSON_INDENT(1));
+    json_decref(root);
+    if (!text) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory writing the tune file");
+    char error[1300];
+    size_t len = strlen(text);
+    text[len] = '\n'; /* json_dumps leaves room for the NUL: the newline replaces it */
+    bool written = vkf_cache_write_file(path, text, len + 1, error, sizeof error);
+    free(text);
+    if (!written) return vkf_fail(VKF_ERROR_IO, "tune file not written: %s", error);
+    /* The winners apply to this context from now on, as to later ones. */
+    VKF_TRY(vkf_tuning_set_matmul(ctx, mm.variant, &mm.t));
+    ctx->tuning.attention_head_dim = att_head_dim;
+    memcpy(ctx->tuning.attention_tiles, &at, sizeof ctx->tuning.attention_tiles);
+    progress(&run, "matmul: %s %ux%u tile, %ux%u per invocation; attention (head_dim %u): %u invocations, bq %u, "
+             "bk %u, td %u, tq %u", vkf_variant(mm.variant)->name, mm.t.bm, mm.t.bn, mm.t.tm, mm.t.tn, att_head_dim,
+             at.workgroup, at.bq, at.bk, at.td, at.tq);
+    if (out_path && capacity) snprintf(out_path, capacity, "%s", path);
+    return VKF_OK;
+}

@@ -1,0 +1,583 @@
+/* vkformer bench attention: dense against efficient attention on the same random
+ * input and the same device.
+ *
+ * For each sequence length n and each variant: one command list doing the
+ * variant's attention over (batch, n, heads * head_dim) queries, keys and values
+ * (a fused QKV tensor, as the model holds them), timed on the GPU with
+ * timestamps (median of --repeat submits after one warm-up); the device bytes the
+ * case holds (input, output and the variant's own tensors); and, against the
+ * fused dense kernel on the same input, the largest absolute difference and the
+ * mean cosine similarity of the output rows. With --model, also the share of
+ * greedy ids that each variant leaves as dense attention chose them. Sizes past
+ * the device's limits are skipped with a note. */
+#include "vkformer.h"
+#include "internal.h"
+#include "attention_lsh.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_VALIDATION = 6 };
+
+static const char usage[] =
+    "usage: vkformer bench attention [--n N[,N...]] [--variants V[,V...]] [--heads H] [--head-dim D]\n"
+    "                                [--batch B] [--repeat R] [--seed S] [--model FILE] [--json]\n"
+    "                                [--plot FILE.png] [--device D] [--max-device-memory BYTES] [--verbose]\n"
+    "defaults: --n 256,1024,4096,16384 --heads 8 --head-dim 64 --batch 1 --repeat 3\n"
+    "          --variants dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,lsh:2:64,lowrank:256\n";
+
+typedef struct bench_opts {
+    const char *device, *n_list, *variants, *plot, *model;
+    unsigned long heads, head_dim, batch, repeat, seed, max_device_memory;
+    bool json, verbose;
+} bench_opts;
+
+/* One (variant, n) case. */
+typedef struct result {
+    const char *variant;
+    uint32_t n;
+    bool ran;
+    double ms;
+    uint64_t bytes;
+    double max_abs_err, cos_sim;        /* NAN: no dense reference */
+    char note[256];
+} result;
+
+static void log_cb(void *user, vkf_log_level level, const char *message)
+{
+    const bench_opts *o = user;
+    if (level == VKF_LOG_INFO && !o->verbose) return;
+    fprintf(stderr, "vkformer: %s\n", message);
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* splitmix64, for the input data */
+static uint64_t next_random(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ------------------------------------------------------------------ one case */
+
+/* Everything a case allocates, freed by case_free. */
+typedef struct case_res {
+    vkf_tensor *t[6];
+    uint32_t count;
+    vkf_lsh_plan *lsh;
+    vkf_cmd *cmd;
+} case_res;
+
+static vkf_status case_tensor(vkf_context *ctx, case_res *r, vkf_dtype dtype, uint64_t rows, uint64_t cols,
+                              uint64_t *bytes, vkf_tensor **out)
+{
+    uint64_t shape[2] = {rows, cols};
+    VKF_TRY(vkf_tensor_create(ctx, dtype, 2, shape, out));
+    r->t[r->count++] = *out;
+    *bytes += vkf_tensor_bytes(*out);
+    return VKF_OK;
+}
+
+static void case_free(case_res *r)
+{
+    vkf_cmd_destroy(r->cmd);
+    vkf_lsh_plan_destroy(r->lsh);
+    for (uint32_t i = 0; i < r->count; i++) vkf_tensor_destroy(r->t[i]);
+    memset(r, 0, sizeof *r);
+}
+
+/* Shape of a case: B sequences of n tokens, H heads of hd. */
+typedef struct shape {
+    uint32_t B, H, hd, n;
+    uint64_t d;
+} shape;
+
+/* dense-naive: S = scale·Q·Kᵀ, softmax, O = P·V, with the scores of as many heads
+ * at a time as one binding holds (the fused QKV layout gives each head a view). */
+static vkf_status record_naive(vkf_context *ctx, const shape *s, const vkf_device_info *info, vkf_tensor *qkv,
+                               vkf_tensor *out, case_res *r, uint64_t *bytes, char *note, size_t note_size)
+{
+    uint64_t per_head = (uint64_t)s->n * s->n * sizeof(float);
+    uint64_t group = info->max_storage_buffer_range / per_head;
+    if (group == 0) {
+        snprintf(note, note_size, "one head's %ux%u scores (%.0f MiB) pass the device's %.0f MiB binding limit", s->n,
+                 s->n, per_head / 1048576.0, info->max_storage_buffer_range / 1048576.0);
+        return VKF_ERROR_TOO_LARGE;
+    }
+    if (group > s->H) group = s->H;
+    vkf_tensor *scores;
+    VKF_TRY(case_tensor(ctx, r, VKF_DTYPE_F32, group * s->n, s->n, bytes, &scores));
+    uint64_t d = s->d, row = 3 * d, n = s->n;
+    for (uint32_t b = 0; b < s->B; b++)
+        for (uint32_t h0 = 0; h0 < s->H; h0 += (uint32_t)group) {
+            uint32_t g = s->H - h0 < group ? s->H - h0 : (uint32_t)group;
+            uint64_t base = b * n * row + (uint64_t)h0 * s->hd;
+            vkf_matmul_desc m;
+            vkf_matmul_desc_init(&m);
+            m.m = s->n, m.n = s->n, m.k = s->hd, m.batch[0] = g;
+            m.a = (vkf_matrix_view){qkv, base, row, {s->hd, 0}};
+            m.b = (vkf_matrix_view){qkv, base + d, row, {s->hd, 0}};
+            m.c = (vkf_matrix_view){scores, 0, 0, {n * n, 0}};
+            m.alpha = 1.0f / sqrtf((float)s->hd);
+            VKF_TRY(vkf_cmd_matmul(r->cmd, &m));
+            vkf_softmax_desc p;
+            vkf_softmax_desc_init(&p);
+            p.rows = g * s->n, p.cols = s->n, p.x = scores, p.y = scores;
+            VKF_TRY(vkf_cmd_softmax(r->cmd, &p));
+            vkf_matmul_desc o;
+            vkf_matmul_desc_init(&o);
+            o.m = s->n, o.n = s->hd, o.k = s->n, o.batch[0] = g;
+            o.a = (vkf_matrix_view){scores, 0, 0, {n * n, 0}};
+            o.b = (vkf_matrix_view){qkv, base + 2 * d, row, {s->hd, 0}};
+            o.b_is_k_by_n = true;
+            o.c = (vkf_matrix_view){out, b * n * d + (uint64_t)h0 * s->hd, d, {s->hd, 0}};
+            VKF_TRY(vkf_cmd_matmul(r->cmd, &o));
+        }
+    return VKF_OK;
+}
+
+/* Records the variant into r->cmd, writing out (B*n, d). */
+static vkf_status record_variant(vkf_context *ctx, const vkf_attention_spec *v, const shape *s, uint64_t seed,
+                                 const vkf_device_info *info, vkf_tensor *qkv, vkf_tensor *out, case_res *r,
+                                 uint64_t *bytes, char *note, size_t note_size)
+{
+    if (v->kind == VKF_ATTN_NAIVE) return record_naive(ctx, s, info, qkv, out, r, bytes, note, note_size);
+    uint64_t d = s->d, n = s->n;
+    vkf_attention_view q = {qkv, 0, 3 * d, n * 3 * d}, k = {qkv, d, 3 * d, n * 3 * d}, val = {qkv, 2 * d, 3 * d, n * 3 * d};
+    float scale = 1.0f / sqrtf((float)s->hd);
+    if (v->kind == VKF_ATTN_LSH) {
+        vkf_lsh_desc l = {
+            .batch = s->B, .heads = s->H, .head_dim = s->hd, .n = s->n, .rounds = v->rounds, .chunk = v->chunk,
+            .scale = scale, .q = q, .v = val, .out = out,
+        };
+        VKF_TRY(vkf_lsh_plan_create(ctx, &l, s->n, seed, &r->lsh));
+        *bytes += vkf_lsh_plan_bytes(r->lsh);
+        return vkf_op_attention_lsh(r->cmd, r->lsh, &l);
+    }
+    vkf_attention_desc a;
+    vkf_attention_desc_init(&a);
+    a.batch = s->B, a.heads = s->H, a.head_dim = s->hd, a.lq = s->n, a.lk = s->n, a.scale = scale;
+    a.q = q, a.k = k, a.v = val, a.out = out;
+    if (v->kind == VKF_ATTN_LOWRANK) {
+        /* K, V projected along the sequence to `rank` rows, then dense over those */
+        uint32_t K = v->rank;
+        vkf_tensor *E, *rows, *kv;
+        VKF_TRY(case_tensor(ctx, r, VKF_DTYPE_F32, (uint64_t)s->B * K, n, bytes, &E));
+        VKF_TRY(case_tensor(ctx, r, VKF_DTYPE_I32, 1, s->B, bytes, &rows));
+        VKF_TRY(case_tensor(ctx, r, VKF_DTYPE_F32, (uint64_t)s->B * K, 2 * d, bytes, &kv));
+        float *Eh = malloc((size_t)s->B * K * n * sizeof *Eh);
+        uint32_t *lens = malloc(s->B * sizeof *lens);
+        int32_t *rh = malloc(s->B * sizeof *rh);
+        vkf_status st = Eh && lens && rh ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "lowrank projection");
+        for (uint32_t b = 0; st == VKF_OK && b < s->B; b++) lens[b] = s->n;
+        if (st == VKF_OK) st = vkf_lowrank_projection(seed, K, s->n, lens, s->B, Eh, rh);
+        if (st == VKF_OK) st = vkf_tensor_upload(E, Eh, (uint64_t)s->B * K * n * sizeof *Eh);
+        if (st == VKF_OK) st = vkf_tensor_upload(rows, rh, s->B * sizeof *rh);
+        free(Eh), free(lens), free(rh);
+        VKF_TRY(st);
+        vkf_matmul_desc pr;
+        vkf_matmul_desc_init(&pr);
+        pr.m = K, pr.n = (uint32_t)(2 * d), pr.k = s->n, pr.batch[0] = s->B;
+        pr.a = (vkf_matrix_view){E, 0, n, {(uint64_t)K * n, 0}};
+        pr.b = (vkf_matrix_view){qkv, d, 3 * d, {n * 3 * d, 0}};
+        pr.b_is_k_by_n = true;
+        pr.c = (vkf_matrix_view){kv, 0, 2 * d, {(uint64_t)K * 2 * d, 0}};
+        VKF_TRY(vkf_cmd_matmul(r->cmd, &pr));
+        a.lk = K, a.key_lengths = rows;
+        a.k = (vkf_attention_view){kv, 0, 2 * d, (uint64_t)K * 2 * d};
+        a.v = (vkf_attention_view){kv, d, 2 * d, (uint64_t)K * 2 * d};
+        return vkf_op_attention_fused(r->cmd, &a);
+    }
+    a.pattern = v->pattern, a.window = v->window, a.stride = v->stride;
+    if (v->pattern == VKF_ATTENTION_BIGBIRD) {
+        a.bigbird = (vkf_bigbird){v->block, v->globals, v->random, false, seed};
+        vkf_tensor *table;
+        VKF_TRY(vkf_attention_table_create(ctx, &a, &table));
+        r->t[r->count++] = table;
+        *bytes += vkf_tensor_bytes(table);
+        a.table = table;
+    }
+    return vkf_op_attention_fused(r->cmd, &a);
+}
+
+/* Runs one case: records, warms up, times; fills res (ran, ms, bytes or note). */
+static void run_case(vkf_context *ctx, const bench_opts *o, const char *name, const shape *s,
+                     const vkf_device_info *info, vkf_tensor *qkv, vkf_tensor *out, result *res)
+{
+    vkf_attention_spec v;
+    case_res r = {0};
+    res->bytes = vkf_tensor_bytes(qkv) + vkf_tensor_bytes(out);
+    vkf_status st = vkf_attention_parse(name, false, &v);
+    if (st == VKF_OK) st = vkf_cmd_create(ctx, VKF_CMD_TIMESTAMPS, &r.cmd);
+    if (st == VKF_OK)
+        st = record_variant(ctx, &v, s, o->seed, info, qkv, out, &r, &res->bytes, res->note, sizeof res->note);
+    double *ms = calloc(o->repeat, sizeof *ms);
+    if (st == VKF_OK && !ms) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "timings");
+    if (st == VKF_OK) st = vkf_cmd_submit(r.cmd); /* warm-up: pipelines compiled, memory touched */
+    for (unsigned long i = 0; st == VKF_OK && i < o->repeat; i++) {
+        st = vkf_cmd_submit(r.cmd);
+        if (st == VKF_OK) st = vkf_cmd_gpu_ms(r.cmd, &ms[i]);
+    }
+    if (st == VKF_OK) {
+        qsort(ms, o->repeat, sizeof *ms, compare_doubles);
+        res->ms = o->repeat % 2 ? ms[o->repeat / 2] : (ms[o->repeat / 2 - 1] + ms[o->repeat / 2]) / 2;
+        res->ran = true;
+    } else if (!res->note[0]) {
+        snprintf(res->note, sizeof res->note, "%s: %s", vkf_status_string(st), vkf_last_error());
+    }
+    free(ms);
+    case_free(&r);
+}
+
+/* max |a - b| and the mean cosine similarity of rows of d. */
+static void compare_outputs(const float *got, const float *want, uint64_t rows, uint64_t d, double *max_err,
+                            double *cos_mean)
+{
+    double worst = 0, cos_sum = 0;
+    for (uint64_t i = 0; i < rows; i++) {
+        double dot = 0, na = 0, nb = 0;
+        for (uint64_t c = 0; c < d; c++) {
+            double a = got[i * d + c], b = want[i * d + c];
+            double e = fabs(a - b);
+            if (e > worst || e != e) worst = e;
+            dot += a * b, na += a * a, nb += b * b;
+        }
+        cos_sum += na == 0 && nb == 0 ? 1.0 : na == 0 || nb == 0 ? 0.0 : dot / sqrt(na * nb);
+    }
+    *max_err = worst;
+    *cos_mean = cos_sum / (double)rows;
+}
+
+/* ------------------------------------------------------------------ output */
+
+static void print_json_number(double x, int digits)
+{
+    if (isfinite(x)) printf("%.*g", digits, x);
+    else printf("null");
+}
+
+static void print_result(const bench_opts *o, const shape *s, const result *r)
+{
+    if (o->json) {
+        printf("{\"variant\":\"%s\",\"n\":%u,\"heads\":%u,\"head_dim\":%u,\"batch\":%u,\"ms\":", r->variant, r->n, s->H,
+               s->hd, s->B);
+        print_json_number(r->ran ? r->ms : NAN, 6);
+        printf(",\"bytes\":");
+        if (r->ran) printf("%llu", (unsigned long long)r->bytes);
+        else printf("null");
+        printf(",\"max_abs_err\":");
+        print_json_number(r->ran ? r->max_abs_err : NAN, 4);
+        printf(",\"cos_sim\":");
+        print_json_number(r->ran ? r->cos_sim : NAN, 7);
+        if (!r->ran) {
+            printf(",\"skipped\":\"");
+            for (const char *c = r->note; *c; c++) {
+                if (*c == '"' || *c == '\\') putchar('\\');
+                putchar((unsigned char)*c < 0x20 ? ' ' : *c);
+            }
+            putchar('"');
+        }
+        printf("}\n");
+    } else if (r->ran) {
+        printf("%-18s %7u %12.2f %12.1f %12.3g %10.6f\n", r->variant, r->n, r->ms, r->bytes / 1048576.0, r->max_abs_err,
+               r->cos_sim);
+    } else {
+        printf("%-18s %7u   skipped: %s\n", r->variant, r->n, r->note);
+    }
+    fflush(stdout);
+}
+
+/* Time and memory against n, log-log, one line per variant, through gnuplot. */
+static int write_plot(const bench_opts *o, const shape *s, const result *res, size_t count, const char *const *names,
+                      size_t n_names)
+{
+    FILE *g = popen("gnuplot", "w");
+    if (!g) {
+        fprintf(stderr, "vkformer: --plot needs gnuplot (apt-get install gnuplot-nox)\n");
+        return EXIT_ERROR;
+    }
+    fprintf(g, "set terminal pngcairo size 1400,560 font ',11'\nset output '%s'\n", o->plot);
+    fprintf(g, "set multiplot layout 1,2 title 'vkformer bench attention: batch %u, %u heads of %u' \n", s->B, s->H,
+            s->hd);
+    fprintf(g, "set logscale xy\nset grid\nset key top left\nset xlabel 'sequence length n'\n");
+    for (int panel = 0; panel < 2; panel++) {
+        fprintf(g, "set ylabel '%s'\nplot ", panel == 0 ? "GPU time (ms)" : "device memory (MiB)");
+        for (size_t v = 0; v < n_names; v++)
+            fprintf(g, "%s'-' using 1:2 with linespoints lw 2 title '%s'", v ? ", " : "", names[v]);
+        fprintf(g, "\n");
+        for (size_t v = 0; v < n_names; v++) {
+            for (size_t i = 0; i < count; i++)
+                if (res[i].ran && strcmp(res[i].variant, names[v]) == 0)
+                    fprintf(g, "%u %g\n", res[i].n, panel == 0 ? res[i].ms : res[i].bytes / 1048576.0);
+            fprintf(g, "e\n");
+        }
+    }
+    fprintf(g, "unset multiplot\n");
+    int rc = pclose(g);
+    if (rc != 0) {
+        fprintf(stderr, "vkformer: gnuplot failed (exit status %d); is gnuplot-nox installed?\n", rc);
+        return EXIT_ERROR;
+    }
+    fprintf(stderr, "bench attention: plot written to %s\n", o->plot);
+    return EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ greedy agreement */
+
+/* With --model: greedy ids of random sources under each variant, against dense. */
+static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *const *names, size_t n_names)
+{
+    vkf_model *model;
+    vkf_status st = vkf_model_load(ctx, o->model, &model);
+    if (st != VKF_OK) {
+        fprintf(stderr, "vkformer: %s\n", vkf_last_error());
+        return EXIT_ERROR;
+    }
+    vkf_model_config c;
+    vkf_model_get_config(model, &c);
+    enum { SOURCES = 32 };
+    uint32_t max_new = c.max_len < 64 ? c.max_len : 64, lens[SOURCES];
+    int32_t *ids[SOURCES];
+    uint64_t rng = o->seed ^ 0x5eedull;
+    for (int i = 0; i < SOURCES; i++) {
+        uint32_t longest = c.max_len < 64 ? c.max_len : 64;
+        lens[i] = 1 + (uint32_t)(next_random(&rng) % longest);
+        ids[i] = malloc(lens[i] * sizeof **ids);
+        for (uint32_t j = 0; ids[i] && j < lens[i]; j++) {
+            int32_t id;
+            do id = (int32_t)(next_random(&rng) % c.src_vocab_size);
+            while (c.src_vocab_size > 3 && (id == c.pad_id || id == c.bos_id || id == c.eos_id));
+            ids[i][j] = id;
+        }
+    }
+    vkf_sequences src = {.count = SOURCES, .ids = (const int32_t *const *)ids, .lengths = lens};
+    int32_t *dense = calloc((size_t)SOURCES * max_new, sizeof *dense), *got = calloc((size_t)SOURCES * max_new, sizeof *got);
+    uint32_t dense_len[SOURCES], got_len[SOURCES];
+    vkf_model_set_seed(model, o->seed);
+    st = dense && got ? vkf_model_set_attention(model, "dense", "dense") : VKF_ERROR_OUT_OF_HOST_MEMORY;
+    if (st == VKF_OK) st = vkf_model_generate(model, &src, max_new, dense, dense_len);
+    for (size_t v = 0; st == VKF_OK && v < n_names; v++) {
+        fprintf(stderr, "bench attention: greedy ids of %d sources on %s with %s\n", SOURCES, o->model, names[v]);
+        vkf_status vs = vkf_model_set_attention(model, names[v], "dense");
+        if (vs == VKF_OK) vs = vkf_model_generate(model, &src, max_new, got, got_len);
+        uint64_t same = 0, total = 0;
+        for (int i = 0; vs == VKF_OK && i < SOURCES; i++) {
+            uint32_t longer = dense_len[i] > got_len[i] ? dense_len[i] : got_len[i];
+            total += longer ? longer : 1;
+            if (!longer) same++; /* both empty */
+            for (uint32_t j = 0; j < longer; j++)
+                same += j < dense_len[i] && j < got_len[i] && dense[(size_t)i * max_new + j] == got[(size_t)i * max_new + j];
+        }
+        if (o->json) {
+            printf("{\"variant\":\"%s\",\"model\":\"%s\",\"sources\":%d,\"greedy_agreement\":", names[v], o->model, SOURCES);
+            if (vs == VKF_OK) printf("%.4f}\n", (double)same / (double)total);
+            else printf("null,\"skipped\":\"%s\"}\n", vkf_status_string(vs));
+        } else if (vs == VKF_OK) {
+            printf("%-18s greedy ids identical to dense: %.2f%% (%llu of %llu, %d random sources)\n", names[v],
+                   100.0 * (double)same / (double)total, (unsigned long long)same, (unsigned long long)total, SOURCES);
+        } else {
+            printf("%-18s greedy agreement skipped: %s\n", names[v], vkf_last_error());
+        }
+    }
+    if (st != VKF_OK) fprintf(stderr, "vkformer: %s\n", vkf_last_error());
+    for (int i = 0; i < SOURCES; i++) free(ids[i]);
+    free(dense), free(got);
+    vkf_model_destroy(model);
+    return st == VKF_OK ? EXIT_OK : EXIT_ERROR;
+}
+
+/* ------------------------------------------------------------------ main */
+
+/* Splits a comma-separated list in place; returns the count (at most max). */
+static size_t split_list(char *text, const char **out, size_t max)
+{
+    size_t n = 0;
+    for (char *tok = strtok(text, ","); tok && n < max; tok = strtok(NULL, ",")) out[n++] = tok;
+    return n;
+}
+
+static bool parse_number(const char *s, unsigned long *out)
+{
+    char *end;
+    if (!s || !*s || *s == '-') return false;
+    *out = strtoul(s, &end, 10);
+    return *end == '\0';
+}
+
+static int parse_args(int argc, char **argv, bench_opts *o)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+        const char **text = NULL;
+        unsigned long *number = NULL;
+        if (strcmp(a, "--json") == 0) o->json = true;
+        else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) o->verbose = true;
+        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage, stdout);
+            exit(EXIT_OK);
+        } else if (strcmp(a, "--n") == 0) text = &o->n_list;
+        else if (strcmp(a, "--variants") == 0) text = &o->variants;
+        else if (strcmp(a, "--plot") == 0) text = &o->plot;
+        else if (strcmp(a, "--model") == 0) text = &o->model;
+        else if (strcmp(a, "--device") == 0) text = &o->device;
+        else if (strcmp(a, "--heads") == 0) number = &o->heads;
+        else if (strcmp(a, "--head-dim") == 0) number = &o->head_dim;
+        else if (strcmp(a, "--batch") == 0) number = &o->batch;
+        else if (strcmp(a, "--repeat") == 0) number = &o->repeat;
+        else if (strcmp(a, "--seed") == 0) number = &o->seed;
+        else if (strcmp(a, "--max-device-memory") == 0) number = &o->max_device_memory;
+        else {
+            fprintf(stderr, "vkformer: bench attention: unknown argument %s\n%s", a, usage);
+            return EXIT_USAGE;
+        }
+        if (text || number) {
+            if (!next) {
+                fprintf(stderr, "vkformer: bench attention: %s needs a value\n", a);
+                return EXIT_USAGE;
+            }
+            if (text) *text = next;
+            else if (!parse_number(next, number)) {
+                fprintf(stderr, "vkformer: bench attention: %s needs a non-negative integer, not \"%s\"\n", a, next);
+                return EXIT_USAGE;
+            }
+            i++;
+        }
+    }
+    if (!o->heads || !o->head_dim || !o->batch || !o->repeat || o->heads > 4096 || o->head_dim > 4096 ||
+        o->batch > 4096 || o->repeat > 1000) {
+        fprintf(stderr, "vkformer: bench attention: --heads, --head-dim, --batch (1..4096) and --repeat (1..1000) "
+                        "must be positive\n");
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+int cmd_bench_attention(int argc, char **argv)
+{
+    bench_opts o = {.heads = 8, .head_dim = 64, .batch = 1, .repeat = 3};
+    int code = parse_args(argc, argv, &o);
+    if (code != EXIT_OK) return code;
+    char n_text[512], v_text[1024];
+    snprintf(n_text, sizeof n_text, "%s", o.n_list ? o.n_list : "256,1024,4096,16384");
+    snprintf(v_text, sizeof v_text, "%s",
+             o.variants ? o.variants : "dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,lsh:2:64,lowrank:256");
+    const char *n_items[32], *names[32];
+    size_t n_count = split_list(n_text, n_items, 32), v_count = split_list(v_text, names, 32);
+    uint32_t ns[32];
+    for (size_t i = 0; i < n_count; i++) {
+        unsigned long x;
+        if (!parse_number(n_items[i], &x) || x == 0 || x > INT32_MAX) {
+            fprintf(stderr, "vkformer: bench attention: --n: \"%s\" is not a length in 1..2^31-1\n", n_items[i]);
+            return EXIT_USAGE;
+        }
+        ns[i] = (uint32_t)x;
+    }
+    for (size_t v = 0; v < v_count; v++) {
+        vkf_attention_spec spec;
+        if (vkf_attention_parse(names[v], false, &spec) != VKF_OK) {
+            fprintf(stderr, "vkformer: bench attention: %s\n", vkf_last_error());
+            return EXIT_USAGE;
+        }
+    }
+    if (!n_count || !v_count) {
+        fprintf(stderr, "vkformer: bench attention: empty --n or --variants\n");
+        return EXIT_USAGE;
+    }
+
+    vkf_context_options co;
+    vkf_context_options_init(&co);
+    co.device = o.device;
+    co.log = log_cb;
+    co.log_user = &o;
+    co.max_device_memory = o.max_device_memory;
+    vkf_context *ctx;
+    vkf_status st = vkf_context_create(&co, &ctx);
+    if (st != VKF_OK) {
+        fprintf(stderr, "vkformer: %s\n", vkf_last_error());
+        return EXIT_ERROR;
+    }
+    vkf_device_info info;
+    vkf_context_device_info(ctx, &info);
+    if (!info.timestamps) {
+        fprintf(stderr, "vkformer: device \"%s\" has no timestamp queries: GPU times cannot be measured\n", info.name);
+        vkf_context_destroy(ctx);
+        return EXIT_ERROR;
+    }
+    fprintf(stderr, "bench attention: device %s (%s)\n", info.name, info.driver_name);
+    if (!o.json)
+        printf("# device: %s; batch %lu, %lu heads of %lu; GPU ms median of %lu; error against dense\n"
+               "%-18s %7s %12s %12s %12s %10s\n",
+               info.name, o.batch, o.heads, o.head_dim, o.repeat, "variant", "n", "ms", "MiB", "max_abs_err", "cos_sim");
+
+    result *res = calloc(n_count * v_count, sizeof *res);
+    size_t done = 0;
+    code = res ? EXIT_OK : EXIT_ERROR;
+    for (size_t ni = 0; res && ni < n_count; ni++) {
+        shape s = {(uint32_t)o.batch, (uint32_t)o.heads, (uint32_t)o.head_dim, ns[ni], o.heads * o.head_dim};
+        uint64_t rows = (uint64_t)s.B * s.n, elements = rows * 3 * s.d;
+        vkf_tensor *qkv = NULL, *ref = NULL, *out = NULL;
+        float *host = NULL, *ref_host = NULL, *got = NULL;
+        uint64_t shape_qkv[2] = {rows, 3 * s.d}, shape_out[2] = {rows, s.d};
+        vkf_status in_st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 2, shape_qkv, &qkv);
+        if (in_st == VKF_OK) in_st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 2, shape_out, &ref);
+        if (in_st == VKF_OK) in_st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 2, shape_out, &out);
+        host = in_st == VKF_OK ? malloc(elements * sizeof *host) : NULL;
+        ref_host = host ? malloc(rows * s.d * sizeof *ref_host) : NULL;
+        got = ref_host ? malloc(rows * s.d * sizeof *got) : NULL;
+        if (in_st == VKF_OK && !got) in_st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "host copies of the inputs");
+        if (in_st == VKF_OK) {
+            /* unit-variance inputs: softmax(q·k / sqrt(hd)) is as peaked as a trained model's */
+            uint64_t rng = o.seed * 0x9e3779b97f4a7c15ull + ns[ni];
+            for (uint64_t e = 0; e < elements; e++)
+                host[e] = (float)(((double)(next_random(&rng) >> 11) / 9007199254740992.0 * 2.0 - 1.0) * 1.7320508);
+            in_st = vkf_tensor_upload(qkv, host, elements * sizeof *host);
+        }
+        /* the reference: the fused dense kernel */
+        result dense_ref = {.variant = "dense", .n = ns[ni]};
+        if (in_st == VKF_OK) {
+            fprintf(stderr, "bench attention: n=%u: dense reference\n", ns[ni]);
+            run_case(ctx, &o, "dense", &s, &info, qkv, ref, &dense_ref);
+            if (dense_ref.ran) in_st = vkf_tensor_download(ref, ref_host, rows * s.d * sizeof *ref_host);
+        }
+        for (size_t v = 0; v < v_count; v++) {
+            result *r = &res[done++];
+            r->variant = names[v], r->n = ns[ni];
+            fprintf(stderr, "bench attention: [%zu/%zu] n=%u %s\n", done, n_count * v_count, ns[ni], names[v]);
+            if (in_st != VKF_OK) {
+                snprintf(r->note, sizeof r->note, "inputs: %s: %s", vkf_status_string(in_st), vkf_last_error());
+            } else if (strcmp(names[v], "dense") == 0 && dense_ref.ran) {
+                *r = dense_ref; /* the reference itself: timed once */
+                r->max_abs_err = 0, r->cos_sim = 1;
+            } else {
+                run_case(ctx, &o, names[v], &s, &info, qkv, out, r);
+                r->max_abs_err = r->cos_sim = NAN;
+                if (r->ran && dense_ref.ran && vkf_tensor_download(out, got, rows * s.d * sizeof *got) == VKF_OK)
+                    compare_outputs(got, ref_host, rows, s.d, &r->max_abs_err, &r->cos_sim);
+            }
+            print_result(&o, &s, r);
+        }
+        vkf_tensor_destroy(qkv), vkf_tensor_destroy(ref), vkf_tensor_destroy(out);
+        free(host), free(ref_host), free(got);
+    }
+    shape s0 = {(uint32_t)o.batch, (uint32_t)o.heads, (uint32_t)o.head_dim, 0, 0};
+    if (code == EXIT_OK && o.plot) code = write_plot(&o, &s0, res, done, names, v_count);
+    if (code == EXIT_OK && o.model) code = model_agreement(ctx, &o, names, v_count);
+    free(res);
+    uint32_t errors = 0, warnings = 0;
+    vkf_context_validation_counts(ctx, &errors, &warnings, NULL);
+    vkf_context_destroy(ctx);
+    if (errors + warnings) {
+        fprintf(stderr, "vkformer: %u validation errors, %u warnings\n", errors, warnings);
+        return EXIT_VALIDATION;
+    }
+    return code;
+}
