@@ -25,8 +25,9 @@ done
 packages=(gcc libc6-dev pkg-config meson ninja-build glslc libvulkan-dev libvulkan-volk-dev libvulkan1
           vulkan-validationlayers mesa-vulkan-drivers vulkan-tools libjansson-dev python3)
 if [ "$with_swiftshader" = 1 ]; then
-    # The tests compare whole models with PyTorch (Debian's, run by /usr/bin/python3).
-    packages+=(brotli ca-certificates python3-torch python3-numpy)
+    # The tests compare whole models with PyTorch (Debian's, run by /usr/bin/python3),
+    # and draw bench attention's plot with gnuplot.
+    packages+=(brotli ca-certificates python3-torch python3-numpy gnuplot-nox)
     command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
 
