@@ -425,6 +425,111 @@ static void test_dense_equality(vkf_context *ctx)
     run_dense_equality(ctx, 3, 4, 8, 17, true, true, 0, VKF_ATTENTION_DENSE, 0, 0, seed++);
 }
 
+/* ------------------------------------------------------------------ lowrank */
+
+/* The fixed projection: each of a sequence's len keys is in exactly one row, a
+ * row is the mean of its keys, rows past len are empty, the same (seed, len)
+ * gives the same matrix whatever the batch position, another seed another. */
+static void test_lowrank_projection(void)
+{
+    uint32_t K = 6, S = 20, lens[3] = {20, 7, 20};
+    float *E = harness_alloc(3 * K * S * sizeof *E), *E2 = harness_alloc(3 * K * S * sizeof *E);
+    int32_t rows[3], rows2[3];
+    CHECK_OK(vkf_lowrank_projection(5, K, S, lens, 3, E, rows));
+    for (uint32_t b = 0; b < 3; b++) {
+        CHECK(rows[b] == (int32_t)(lens[b] < K ? lens[b] : K));
+        for (uint32_t j = 0; j < S; j++) {
+            uint32_t used = 0;
+            for (uint32_t r = 0; r < K; r++) used += E[((size_t)b * K + r) * S + j] != 0;
+            CHECK(used == (j < lens[b] ? 1u : 0u));
+        }
+        for (uint32_t r = 0; r < K; r++) {
+            double sum = 0;
+            for (uint32_t j = 0; j < S; j++) sum += E[((size_t)b * K + r) * S + j];
+            CHECK(fabs(sum - (r < lens[b] ? 1.0 : 0.0)) < 1e-6);
+        }
+    }
+    CHECK(memcmp(E, E + 2 * K * S, K * S * sizeof *E) == 0); /* same length, other batch position */
+    CHECK_OK(vkf_lowrank_projection(6, K, S, lens, 3, E2, rows2));
+    CHECK(memcmp(E, E2, K * S * sizeof *E) != 0);
+    free(E), free(E2);
+}
+
+/* Lowrank as the model records it (one batched matmul projecting the keys and
+ * values of a fused QKV tensor, then the fused kernel over the K rows with the
+ * projection's row counts as key lengths) against the plain-C reference of the
+ * same: K' = E K and V' = E V on the host, then reference attention. With K >= n
+ * it must also equal dense attention. */
+static void run_lowrank(vkf_context *ctx, uint32_t B, uint32_t H, uint32_t hd, uint32_t n, uint32_t K, uint64_t seed)
+{
+    uint64_t d = (uint64_t)H * hd, rows = (uint64_t)B * n;
+    uint32_t lens[3] = {n, n / 2 + 1, 1};
+    float *qkv = harness_random(rows * 3 * d, seed);
+    float *E = harness_alloc((size_t)B * K * n * sizeof *E);
+    int32_t proj_rows[3];
+    CHECK_OK(vkf_lowrank_projection(seed, K, n, lens, B, E, proj_rows));
+    vkf_tensor *tqkv = harness_tensor(ctx, qkv, rows, 3 * d), *tE = harness_tensor(ctx, E, (uint64_t)B * K, n);
+    vkf_tensor *tkv = harness_tensor(ctx, NULL, (uint64_t)B * K, 2 * d), *tout = harness_tensor(ctx, NULL, rows, d);
+    vkf_tensor *trows = lengths_tensor(ctx, proj_rows, B);
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_matmul_desc pr;
+    vkf_matmul_desc_init(&pr);
+    pr.m = K, pr.n = (uint32_t)(2 * d), pr.k = n, pr.batch[0] = B;
+    pr.a = (vkf_matrix_view){tE, 0, n, {(uint64_t)K * n, 0}};
+    pr.b = (vkf_matrix_view){tqkv, d, 3 * d, {(uint64_t)n * 3 * d, 0}};
+    pr.b_is_k_by_n = true;
+    pr.c = (vkf_matrix_view){tkv, 0, 2 * d, {(uint64_t)K * 2 * d, 0}};
+    CHECK_OK(vkf_cmd_matmul(cmd, &pr));
+    vkf_attention_desc a;
+    vkf_attention_desc_init(&a);
+    a.batch = B, a.heads = H, a.head_dim = hd, a.lq = n, a.lk = K, a.scale = 1.0f / sqrtf((float)hd);
+    a.q = (vkf_attention_view){tqkv, 0, 3 * d, n * 3 * d};
+    a.k = (vkf_attention_view){tkv, 0, 2 * d, (uint64_t)K * 2 * d};
+    a.v = (vkf_attention_view){tkv, d, 2 * d, (uint64_t)K * 2 * d};
+    a.key_lengths = trows, a.out = tout;
+    CHECK_OK(vkf_op_attention_fused(cmd, &a));
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got = harness_download(tout);
+
+    /* host: K' V' (B, K, 2d) = E · [K V], then reference attention over K' */
+    float *kv = harness_alloc((size_t)B * K * 2 * d * sizeof *kv), *want = harness_alloc(rows * d * sizeof *want);
+    for (uint32_t b = 0; b < B; b++)
+        for (uint32_t r = 0; r < K; r++)
+            for (uint64_t c = 0; c < 2 * d; c++) {
+                double acc = 0;
+                for (uint32_t j = 0; j < n; j++)
+                    acc += (double)E[((size_t)b * K + r) * n + j] * qkv[((size_t)b * n + j) * 3 * d + d + c];
+                kv[((size_t)b * K + r) * 2 * d + c] = (float)acc;
+            }
+    ref_attention_mask mask = {.lengths = proj_rows};
+    ref_attention(want, qkv, 3 * d, n * 3 * d, kv, 2 * d, (size_t)K * 2 * d, kv + d, 2 * d, (size_t)K * 2 * d, B, H, hd,
+                  n, K, a.scale, &mask);
+    char what[128];
+    snprintf(what, sizeof what, "lowrank B=%u H=%u hd=%u n=%u K=%u vs reference", B, H, hd, n, K);
+    harness_compare(what, got, want, rows * d, 1e-5, 1e-4);
+    if (K >= n) { /* a permutation of the keys: dense attention with the sequence lengths */
+        ref_attention_mask dense = {.lengths = (const int32_t *)lens};
+        ref_attention(want, qkv, 3 * d, n * 3 * d, qkv + d, 3 * d, n * 3 * d, qkv + 2 * d, 3 * d, n * 3 * d, B, H, hd, n,
+                      n, a.scale, &dense);
+        snprintf(what, sizeof what, "lowrank B=%u H=%u hd=%u n=%u K=%u vs dense", B, H, hd, n, K);
+        harness_compare(what, got, want, rows * d, 1e-5, 1e-4);
+    }
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tqkv), vkf_tensor_destroy(tE), vkf_tensor_destroy(tkv), vkf_tensor_destroy(tout);
+    vkf_tensor_destroy(trows);
+    free(qkv), free(E), free(got), free(kv), free(want);
+}
+
+static void test_lowrank(vkf_context *ctx)
+{
+    test_lowrank_projection();
+    run_lowrank(ctx, 3, 2, 16, 50, 8, 901);
+    run_lowrank(ctx, 2, 4, 64, 100, 100, 902);
+    run_lowrank(ctx, 3, 1, 8, 37, 64, 903);
+    run_lowrank(ctx, 1, 2, 100, 257, 17, 904);
+}
+
 /* ------------------------------------------------------------------ bad arguments */
 
 static void test_bad_arguments(vkf_context *ctx, const vkf_device_info *info)
@@ -571,6 +676,7 @@ int main(void)
         }
     }
     test_bigbird_random();
+    test_lowrank(ctx);
     test_dense_equality(ctx);
     test_bad_arguments(ctx, &info);
     harness_close(ctx);
