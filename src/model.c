@@ -106,6 +106,8 @@ struct vkf_model {
     attn_choice self_attn;              /* encoder and (causal) decoder self-attention */
     attn_choice cross_attn;             /* decoder cross-attention */
     uint64_t seed;                      /* bigbird's random blocks, lsh's rotations, lowrank's projection */
+    float *lr_file[2];                  /* lowrank.self_proj / cross_proj from the file, (K, max_len), or NULL */
+    uint32_t lr_file_rank[2];
     const vkf_cmd *last_forward;        /* borrowed from plans */
 };
 
@@ -429,6 +431,26 @@ static vkf_status load_weights(loader *L)
     }
     VKF_TRY(load_norm(L, "transformer.decoder.norm", d, &m->dec_norm));
     VKF_TRY(load_linear(L, "", "generator.weight", "generator.bias", c->tgt_vocab_size, d, 0, c->tgt_vocab_size, &m->gen));
+    /* Optional projections for lowrank:K, kept on the host (each forward masks
+     * them to the sources' lengths). */
+    static const char *const lr_names[2] = {"lowrank.self_proj", "lowrank.cross_proj"};
+    for (int i = 0; i < 2; i++) {
+        const vkf_st_tensor *t = vkf_st_find(L->file, lr_names[i]);
+        if (!t) continue;
+        uint32_t K = t->rank == 2 && t->shape[0] >= 1 && t->shape[0] <= 65536 ? (uint32_t)t->shape[0] : 1;
+        const vkf_st_tensor *checked;
+        VKF_TRY(find_checked(L, lr_names[i], K, c->max_len, &checked));
+        const float *data = NULL;
+        VKF_TRY(read_floats(L, checked, &data));
+        for (uint64_t e = 0; e < checked->elements; e++)
+            if (!isfinite(data[e]))
+                return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" holds a value that is not finite", lr_names[i]);
+        if (L->dry_run) continue;
+        m->lr_file[i] = malloc(checked->elements * sizeof(float));
+        if (!m->lr_file[i]) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for \"%s\"", lr_names[i]);
+        memcpy(m->lr_file[i], data, checked->elements * sizeof(float));
+        m->lr_file_rank[i] = K;
+    }
     /* Anything else in the file means it was written for another layout. */
     for (uint32_t i = 0; i < vkf_st_count(L->file); i++) {
         const char *name = vkf_st_at(L->file, i)->name;
@@ -484,6 +506,8 @@ void vkf_model_destroy(vkf_model *m)
     free_vocab(m->src_vocab, m->cfg.src_vocab_size);
     free_vocab(m->tgt_vocab, m->cfg.tgt_vocab_size);
     free(m->tgt_join);
+    free(m->lr_file[0]);
+    free(m->lr_file[1]);
     free(m);
 }
 
@@ -616,8 +640,23 @@ static vkf_status upload_lowrank(const vkf_model *m, fwd_plan *p, const vkf_sequ
         uint32_t K = (i == 0 ? m->self_attn : m->cross_attn).rank, S = p->src_len, B = p->batch;
         float *E = malloc((size_t)B * K * S * sizeof *E);
         int32_t *rows = malloc((size_t)B * sizeof *rows);
-        vkf_status st = E && rows ? vkf_lowrank_projection(m->seed, K, S, src->lengths, B, E, rows)
-                                  : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for the lowrank projection");
+        vkf_status st = E && rows ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for the lowrank projection");
+        if (st == VKF_OK && m->lr_file[i] && m->lr_file_rank[i] == K) {
+            /* the file's projection, its columns past each source's length zeroed;
+             * trailing rows left all zero hold no key and are masked (so the
+             * identity with K = max_len is dense attention at every length) */
+            for (uint32_t b = 0; b < B; b++) {
+                rows[b] = 0;
+                for (uint32_t r = 0; r < K; r++)
+                    for (uint32_t j = 0; j < S; j++) {
+                        float e = j < src->lengths[b] ? m->lr_file[i][(size_t)r * m->cfg.max_len + j] : 0.0f;
+                        E[((size_t)b * K + r) * S + j] = e;
+                        if (e != 0.0f) rows[b] = (int32_t)r + 1;
+                    }
+            }
+        } else if (st == VKF_OK) {
+            st = vkf_lowrank_projection(m->seed, K, S, src->lengths, B, E, rows);
+        }
         if (st == VKF_OK) st = vkf_tensor_upload(p->lr_proj[i], E, (uint64_t)B * K * S * sizeof *E);
         if (st == VKF_OK) st = vkf_tensor_upload(p->lr_lengths[i], rows, (uint64_t)B * sizeof *rows);
         free(E), free(rows);
@@ -1246,6 +1285,16 @@ vkf_status vkf_model_set_attention(vkf_model *m, const char *self_attention, con
         vkf_log(m->ctx, VKF_LOG_INFO, "attention %s: encoder and decoder self-attention of the forward pass use LSH; a "
                 "generation step has one new query, which LSH cannot hash and sort against, so decode steps attend "
                 "densely over the KV cache", self_attention);
+    static const char *const lr_names[2] = {"lowrank.self_proj", "lowrank.cross_proj"};
+    for (int i = 0; i < 2; i++) {
+        const attn_choice *ch = i == 0 ? &self : &cross;
+        if (ch->kind != VKF_ATTN_LOWRANK) continue;
+        if (m->lr_file[i] && m->lr_file_rank[i] == ch->rank)
+            vkf_log(m->ctx, VKF_LOG_INFO, "lowrank:%u uses the model file's %s", ch->rank, lr_names[i]);
+        else if (m->lr_file[i])
+            vkf_log(m->ctx, VKF_LOG_INFO, "lowrank:%u: the model file's %s has %u rows, so the seeded projection is "
+                    "used", ch->rank, lr_names[i], m->lr_file_rank[i]);
+    }
     if (self.kind == VKF_ATTN_LOWRANK)
         vkf_log(m->ctx, VKF_LOG_INFO, "attention %s: encoder self-attention is low-rank; decoder self-attention is causal, "
                 "which a projection along the sequence cannot respect, so it stays dense", self_attention);

@@ -181,6 +181,31 @@ def main():
                 failed += 1
             else:
                 passed += 1
+            # lowrank with the model file's projection: the identity (K = max_len) is
+            # dense attention at every length; a random one changes the logits.
+            ml = config["max_len"]
+            for kind, proj in [("identity", torch.eye(ml)), ("random", torch.rand(6, ml))]:
+                lpath = os.path.join(tmp, f"lr{ci}.safetensors")
+                et.export(model, lpath, lowrank={"self": proj, "cross": proj})
+                k = proj.shape[0]
+                for ls, lt in [(5, 4), (23, 17)]:
+                    src = rng.integers(3, config["src_vocab_size"], ls).tolist()
+                    tgt = [config["bos_id"]] + rng.integers(3, config["tgt_vocab_size"], lt - 1).tolist()
+                    out = os.path.join(tmp, "lr.npy")
+                    r = subprocess.run([vkformer, "forward", "--model", lpath, "--attention", f"lowrank:{k}",
+                                        "--cross-attention", f"lowrank:{k}", "--verbose", "--src",
+                                        ",".join(map(str, src)), "--tgt", ",".join(map(str, tgt)), "--out", out],
+                                       capture_output=True, text=True)
+                    if r.returncode != 0 or "uses the model file's lowrank.self_proj" not in r.stderr:
+                        print(f"FAIL config {ci} lowrank file {kind}: exit {r.returncode}: {r.stderr.strip()}")
+                        failed += 1
+                        continue
+                    err = np.abs(np.load(out) - torch_logits(model, "dense", src, tgt)).max()
+                    if (kind == "identity") == (err <= 1e-3):
+                        passed += 1
+                    else:
+                        print(f"FAIL config {ci} lowrank file {kind} {ls}x{lt}: error against dense {err:.3g}")
+                        failed += 1
             # The masks must matter: dense and local:0 logits differ on a long input.
             src = rng.integers(3, config["src_vocab_size"], 30).tolist()
             if np.abs(torch_logits(model, "local:0", src, [1, 5, 6]) - torch_logits(model, "local:1000", src, [1, 5, 6])).max() < 1e-3:

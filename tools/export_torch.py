@@ -123,8 +123,10 @@ def write_safetensors(path, tensors, metadata):
             f.write(raw)
 
 
-def export(model, path, dtype=torch.float32, src_vocab=None, tgt_vocab=None):
-    """Writes model (a Seq2Seq) to path in the vkformer format."""
+def export(model, path, dtype=torch.float32, src_vocab=None, tgt_vocab=None, lowrank=None):
+    """Writes model (a Seq2Seq) to path in the vkformer format. lowrank: optional
+    {"self": E, "cross": F}, (K, max_len) projections for --attention lowrank:K and
+    --cross-attention lowrank:K (written as lowrank.self_proj, lowrank.cross_proj)."""
     if sys.byteorder != "little":
         raise SystemExit("export_torch: this writer assumes a little-endian host")
     config = {k: model.config[k] for k in CONFIG_KEYS}
@@ -133,6 +135,8 @@ def export(model, path, dtype=torch.float32, src_vocab=None, tgt_vocab=None):
     if tgt_vocab is not None:
         config["tgt_vocab"] = list(tgt_vocab)
     tensors = {name: t.detach().to(dtype).cpu() for name, t in model.state_dict().items()}
+    for kind, proj in (lowrank or {}).items():
+        tensors[f"lowrank.{kind}_proj"] = proj.detach().to(torch.float32).cpu()
     write_safetensors(path, tensors, {"vkformer.config": json.dumps(config)})
 
 
