@@ -35,6 +35,7 @@ uint64_t vkf_attention_shared_bytes(const vkf_attention_tiles *t, uint32_t head_
 
 void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_attention_tiles *out)
 {
+    if (vkf_tuning_attention_tiles(ctx, head_dim, out)) return; /* tiles from `vkformer tune` */
     const vkf_device_info *d = &ctx->info;
     uint32_t max_wg = d->max_workgroup_invocations < d->max_workgroup_size[0] ? d->max_workgroup_invocations
                                                                              : d->max_workgroup_size[0];
