@@ -379,6 +379,24 @@ typedef struct vkf_model_config {
  * matrices and embeddings stay F16 on devices with 16-bit storage (arithmetic is
  * fp32) and are widened to F32 elsewhere; vectors (biases, norms) are F32. */
 vkf_status vkf_model_load(vkf_context *context, const char *path, vkf_model **out_model);
+
+/* Storage of weight matrices and embeddings (arithmetic is fp32 throughout):
+ * AUTO keeps what the file holds (F16 stays F16 where the device has 16-bit
+ * storage, else it is widened); F32 widens everything; F16 stores every weight
+ * matrix and embedding as F16 (F32 and BF16 rounded to nearest even), and fails
+ * with VKF_ERROR_UNSUPPORTED on a device without 16-bit storage. Biases and
+ * norms stay F32. Activations are F32 in every mode. */
+typedef enum vkf_precision {
+    VKF_PRECISION_AUTO = 0,
+    VKF_PRECISION_F32 = 1,
+    VKF_PRECISION_F16 = 2,
+} vkf_precision;
+typedef struct vkf_model_load_options {
+    vkf_precision precision;
+} vkf_model_load_options;
+/* vkf_model_load with options (NULL: defaults). */
+vkf_status vkf_model_load_with(vkf_context *context, const char *path, const vkf_model_load_options *options,
+                               vkf_model **out_model);
 void vkf_model_destroy(vkf_model *model);
 vkf_status vkf_model_get_config(const vkf_model *model, vkf_model_config *out_config);
 

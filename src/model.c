@@ -289,7 +289,10 @@ typedef struct loader {
     vkf_st_file *file;
     bool dry_run;                       /* check and convert, but make no device tensors */
     name_list expected;
+    vkf_precision precision;            /* of weight matrices and embeddings */
     float *scratch;                     /* owned host buffer for conversions */
+    uint16_t *halves;                   /* owned host buffer for F32 -> F16 */
+    uint64_t halves_count;
     uint64_t scratch_floats;
 } loader;
 
@@ -341,18 +344,53 @@ static vkf_status upload(loader *L, const float *data, uint32_t rows, uint32_t c
     return vkf_tensor_upload(*out, data, (uint64_t)(rows ? rows : 1) * cols * sizeof(float));
 }
 
-/* A weight (rows, cols), or rows [row0, row0 + nrows) of one (rows, cols). F16 in
- * the file stays F16 where the device reads 16-bit storage. */
+/* IEEE half of x, rounded to nearest even (overflow to infinity). */
+static uint16_t half_from_float(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xffu, mant = u & 0x7fffffu;
+    if (exp == 0xffu) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0)); /* inf, nan */
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) { /* subnormal half, or zero */
+        if (e < -10) return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e), h = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rest > half || (rest == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++; /* may carry into the exponent: still right */
+    return (uint16_t)(sign | h);
+}
+
+/* A weight (rows, cols), or rows [row0, row0 + nrows) of one (rows, cols).
+ * Stored F16 where the device reads 16-bit storage and the precision asks for
+ * it: auto keeps the file's F16 as F16, f16 also converts F32 and BF16. */
 static vkf_status load_matrix(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0, uint32_t nrows,
                               vkf_tensor **out)
 {
     const vkf_st_tensor *t;
     VKF_TRY(find_checked(L, name, rows, cols, &t));
-    if (t->dtype == VKF_ST_F16 && !L->dry_run && L->m->ctx->storage_16bit) {
-        uint64_t shape[2] = {nrows, cols};
+    bool as_f16 = L->m->ctx->storage_16bit && (L->precision == VKF_PRECISION_F16 ||
+                                                (L->precision == VKF_PRECISION_AUTO && t->dtype == VKF_ST_F16));
+    if (as_f16 && !L->dry_run) {
+        uint64_t shape[2] = {nrows, cols}, count = (uint64_t)nrows * cols;
         VKF_TRY(vkf_tensor_create(L->m->ctx, VKF_DTYPE_F16, 2, shape, out));
-        const uint8_t *raw = vkf_st_data(L->file, t); /* little-endian halves, as the device reads them */
-        return vkf_tensor_upload(*out, raw + (uint64_t)row0 * cols * 2, (uint64_t)nrows * cols * 2);
+        if (t->dtype == VKF_ST_F16) {
+            const uint8_t *raw = vkf_st_data(L->file, t); /* little-endian halves, as the device reads them */
+            return vkf_tensor_upload(*out, raw + (uint64_t)row0 * cols * 2, count * 2);
+        }
+        const float *data = NULL;
+        VKF_TRY(read_floats(L, t, &data));
+        if (count > L->halves_count) {
+            uint16_t *grown = realloc(L->halves, count * sizeof *grown);
+            if (!grown) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory converting \"%s\"", name);
+            L->halves = grown, L->halves_count = count;
+        }
+        for (uint64_t e = 0; e < count; e++) L->halves[e] = half_from_float(data[(uint64_t)row0 * cols + e]);
+        return vkf_tensor_upload(*out, L->halves, count * 2);
     }
     const float *data = NULL;
     VKF_TRY(read_floats(L, t, &data));
@@ -513,14 +551,26 @@ void vkf_model_destroy(vkf_model *m)
 
 vkf_status vkf_model_load(vkf_context *ctx, const char *path, vkf_model **out_model)
 {
+    return vkf_model_load_with(ctx, path, NULL, out_model);
+}
+
+vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_model_load_options *options,
+                               vkf_model **out_model)
+{
     if (!out_model) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_load: out_model is NULL");
     *out_model = NULL;
     if (!ctx || !path) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_load: %s is NULL", ctx ? "path" : "context");
     if (ctx->lost) return vkf_fail(VKF_ERROR_DEVICE_LOST, "the device was lost; destroy and recreate the context");
+    vkf_precision precision = options ? options->precision : VKF_PRECISION_AUTO;
+    if ((unsigned)precision > VKF_PRECISION_F16)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_load: unknown precision %d", (int)precision);
+    if (precision == VKF_PRECISION_F16 && !ctx->storage_16bit)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "precision f16 needs 16-bit storage buffers (storageBuffer16BitAccess), "
+                        "which device \"%s\" lacks; use f32 or auto", ctx->info.name);
     vkf_model *m = calloc(1, sizeof *m);
     if (!m) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a model");
     m->ctx = ctx;
-    loader L = {.m = m};
+    loader L = {.m = m, .precision = precision};
     vkf_status st = vkf_st_open(path, &L.file);
     if (st == VKF_OK) st = parse_config(m, vkf_st_metadata(L.file, "vkformer.config"));
     if (st == VKF_OK) {
@@ -535,6 +585,7 @@ vkf_status vkf_model_load(vkf_context *ctx, const char *path, vkf_model **out_mo
         vkf_fail(st, "%s: %s", path, msg);
     }
     free(L.scratch);
+    free(L.halves);
     name_free(&L.expected);
     vkf_st_close(L.file);
     if (st != VKF_OK) {

@@ -27,6 +27,7 @@ a non-numeric id list exits 2.
 Prints "N passed, M failed" and exits 1 on any failure. --quick runs fewer lengths
 (for slow drivers); --verbose also prints every passing check.
 """
+import json
 import math
 import os
 import random
@@ -112,9 +113,9 @@ def compare_logits(what, got, want, atol):
     return worst
 
 
-def forward_cli(model_path, src, tgt, out_path):
+def forward_cli(model_path, src, tgt, out_path, extra=()):
     rc, out, err = run_vkformer(["forward", "--model", model_path, "--src", ids_arg(src), "--tgt", ids_arg(tgt),
-                                 "--out", out_path])
+                                 "--out", out_path] + list(extra))
     if rc != 0:
         return None, "vkformer forward exited %d: %s" % (rc, " | ".join(err[-5:]))
     return read_npy(out_path), None
@@ -330,6 +331,65 @@ def check_f16(label, overrides, seed, lengths, rng, tmp):
     check_greedy("F16 " + label, rounded, path, sources, (10,))
 
 
+def check_precision(tmp, rng):
+    """--precision f16 stores an F32 file's weights as F16 (rounded to nearest even,
+    as torch's .half()) where the device has 16-bit storage, and is refused with a
+    message where it has not; --precision f32 widens an F16 file everywhere."""
+    rc, out, err = run_vkformer(["info", "--json"])
+    info = json.loads(out) if rc == 0 else None
+    if info is None:
+        bad("precision", "vkformer info --json failed")
+        return
+    has16 = bool(info["devices"][info["default"]].get("storage_16bit"))
+    label, overrides, seed = CONFIGS[1]
+    cfg = config_for(overrides)
+    model = export_torch.build_model(cfg, seed=seed + 40)
+    rounded = export_torch.build_model(cfg, seed=seed + 40)
+    with torch.no_grad():
+        for p in rounded.parameters():
+            if p.dim() == 2:  # weight matrices and embeddings; biases and norms stay F32
+                p.copy_(p.half().float())
+    path32, path16 = os.path.join(tmp, "p32.safetensors"), os.path.join(tmp, "p16.safetensors")
+    export_torch.export(model, path32)
+    export_torch.export(model, path16, torch.float16)
+    out = os.path.join(tmp, "prec.npy")
+    src, tgt = random_pair(rng, cfg, 23, 17)
+    got, err = forward_cli(path32, src, tgt, out, ["--precision", "f16"])
+    what = "--precision f16 on an F32 file (%s)" % ("16-bit storage" if has16 else "no 16-bit storage")
+    if not has16:
+        if got is None and "16-bit" in (err or ""):
+            ok(what + ": refused")
+        else:
+            bad(what, "expected a refusal naming 16-bit storage, got %s" % (err or "logits"))
+    elif err:
+        bad(what, err)
+    else:
+        compare_logits(what + " vs F16-rounded weights", got, export_torch.forward_logits(rounded, src, tgt),
+                       FORWARD_ATOL)
+        e32 = float(np.max(np.abs(got - export_torch.forward_logits(model, src, tgt).numpy())))
+        print("%s: max abs error against fp32 weights %.3g (bound %.0e)" % (what, e32, F16_VS_FP32_ATOL))
+        if 0 < e32 <= F16_VS_FP32_ATOL:  # the rounding shows, within the documented bound
+            ok(what + " vs fp32 weights")
+        else:
+            bad(what + " vs fp32 weights", "max abs error %.3g, expected in (0, %.0e]" % (e32, F16_VS_FP32_ATOL))
+    # --precision f32 of an F16 file (every tensor F16 in the file) is that model widened, on any device
+    full = export_torch.build_model(cfg, seed=seed + 40)
+    with torch.no_grad():
+        for p in full.parameters():
+            p.copy_(p.half().float())
+    got, err = forward_cli(path16, src, tgt, out, ["--precision", "f32"])
+    if err:
+        bad("--precision f32 on an F16 file", err)
+    else:
+        compare_logits("--precision f32 on an F16 file", got, export_torch.forward_logits(full, src, tgt), FORWARD_ATOL)
+    rc, out_text, err = run_vkformer(["forward", "--model", path32, "--src", ids_arg(src), "--tgt", ids_arg(tgt),
+                                      "--out", out, "--precision", "f8"])
+    if rc == 2 and any("precision" in line for line in err):
+        ok("--precision f8 is a usage error")
+    else:
+        bad("--precision f8", "exit %d, expected 2: %s" % (rc, err))
+
+
 def check_cli_errors(tmp):
     """One model with src vocab 37 and tgt vocab 41."""
     cfg = config_for(dict(tgt_vocab_size=41))
@@ -422,6 +482,7 @@ def main():
         f16_lengths = [(1, 1), (70, 70)] if quick else [(1, 1), (7, 13), (70, 70)]
         check_f16(CONFIGS[0][0], CONFIGS[0][1], 21, f16_lengths, rng, tmp)
         check_f16(CONFIGS[1][0], CONFIGS[1][1], 22, f16_lengths, rng, tmp)
+        check_precision(tmp, rng)
         check_cli_errors(tmp)
     print("test_parity: %d passed, %d failed (%.1f s)" % (passed, failed, time.time() - t0))
     return 1 if failed else 0

@@ -67,7 +67,8 @@ static const char usage_text[] =
     "model commands also take --attention VARIANT (encoder and decoder self-attention):\n"
     "  dense | dense-naive | local:W | strided:W:S | bigbird:B:G:R | lsh:H:C | lowrank:K\n"
     "--cross-attention dense|dense-naive|lowrank:K, --seed N (bigbird, lsh, lowrank), and\n"
-    "--verbose (say where a variant does not apply and what runs instead)\n"
+    "--verbose (say where a variant does not apply and what runs instead), and\n"
+    "--precision auto|f32|f16 (storage of weights: auto keeps the file's; f16 needs 16-bit storage)\n"
     "common options: --device INDEX|NAME-SUBSTRING, --max-device-memory BYTES (cap on tensors)\n";
 
 typedef struct options {
@@ -85,6 +86,8 @@ typedef struct options {
     unsigned long batch, src_len, tgt_len;
     bool quick;                         /* tune: few candidates, small shapes */
     unsigned long seed;                 /* --seed: bigbird, lsh, lowrank */
+    const char *precision;              /* --precision auto|f32|f16: weight storage */
+    vkf_model_load_options load;        /* from --precision */
     bool verbose;                       /* --verbose: the library's info messages too */
 } options;
 
@@ -686,6 +689,20 @@ static long parse_ids(const char *text, const char *flag, int32_t **out)
     return (long)n;
 }
 
+/* --precision auto|f32|f16 (NULL: auto); prints the usage error itself. */
+static bool parse_precision(const char *text, vkf_precision *out)
+{
+    *out = VKF_PRECISION_AUTO;
+    if (!text || strcmp(text, "auto") == 0) return true;
+    if (strcmp(text, "f32") == 0) *out = VKF_PRECISION_F32;
+    else if (strcmp(text, "f16") == 0) *out = VKF_PRECISION_F16;
+    else {
+        fprintf(stderr, "vkformer: --precision must be auto, f32 or f16, not \"%s\"\n", text);
+        return false;
+    }
+    return true;
+}
+
 static int open_model(const options *o, vkf_context **out_ctx, vkf_model **out_model)
 {
     if (!o->model) {
@@ -694,7 +711,7 @@ static int open_model(const options *o, vkf_context **out_ctx, vkf_model **out_m
     }
     vkf_status st = open_context(o, out_ctx);
     if (st != VKF_OK) return fail(st);
-    st = vkf_model_load(*out_ctx, o->model, out_model);
+    st = vkf_model_load_with(*out_ctx, o->model, &o->load, out_model);
     if (st == VKF_OK) {
         st = vkf_model_set_seed(*out_model, o->seed);
         if (st == VKF_OK) st = vkf_model_set_attention(*out_model, o->attention, o->cross_attention);
@@ -1156,7 +1173,7 @@ static int startup_once(const options *o, const char *model_path, const char *ca
     if (st != VKF_OK) return fail(st);
     double t1 = now_s();
     vkf_model *model = NULL;
-    st = vkf_model_load(ctx, model_path, &model);
+    st = vkf_model_load_with(ctx, model_path, &o->load, &model);
     if (st == VKF_OK) st = vkf_model_set_seed(model, o->seed);
     if (st == VKF_OK) st = vkf_model_set_attention(model, o->attention, o->cross_attention);
     double t2 = now_s();
@@ -1398,7 +1415,7 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--device") == 0 || strcmp(a, "--size") == 0 || strcmp(a, "--model") == 0 ||
                    strcmp(a, "--src") == 0 || strcmp(a, "--tgt") == 0 || strcmp(a, "--out") == 0 ||
                    strcmp(a, "--preset") == 0 || strcmp(a, "--input") == 0 || strcmp(a, "--attention") == 0 ||
-                   strcmp(a, "--cross-attention") == 0) {
+                   strcmp(a, "--cross-attention") == 0 || strcmp(a, "--precision") == 0) {
             if (!next) {
                 fprintf(stderr, "vkformer: %s needs a value\n", a);
                 return EXIT_USAGE;
@@ -1411,6 +1428,7 @@ int main(int argc, char **argv)
                                 : strcmp(a, "--input") == 0 ? &o.input
                                 : strcmp(a, "--attention") == 0 ? &o.attention
                                 : strcmp(a, "--cross-attention") == 0 ? &o.cross_attention
+                                : strcmp(a, "--precision") == 0 ? &o.precision
                                 : strcmp(a, "--tgt") == 0  ? &o.tgt
                                                            : &o.out;
             *slot = next;
@@ -1446,6 +1464,7 @@ int main(int argc, char **argv)
         fputs(usage_text, stderr);
         return EXIT_USAGE;
     }
+    if (!parse_precision(o.precision, &o.load.precision)) return EXIT_USAGE;
     if (strcmp(positional[0], "info") == 0) return cmd_info(&o);
     if (strcmp(positional[0], "check") == 0) return cmd_check(&o);
     if (strcmp(positional[0], "bench") == 0) return cmd_bench(&o, positional[1]);
