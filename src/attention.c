@@ -316,9 +316,7 @@ vkf_status vkf_lowrank_projection(uint64_t seed, uint32_t K, uint32_t S, const u
 
 /* ------------------------------------------------------------------ checks */
 
-/* A (batch, rows, cols) view lies inside its tensor and every index fits the
- * shader's 32 bits. Fills offset, row and batch strides (defaults resolved). */
-static vkf_status check_view(vkf_cmd *cmd, const vkf_attention_view *v, uint64_t batch, uint64_t rows, uint64_t cols,
+vkf_status vkf_check_attention_view(vkf_cmd *cmd, const vkf_attention_view *v, uint64_t batch, uint64_t rows, uint64_t cols,
                              const char *fn, const char *name, uint32_t out[3])
 {
     VKF_TRY(vkf_check_tensor(cmd, v->tensor, VKF_DTYPE_F32, 1, fn, name));
@@ -344,7 +342,7 @@ static vkf_status check_view(vkf_cmd *cmd, const vkf_attention_view *v, uint64_t
     return VKF_OK;
 }
 
-static bool same_tensor_overlap(const vkf_tensor *a, const vkf_tensor *b)
+bool vkf_tensors_overlap(const vkf_tensor *a, const vkf_tensor *b)
 {
     return a && b && a->block == b->block && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
 }
@@ -461,17 +459,17 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
     uint32_t groups[3] = {(uint32_t)gx, (uint32_t)gy, 1};
 
     uint32_t view[3];
-    VKF_TRY(check_view(cmd, &d->q, d->batch, d->lq, dm, fn, "q", view));
+    VKF_TRY(vkf_check_attention_view(cmd, &d->q, d->batch, d->lq, dm, fn, "q", view));
     p.q_offset = view[0], p.q_row = view[1], p.q_batch = view[2];
-    VKF_TRY(check_view(cmd, &d->k, d->batch, d->lk, dm, fn, "k", view));
+    VKF_TRY(vkf_check_attention_view(cmd, &d->k, d->batch, d->lk, dm, fn, "k", view));
     p.k_offset = view[0], p.k_row = view[1], p.k_batch = view[2];
-    VKF_TRY(check_view(cmd, &d->v, d->batch, d->lk, dm, fn, "v", view));
+    VKF_TRY(vkf_check_attention_view(cmd, &d->v, d->batch, d->lk, dm, fn, "v", view));
     p.v_offset = view[0], p.v_row = view[1], p.v_batch = view[2];
     if (d->key_lengths) VKF_TRY(vkf_check_tensor(cmd, d->key_lengths, VKF_DTYPE_I32, d->batch, fn, "key_lengths"));
     VKF_TRY(vkf_check_tensor(cmd, d->out, VKF_DTYPE_F32, out_elements, fn, "out"));
-    if (same_tensor_overlap(d->out, d->q.tensor) || same_tensor_overlap(d->out, d->k.tensor) ||
-        same_tensor_overlap(d->out, d->v.tensor) || same_tensor_overlap(d->out, d->key_lengths) ||
-        (d->pattern == VKF_ATTENTION_BIGBIRD && same_tensor_overlap(d->out, d->table)))
+    if (vkf_tensors_overlap(d->out, d->q.tensor) || vkf_tensors_overlap(d->out, d->k.tensor) ||
+        vkf_tensors_overlap(d->out, d->v.tensor) || vkf_tensors_overlap(d->out, d->key_lengths) ||
+        (d->pattern == VKF_ATTENTION_BIGBIRD && vkf_tensors_overlap(d->out, d->table)))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias q, k, v, key_lengths or table", fn);
 
     uint32_t spec[6] = {tiles.workgroup, tiles.bq, tiles.bk, tiles.td, tiles.tq, (uint32_t)vkf_div_up(d->head_dim, 4)};

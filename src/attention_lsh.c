@@ -281,41 +281,6 @@ vkf_status vkf_lsh_plan_set_tiles(vkf_lsh_plan *p, uint32_t sort_wg, uint32_t at
     return VKF_OK;
 }
 
-/* ------------------------------------------------------------------ checks */
-
-/* A (batch, rows, cols) view lies inside its tensor and every index fits the
- * shaders' 32 bits. Fills offset, row and batch strides (defaults resolved). */
-static vkf_status check_view(vkf_cmd *cmd, const vkf_attention_view *v, uint64_t batch, uint64_t rows, uint64_t cols,
-                             const char *fn, const char *name, uint32_t out[3])
-{
-    VKF_TRY(vkf_check_tensor(cmd, v->tensor, VKF_DTYPE_F32, 1, fn, name));
-    uint64_t row = v->row_stride ? v->row_stride : cols;
-    if (row < cols && rows > 1)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s row_stride %llu is less than heads * head_dim = %llu", fn,
-                        name, (unsigned long long)row, (unsigned long long)cols);
-    uint64_t bs = v->batch_stride, last = v->offset, term;
-    bool overflow = !bs && __builtin_mul_overflow(rows, row, &bs);
-    overflow |= __builtin_mul_overflow(batch - 1, bs, &term) || __builtin_add_overflow(last, term, &last);
-    overflow |= __builtin_mul_overflow(rows - 1, row, &term) || __builtin_add_overflow(last, term, &last);
-    overflow |= __builtin_add_overflow(last, cols - 1, &last);
-    if (overflow || last >= v->tensor->elements)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
-                        "%s: %s view (offset %llu, row stride %llu, batch stride %llu; %llu x %llu rows x %llu cols) "
-                        "reaches past the tensor's %llu elements",
-                        fn, name, (unsigned long long)v->offset, (unsigned long long)row, (unsigned long long)bs,
-                        (unsigned long long)batch, (unsigned long long)rows, (unsigned long long)cols,
-                        (unsigned long long)v->tensor->elements);
-    if (last > UINT32_MAX || bs > UINT32_MAX || row > UINT32_MAX)
-        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %s indices pass 2^32 elements", fn, name);
-    out[0] = (uint32_t)v->offset, out[1] = (uint32_t)row, out[2] = (uint32_t)bs;
-    return VKF_OK;
-}
-
-static bool overlap(const vkf_tensor *a, const vkf_tensor *b)
-{
-    return a && b && a->block == b->block && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
-}
-
 /* ------------------------------------------------------------------ op */
 
 vkf_status vkf_op_attention_lsh(vkf_cmd *cmd, vkf_lsh_plan *p, const vkf_lsh_desc *d)
@@ -346,11 +311,11 @@ vkf_status vkf_op_attention_lsh(vkf_cmd *cmd, vkf_lsh_plan *p, const vkf_lsh_des
     if (out_elements > UINT32_MAX)
         return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: out (%llu elements) passes 2^32", fn, (unsigned long long)out_elements);
     uint32_t qv[3], vv[3];
-    VKF_TRY(check_view(cmd, &d->q, d->batch, n, dm, fn, "q", qv));
-    VKF_TRY(check_view(cmd, &d->v, d->batch, n, dm, fn, "v", vv));
+    VKF_TRY(vkf_check_attention_view(cmd, &d->q, d->batch, n, dm, fn, "q", qv));
+    VKF_TRY(vkf_check_attention_view(cmd, &d->v, d->batch, n, dm, fn, "v", vv));
     if (d->key_lengths) VKF_TRY(vkf_check_tensor(cmd, d->key_lengths, VKF_DTYPE_I32, d->batch, fn, "key_lengths"));
     VKF_TRY(vkf_check_tensor(cmd, d->out, VKF_DTYPE_F32, out_elements, fn, "out"));
-    if (overlap(d->out, d->q.tensor) || overlap(d->out, d->v.tensor) || overlap(d->out, d->key_lengths))
+    if (vkf_tensors_overlap(d->out, d->q.tensor) || vkf_tensors_overlap(d->out, d->v.tensor) || vkf_tensors_overlap(d->out, d->key_lengths))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias q, v or key_lengths", fn);
     uint32_t flags = (d->key_lengths ? VKF_LSH_FLAG_LENGTHS : 0u) | (d->causal ? VKF_LSH_FLAG_CAUSAL : 0u);
 

@@ -392,6 +392,12 @@ typedef struct vkf_attention_desc {
 
 /* Zeros everything; scale 1. */
 void vkf_attention_desc_init(vkf_attention_desc *desc);
+/* A (batch, rows, cols) view lies inside its tensor and every index fits the
+ * shaders' 32 bits. Fills out with offset, row and batch strides (defaults resolved). */
+vkf_status vkf_check_attention_view(vkf_cmd *cmd, const vkf_attention_view *view, uint64_t batch, uint64_t rows,
+                                    uint64_t cols, const char *fn, const char *name, uint32_t out[3]);
+/* Whether two tensors share bytes (NULL shares nothing). */
+bool vkf_tensors_overlap(const vkf_tensor *a, const vkf_tensor *b);
 /* Tiles for this device and head_dim: the rows form on CPU drivers, the split form
  * elsewhere; bq and bk as large as the workgroup and shared-memory limits allow. */
 void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_attention_tiles *out_tiles);

@@ -19,30 +19,8 @@ if [ $# -ne 3 ]; then
 fi
 VKFORMER=$1
 MODEL=$3
-VK_ICD_FILENAMES=$2
-VK_DRIVER_FILES=$2
-export VK_ICD_FILENAMES VK_DRIVER_FILES
-PYTHON=/usr/bin/python3
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_bench_attention.XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
-failures=0
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-run() {
-    expected=$1
-    shift
-    label="$*"
-    "$@" >"$TMP/out" 2>"$TMP/err.raw"
-    rc=$?
-    grep -v 'WARNING: UNSUPPORTED' "$TMP/err.raw" >"$TMP/err"
-    if [ "$rc" -ne "$expected" ]; then
-        fail "'$label' exited $rc, expected $expected"
-        sed 's/^/    stdout: /' "$TMP/out" | head -n 20 >&2
-        sed 's/^/    stderr: /' "$TMP/err" | head -n 20 >&2
-    fi
-}
+. "$(dirname "$0")/cli_lib.sh"
+cli_setup test_bench_attention "$2"
 
 # ------------------------------------------------------------------ JSON lines
 
@@ -157,8 +135,4 @@ done
 run 1 "$VKFORMER" forward --model "$MODEL" --cross-attention local:3 --src "$SRC" --tgt 1,5 --out "$TMP/l.npy"
 grep -q "cross-attention" "$TMP/err" || fail "--cross-attention local:3: message does not name cross-attention"
 
-if [ "$failures" -ne 0 ]; then
-    echo "test_bench_attention: $failures failed" >&2
-    exit 1
-fi
-echo "test_bench_attention: all checks passed"
+cli_finish test_bench_attention

@@ -15,36 +15,8 @@ if [ $# -ne 2 ]; then
 fi
 VKFORMER=$1
 ICD=$2
-VK_ICD_FILENAMES=$ICD
-VK_DRIVER_FILES=$ICD
-export VK_ICD_FILENAMES VK_DRIVER_FILES
-PYTHON=/usr/bin/python3
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_cli.XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
-
-failures=0
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# run EXPECTED_RC COMMAND...: runs the command with stdout in $TMP/out and stderr
-# in $TMP/err (minus SwiftShader's own "WARNING: UNSUPPORTED" lines); a different
-# exit status is a failure. Sets $rc and $label.
-run() {
-    expected=$1
-    shift
-    label="$*"
-    "$@" >"$TMP/out" 2>"$TMP/err.raw"
-    rc=$?
-    grep -v 'WARNING: UNSUPPORTED' "$TMP/err.raw" >"$TMP/err"
-    if [ "$rc" -ne "$expected" ]; then
-        fail "'$label' exited $rc, expected $expected"
-        sed 's/^/    stdout: /' "$TMP/out" | head -n 20 >&2
-        sed 's/^/    stderr: /' "$TMP/err" | head -n 20 >&2
-    fi
-}
+. "$(dirname "$0")/cli_lib.sh"
+cli_setup test_cli "$ICD"
 
 # Lines of filtered stderr / stdout of the last run (a last line without a newline counts).
 stderr_lines() { grep -c '' "$TMP/err"; }
@@ -226,9 +198,4 @@ else
     fail "ldd is not available to check the binary's libraries"
 fi
 
-if [ "$failures" -ne 0 ]; then
-    echo "test_cli: $failures failures ($ICD)" >&2
-    exit 1
-fi
-echo "test_cli: all checks passed ($NAME)" >&2
-exit 0
+cli_finish "test_cli ($NAME)"

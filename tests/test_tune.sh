@@ -13,22 +13,11 @@ if [ $# -ne 2 ]; then
     exit 2
 fi
 VKFORMER=$1
-VK_ICD_FILENAMES=$2
-VK_DRIVER_FILES=$2
-export VK_ICD_FILENAMES VK_DRIVER_FILES
-PYTHON=/usr/bin/python3
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_tune.XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
+. "$(dirname "$0")/cli_lib.sh"
+cli_setup test_tune "$2"
 VKFORMER_CACHE_DIR=$TMP/cache
 export VKFORMER_CACHE_DIR
 unset VKFORMER_TUNE VKFORMER_PIPELINE_CACHE
-
-failures=0
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
 
 # json_get FILE EXPR: prints EXPR evaluated on the JSON document j in FILE.
 json_get() {
@@ -81,8 +70,4 @@ grep -q 'tune file .* ignored: not valid JSON' "$TMP/err" || fail "no message ab
 grep -q 'tune file .* ignored: written for another device or driver' "$TMP/err" ||
     fail "no message about the foreign tune file: $(cat "$TMP/err")"
 
-if [ "$failures" -ne 0 ]; then
-    echo "test_tune.sh: $failures failures" >&2
-    exit 1
-fi
-echo "test_tune.sh: all checks passed"
+cli_finish test_tune.sh

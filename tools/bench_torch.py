@@ -96,12 +96,18 @@ def bench_matmul(timer, device, dtype, n, repeat, base):
     emit(rec)
 
 
-def bench_attention(timer, device, dtype, batch, heads, n, head_dim, repeat, base):
-    rec = dict(base, bench="attention", batch=batch, heads=heads, n=n, head_dim=head_dim, causal=False)
+def usable_dtype(rec, device, dtype):
+    """dtype, or float32 where the device cannot run it (said in rec); sets rec["dtype"]."""
     if not supports(device, dtype):
         rec["dtype_note"] = f"{dtype} unsupported on {device.type} in torch {torch.__version__}; float32 used"
         dtype = torch.float32
     rec["dtype"] = str(dtype).replace("torch.", "")
+    return dtype
+
+
+def bench_attention(timer, device, dtype, batch, heads, n, head_dim, repeat, base):
+    rec = dict(base, bench="attention", batch=batch, heads=heads, n=n, head_dim=head_dim, causal=False)
+    dtype = usable_dtype(rec, device, dtype)
     g = torch.Generator(device=device).manual_seed(0)
     q, k, v = (torch.randn(batch, heads, n, head_dim, device=device, dtype=dtype, generator=g) for _ in range(3))
     scale = 1.0 / math.sqrt(head_dim)
@@ -146,10 +152,7 @@ def make_model(device, dtype, d_model, heads, layers, d_ff, vocab):
 
 def bench_transformer(timer, device, dtype, cfg, batch, length, repeat, base):
     rec = dict(base, bench="transformer", batch=batch, src_len=length, tgt_len=length, mode="eager", **cfg)
-    if not supports(device, dtype):
-        rec["dtype_note"] = f"{dtype} unsupported on {device.type} in torch {torch.__version__}; float32 used"
-        dtype = torch.float32
-    rec["dtype"] = str(dtype).replace("torch.", "")
+    dtype = usable_dtype(rec, device, dtype)
     model = make_model(device, dtype, **cfg)
     g = torch.Generator(device=device).manual_seed(1)
     src = torch.randn(batch, length, cfg["d_model"], device=device, dtype=dtype, generator=g)
@@ -164,10 +167,7 @@ def bench_transformer(timer, device, dtype, cfg, batch, length, repeat, base):
 
 def bench_decode(timer, device, dtype, cfg, src_len, new_tokens, repeat, base):
     rec = dict(base, bench="decode", batch=1, src_len=src_len, new_tokens=new_tokens, kv_cache=False, **cfg)
-    if not supports(device, dtype):
-        rec["dtype_note"] = f"{dtype} unsupported on {device.type} in torch {torch.__version__}; float32 used"
-        dtype = torch.float32
-    rec["dtype"] = str(dtype).replace("torch.", "")
+    dtype = usable_dtype(rec, device, dtype)
     model = make_model(device, dtype, **cfg)
     g = torch.Generator(device=device).manual_seed(2)
     src = torch.randint(3, cfg["vocab"], (1, src_len), device=device, generator=g)

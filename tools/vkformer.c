@@ -114,7 +114,8 @@ static void log_to_stderr(void *user, vkf_log_level level, const char *message)
             message);
 }
 
-static vkf_status open_context(const options *o, vkf_context **out)
+/* A context from the common options; tune: -1 the default, 0 ignore tune files. */
+static vkf_status open_context_tuned(const options *o, int tune, vkf_context **out)
 {
     vkf_context_options co;
     vkf_context_options_init(&co);
@@ -122,7 +123,13 @@ static vkf_status open_context(const options *o, vkf_context **out)
     co.log = log_to_stderr;
     co.log_user = (void *)o;
     co.max_device_memory = o->max_device_memory;
+    co.tune = tune;
     return vkf_context_create(&co, out);
+}
+
+static vkf_status open_context(const options *o, vkf_context **out)
+{
+    return open_context_tuned(o, -1, out);
 }
 
 /* Destroys the context; turns validation messages into a failing exit code. */
@@ -1358,15 +1365,8 @@ static void tune_progress(void *user, const char *line)
 
 static int cmd_tune(const options *o)
 {
-    vkf_context_options co;
-    vkf_context_options_init(&co);
-    co.device = o->device;
-    co.log = log_to_stderr;
-    co.log_user = (void *)o;
-    co.max_device_memory = o->max_device_memory;
-    co.tune = 0; /* start from the built-in choices */
     vkf_context *ctx;
-    vkf_status st = vkf_context_create(&co, &ctx);
+    vkf_status st = open_context_tuned(o, 0, &ctx); /* start from the built-in choices */
     if (st != VKF_OK) return fail(st);
     vkf_tune_options to = {.quick = o->quick, .progress = tune_progress, .path = o->out};
     char path[1024];
