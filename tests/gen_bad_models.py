@@ -103,6 +103,12 @@ def main():
     case("eos_out_of_vocab", "error eos_id", config=cfg(eos_id=V))
     case("vocab_wrong_length", "error src_vocab", config=cfg(src_vocab=["a", "b"], tgt_vocab=["x"] * V))
     case("vocab_not_strings", "error tgt_vocab", config=cfg(src_vocab=["w"] * V, tgt_vocab=[1] * V))
+    # Optional lowrank projections: (K, max_len), any K >= 1.
+    case("lowrank_projection", "ok", entries=good + [("lowrank.self_proj", [4, 16]), ("lowrank.cross_proj", [16, 16])])
+    case("lowrank_wrong_columns", "error lowrank.self_proj", entries=good + [("lowrank.self_proj", [4, 15])])
+    case("lowrank_rank_1", "error lowrank.cross_proj", entries=good + [("lowrank.cross_proj", [16])])
+    case("lowrank_int", "error lowrank.self_proj", entries=good + [("lowrank.self_proj", [2, 16])],
+         dtype_of=lambda n: "I32" if n.startswith("lowrank") else "F32")
     # The config and the tensors disagree: two encoder layers declared, one present.
     case("layers_mismatch", "error transformer.encoder.layers.1", config=cfg(n_encoder_layers=2))
     with open(os.path.join(out, "expect.txt"), "w") as f:

@@ -201,6 +201,9 @@ def main():
         "tiny": Model(d=1, heads=1, ff=1, vs=3, vt=3, max_len=1, seed=9),
         "deep": Model(d=2, heads=1, ff=2, vs=3, vt=3, le=3, ld=3, seed=10),
     }
+    # optional lowrank projections (K, max_len)
+    models["lowrank"] = Model(seed=11)
+    models["lowrank"].entries += [("lowrank.self_proj", [4, 16]), ("lowrank.cross_proj", [3, 16])]
     valid = {}
     for name, m in models.items():
         valid[name] = m.write(path(f"model_{name}.safetensors"))
