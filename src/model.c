@@ -373,9 +373,9 @@ static vkf_status load_matrix(loader *L, const char *name, uint32_t rows, uint32
 {
     const vkf_st_tensor *t;
     VKF_TRY(find_checked(L, name, rows, cols, &t));
-    bool as_f16 = L->m->ctx->storage_16bit && (L->precision == VKF_PRECISION_F16 ||
-                                                (L->precision == VKF_PRECISION_AUTO && t->dtype == VKF_ST_F16));
-    if (as_f16 && !L->dry_run) {
+    bool as_f16 = !L->dry_run && L->m->ctx->storage_16bit &&
+                  (L->precision == VKF_PRECISION_F16 || (L->precision == VKF_PRECISION_AUTO && t->dtype == VKF_ST_F16));
+    if (as_f16) {
         uint64_t shape[2] = {nrows, cols}, count = (uint64_t)nrows * cols;
         VKF_TRY(vkf_tensor_create(L->m->ctx, VKF_DTYPE_F16, 2, shape, out));
         if (t->dtype == VKF_ST_F16) {

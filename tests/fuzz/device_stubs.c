@@ -49,3 +49,10 @@ void vkf_cmd_destroy(vkf_cmd *cmd)
 {
     if (cmd) DEVICE_CALL("vkf_cmd_destroy");
 }
+
+struct vkf_lsh_plan;
+void vkf_lsh_plan_destroy(struct vkf_lsh_plan *plan);
+void vkf_lsh_plan_destroy(struct vkf_lsh_plan *plan)
+{
+    if (plan) DEVICE_CALL("vkf_lsh_plan_destroy");
+}
