@@ -84,11 +84,19 @@ const uint PATTERN_DENSE = 0u;
 const uint PATTERN_STRIDED = 2u;
 const uint PATTERN_BIGBIRD = 3u;
 
-layout(set = 0, binding = 0) readonly buffer BufQ { float q[]; };
-layout(set = 0, binding = 1) readonly buffer BufK { float k[]; };
-layout(set = 0, binding = 2) readonly buffer BufV { float v[]; };
+#ifdef IO_F16
+// Q, K, V and out stored as F16 (16-bit storage); scores, softmax and the
+// accumulators stay fp32.
+#extension GL_EXT_shader_16bit_storage : require
+#define IO_T float16_t
+#else
+#define IO_T float
+#endif
+layout(set = 0, binding = 0) readonly buffer BufQ { IO_T q[]; };
+layout(set = 0, binding = 1) readonly buffer BufK { IO_T k[]; };
+layout(set = 0, binding = 2) readonly buffer BufV { IO_T v[]; };
 layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch) I32, or the dummy
-layout(set = 0, binding = 4) writeonly buffer BufOut { float outv[]; };   // (batch * lq, heads * head_dim)
+layout(set = 0, binding = 4) writeonly buffer BufOut { IO_T outv[]; };   // (batch * lq, heads * head_dim)
 layout(set = 0, binding = 5) readonly buffer BufTable { int table[]; };   // BIGBIRD's table, or the dummy
 
 shared vec4 k_tile[BK * D4];            // (BK, D4): keys of the tile, zero past head_dim and the list
@@ -166,8 +174,8 @@ void load_tile(uint x0)
             uint kb = kbase + j * pc.k_row + c4 * 4u, vb = vbase + j * pc.v_row + c4 * 4u;
             for (uint c = 0u; c < 4u; c++)
                 if (c4 * 4u + c < pc.head_dim) {
-                    kv[c] = k[kb + c];
-                    vv[c] = v[vb + c];
+                    kv[c] = float(k[kb + c]);
+                    vv[c] = float(v[vb + c]);
                 }
         }
         k_tile[e] = kv;
@@ -185,7 +193,7 @@ vec4 load_q(uint i, uint c4)
     vec4 val = vec4(0.0);
     if (i < pc.lq)
         for (uint c = 0u; c < 4u; c++)
-            if (c4 * 4u + c < pc.head_dim) val[c] = q[qbase + i * pc.q_row + c4 * 4u + c];
+            if (c4 * 4u + c < pc.head_dim) val[c] = float(q[qbase + i * pc.q_row + c4 * 4u + c]);
     return val * pc.scale;
 }
 
@@ -194,7 +202,7 @@ void store_out(uint i, uint c4, vec4 o)
 {
     uint base = obase0 + i * (pc.heads * pc.head_dim) + c4 * 4u;
     for (uint c = 0u; c < 4u; c++)
-        if (c4 * 4u + c < pc.head_dim) outv[base + c] = o[c];
+        if (c4 * 4u + c < pc.head_dim) outv[base + c] = IO_T(o[c]);
 }
 
 void rows_form()

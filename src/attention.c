@@ -316,10 +316,10 @@ vkf_status vkf_lowrank_projection(uint64_t seed, uint32_t K, uint32_t S, const u
 
 /* ------------------------------------------------------------------ checks */
 
-vkf_status vkf_check_attention_view(vkf_cmd *cmd, const vkf_attention_view *v, uint64_t batch, uint64_t rows, uint64_t cols,
-                             const char *fn, const char *name, uint32_t out[3])
+vkf_status vkf_check_attention_view(vkf_cmd *cmd, const vkf_attention_view *v, vkf_dtype dtype, uint64_t batch,
+                                    uint64_t rows, uint64_t cols, const char *fn, const char *name, uint32_t out[3])
 {
-    VKF_TRY(vkf_check_tensor(cmd, v->tensor, VKF_DTYPE_F32, 1, fn, name));
+    VKF_TRY(vkf_check_tensor(cmd, v->tensor, dtype, 1, fn, name));
     uint64_t row = v->row_stride ? v->row_stride : cols;
     if (row < cols && rows > 1)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s row_stride %llu is less than heads * head_dim = %llu", fn,
@@ -387,6 +387,11 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: head_dim %u exceeds the fused kernel's limit of %u", fn,
                         d->head_dim, VKF_ATTENTION_MAX_HEAD_DIM);
     if (!isfinite(d->scale)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: scale is not finite", fn);
+    if (d->dtype != VKF_DTYPE_F32 && d->dtype != VKF_DTYPE_F16)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: dtype must be F32 or F16", fn);
+    if (d->dtype == VKF_DTYPE_F16 && !ctx->storage_16bit)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: F16 q, k, v and out need 16-bit storage buffers, which device \"%s\" "
+                        "lacks", fn, ctx->info.name);
     if ((unsigned)d->pattern > VKF_ATTENTION_BIGBIRD)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: unknown pattern %d", fn, (int)d->pattern);
     const vkf_bigbird *bb = &d->bigbird;
@@ -459,14 +464,14 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
     uint32_t groups[3] = {(uint32_t)gx, (uint32_t)gy, 1};
 
     uint32_t view[3];
-    VKF_TRY(vkf_check_attention_view(cmd, &d->q, d->batch, d->lq, dm, fn, "q", view));
+    VKF_TRY(vkf_check_attention_view(cmd, &d->q, d->dtype, d->batch, d->lq, dm, fn, "q", view));
     p.q_offset = view[0], p.q_row = view[1], p.q_batch = view[2];
-    VKF_TRY(vkf_check_attention_view(cmd, &d->k, d->batch, d->lk, dm, fn, "k", view));
+    VKF_TRY(vkf_check_attention_view(cmd, &d->k, d->dtype, d->batch, d->lk, dm, fn, "k", view));
     p.k_offset = view[0], p.k_row = view[1], p.k_batch = view[2];
-    VKF_TRY(vkf_check_attention_view(cmd, &d->v, d->batch, d->lk, dm, fn, "v", view));
+    VKF_TRY(vkf_check_attention_view(cmd, &d->v, d->dtype, d->batch, d->lk, dm, fn, "v", view));
     p.v_offset = view[0], p.v_row = view[1], p.v_batch = view[2];
     if (d->key_lengths) VKF_TRY(vkf_check_tensor(cmd, d->key_lengths, VKF_DTYPE_I32, d->batch, fn, "key_lengths"));
-    VKF_TRY(vkf_check_tensor(cmd, d->out, VKF_DTYPE_F32, out_elements, fn, "out"));
+    VKF_TRY(vkf_check_tensor(cmd, d->out, d->dtype, out_elements, fn, "out"));
     if (vkf_tensors_overlap(d->out, d->q.tensor) || vkf_tensors_overlap(d->out, d->k.tensor) ||
         vkf_tensors_overlap(d->out, d->v.tensor) || vkf_tensors_overlap(d->out, d->key_lengths) ||
         (d->pattern == VKF_ATTENTION_BIGBIRD && vkf_tensors_overlap(d->out, d->table)))
@@ -474,7 +479,8 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
 
     uint32_t spec[6] = {tiles.workgroup, tiles.bq, tiles.bk, tiles.td, tiles.tq, (uint32_t)vkf_div_up(d->head_dim, 4)};
     const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_ATTENTION_FUSED, spec, 6, &pipe));
+    VKF_TRY(vkf_pipeline_get(ctx, d->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_ATTENTION_FUSED_F16 : VKF_VARIANT_ATTENTION_FUSED,
+                             spec, 6, &pipe));
     vkf_binding b[6] = {
         {d->q.tensor, VKF_READ}, {d->k.tensor, VKF_READ}, {d->v.tensor, VKF_READ},
         {d->key_lengths, VKF_READ}, {d->out, VKF_WRITE},

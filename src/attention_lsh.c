@@ -311,8 +311,8 @@ vkf_status vkf_op_attention_lsh(vkf_cmd *cmd, vkf_lsh_plan *p, const vkf_lsh_des
     if (out_elements > UINT32_MAX)
         return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: out (%llu elements) passes 2^32", fn, (unsigned long long)out_elements);
     uint32_t qv[3], vv[3];
-    VKF_TRY(vkf_check_attention_view(cmd, &d->q, d->batch, n, dm, fn, "q", qv));
-    VKF_TRY(vkf_check_attention_view(cmd, &d->v, d->batch, n, dm, fn, "v", vv));
+    VKF_TRY(vkf_check_attention_view(cmd, &d->q, VKF_DTYPE_F32, d->batch, n, dm, fn, "q", qv));
+    VKF_TRY(vkf_check_attention_view(cmd, &d->v, VKF_DTYPE_F32, d->batch, n, dm, fn, "v", vv));
     if (d->key_lengths) VKF_TRY(vkf_check_tensor(cmd, d->key_lengths, VKF_DTYPE_I32, d->batch, fn, "key_lengths"));
     VKF_TRY(vkf_check_tensor(cmd, d->out, VKF_DTYPE_F32, out_elements, fn, "out"));
     if (vkf_tensors_overlap(d->out, d->q.tensor) || vkf_tensors_overlap(d->out, d->v.tensor) || vkf_tensors_overlap(d->out, d->key_lengths))

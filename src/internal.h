@@ -85,6 +85,7 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_ARGMAX,
     VKF_VARIANT_ADVANCE,
     VKF_VARIANT_ATTENTION_FUSED,        /* many queries, online softmax, no score matrix */
+    VKF_VARIANT_ATTENTION_FUSED_F16,    /* the same with Q, K, V and out stored as F16 */
     VKF_VARIANT_LSH_HASH,               /* LSH attention (attention_lsh.c): bucket of each token per round */
     VKF_VARIANT_LSH_SORT,               /* stable sort of tokens by bucket */
     VKF_VARIANT_LSH_ATTEND,             /* attention within chunks of the sorted order */
@@ -386,16 +387,18 @@ typedef struct vkf_attention_desc {
     uint32_t stride;                    /* S of strided, >= 1 */
     vkf_bigbird bigbird;                /* the BIGBIRD pattern's parameters */
     const vkf_tensor *table;            /* BIGBIRD: from vkf_attention_table_create for this desc, borrowed */
-    vkf_tensor *out;                    /* (batch * lq, heads * head_dim) F32, packed; may not alias an input */
+    vkf_tensor *out;                    /* (batch * lq, heads * head_dim), packed; may not alias an input */
     const vkf_attention_tiles *tiles;   /* borrowed; NULL: vkf_attention_tiles_choose */
+    vkf_dtype dtype;                    /* of q, k, v and out: F32 (0, the default) or F16 (16-bit
+                                           storage only; arithmetic stays fp32) */
 } vkf_attention_desc;
 
 /* Zeros everything; scale 1. */
 void vkf_attention_desc_init(vkf_attention_desc *desc);
 /* A (batch, rows, cols) view lies inside its tensor and every index fits the
  * shaders' 32 bits. Fills out with offset, row and batch strides (defaults resolved). */
-vkf_status vkf_check_attention_view(vkf_cmd *cmd, const vkf_attention_view *view, uint64_t batch, uint64_t rows,
-                                    uint64_t cols, const char *fn, const char *name, uint32_t out[3]);
+vkf_status vkf_check_attention_view(vkf_cmd *cmd, const vkf_attention_view *view, vkf_dtype dtype, uint64_t batch,
+                                    uint64_t rows, uint64_t cols, const char *fn, const char *name, uint32_t out[3]);
 /* Whether two tensors share bytes (NULL shares nothing). */
 bool vkf_tensors_overlap(const vkf_tensor *a, const vkf_tensor *b);
 /* Tiles for this device and head_dim: the rows form on CPU drivers, the split form

@@ -48,6 +48,9 @@ static const uint32_t spirv_advance[] =
 static const uint32_t spirv_attention_fused[] =
 #include "attention_fused.spv.h"
     ;
+static const uint32_t spirv_attention_fused_f16[] =
+#include "attention_fused_f16.spv.h"
+    ;
 static const uint32_t spirv_lsh_hash[] =
 #include "attention_lsh_hash.spv.h"
     ;
@@ -76,6 +79,7 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_ARGMAX] = {"argmax", spirv_argmax, sizeof spirv_argmax, 4, sizeof(vkf_push_argmax)},
     [VKF_VARIANT_ADVANCE] = {"advance", spirv_advance, sizeof spirv_advance, 1, 0},
     [VKF_VARIANT_ATTENTION_FUSED] = {"attention_fused", spirv_attention_fused, sizeof spirv_attention_fused, 6, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_ATTENTION_FUSED_F16] = {"attention_fused_f16", spirv_attention_fused_f16, sizeof spirv_attention_fused_f16, 6, sizeof(vkf_push_attention_fused)},
     [VKF_VARIANT_LSH_HASH] = {"attention_lsh_hash", spirv_lsh_hash, sizeof spirv_lsh_hash, 5, sizeof(vkf_push_lsh_hash)},
     [VKF_VARIANT_LSH_SORT] = {"attention_lsh_sort", spirv_lsh_sort, sizeof spirv_lsh_sort, 2, sizeof(vkf_push_lsh_sort)},
     [VKF_VARIANT_LSH_ATTEND] = {"attention_lsh_attend", spirv_lsh_attend, sizeof spirv_lsh_attend, 6, sizeof(vkf_push_lsh_attend)},

@@ -425,6 +425,76 @@ static void test_dense_equality(vkf_context *ctx)
     run_dense_equality(ctx, 3, 4, 8, 17, true, true, 0, VKF_ATTENTION_DENSE, 0, 0, seed++);
 }
 
+/* ------------------------------------------------------------------ F16 storage */
+
+/* Q, K, V and out stored as F16 (the fused kernel's IO_F16 variant), fp32 inside:
+ * against the reference run on the same F16-rounded inputs, within the rounding
+ * of the output to F16 (relative 2^-11) plus fp32 summation noise. Devices without
+ * 16-bit storage refuse it. */
+static void run_f16(vkf_context *ctx, const vkf_device_info *info, uint32_t B, uint32_t H, uint32_t hd, uint32_t lq,
+                    uint32_t lk, bool causal, vkf_attention_pattern pattern, uint32_t window, uint64_t seed)
+{
+    uint64_t d = (uint64_t)H * hd, nq = (uint64_t)B * lq * d, nk = (uint64_t)B * lk * d;
+    float *q = harness_random(nq, seed), *k = harness_random(nk, seed + 1), *v = harness_random(nk, seed + 2);
+    uint16_t *hq = harness_alloc(nq * 2), *hk = harness_alloc(nk * 2), *hv = harness_alloc(nk * 2);
+    for (uint64_t e = 0; e < nq; e++) q[e] = ref_f16_to_f32(hq[e] = ref_f32_to_f16(q[e]));
+    for (uint64_t e = 0; e < nk; e++) k[e] = ref_f16_to_f32(hk[e] = ref_f32_to_f16(k[e]));
+    for (uint64_t e = 0; e < nk; e++) v[e] = ref_f16_to_f32(hv[e] = ref_f32_to_f16(v[e]));
+    vkf_tensor *tq = NULL, *tk = NULL, *tv = NULL, *to = NULL;
+    uint64_t sq = nq, sk = nk;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &sq, &tq));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &sk, &tk));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &sk, &tv));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &sq, &to));
+    CHECK_OK(vkf_tensor_upload(tq, hq, nq * 2));
+    CHECK_OK(vkf_tensor_upload(tk, hk, nk * 2));
+    CHECK_OK(vkf_tensor_upload(tv, hv, nk * 2));
+    vkf_attention_desc a;
+    vkf_attention_desc_init(&a);
+    a.batch = B, a.heads = H, a.head_dim = hd, a.lq = lq, a.lk = lk, a.scale = 2.0f / sqrtf((float)hd);
+    a.q.tensor = tq, a.k.tensor = tk, a.v.tensor = tv, a.out = to, a.dtype = VKF_DTYPE_F16;
+    a.causal = causal, a.pattern = pattern, a.window = window;
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    char what[128];
+    snprintf(what, sizeof what, "F16 attention B=%u H=%u hd=%u lq=%u lk=%u causal=%d pattern %d:%u", B, H, hd, lq, lk,
+             causal, (int)pattern, window);
+    if (!info->storage_16bit) {
+        CHECK_FAIL(vkf_op_attention_fused(cmd, &a), VKF_ERROR_UNSUPPORTED, "16-bit");
+    } else {
+        CHECK_OK(vkf_op_attention_fused(cmd, &a));
+        CHECK_OK(vkf_cmd_submit(cmd));
+        uint16_t *got16 = harness_alloc(nq * 2);
+        float *got = harness_alloc(nq * 4), *want = harness_alloc(nq * 4);
+        CHECK_OK(vkf_tensor_download(to, got16, nq * 2));
+        for (uint64_t e = 0; e < nq; e++) got[e] = ref_f16_to_f32(got16[e]);
+        ref_attention_mask mask = {.causal = causal, .pattern = (int)pattern, .window = window};
+        ref_attention(want, q, d, lq * d, k, d, lk * d, v, d, lk * d, B, H, hd, lq, lk, a.scale, &mask);
+        harness_compare(what, got, want, nq, 2e-4, 1e-3);
+        /* an F32 tensor in an F16 call is refused */
+        a.out = harness_tensor(ctx, NULL, 1, nq);
+        CHECK_FAIL(vkf_op_attention_fused(cmd, &a), VKF_ERROR_STATE, "submitted");
+        vkf_cmd *cmd2;
+        CHECK_OK(vkf_cmd_create(ctx, 0, &cmd2));
+        CHECK_FAIL(vkf_op_attention_fused(cmd2, &a), VKF_ERROR_INVALID_ARGUMENT, "out");
+        vkf_cmd_destroy(cmd2);
+        vkf_tensor_destroy(a.out);
+        free(got16), free(got), free(want);
+    }
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tq), vkf_tensor_destroy(tk), vkf_tensor_destroy(tv), vkf_tensor_destroy(to);
+    free(q), free(k), free(v), free(hq), free(hk), free(hv);
+}
+
+static void test_f16(vkf_context *ctx, const vkf_device_info *info)
+{
+    run_f16(ctx, info, 1, 2, 64, 100, 100, false, VKF_ATTENTION_DENSE, 0, 951);
+    run_f16(ctx, info, 2, 3, 17, 64, 257, false, VKF_ATTENTION_DENSE, 0, 952);
+    run_f16(ctx, info, 1, 1, 3, 257, 257, true, VKF_ATTENTION_DENSE, 0, 953);
+    run_f16(ctx, info, 2, 2, 64, 300, 300, true, VKF_ATTENTION_LOCAL, 16, 954);
+    run_f16(ctx, info, 1, 4, 256, 17, 33, false, VKF_ATTENTION_DENSE, 0, 955);
+}
+
 /* ------------------------------------------------------------------ lowrank */
 
 /* The fixed projection: each of a sequence's len keys is in exactly one row, a
@@ -677,6 +747,7 @@ int main(void)
     }
     test_bigbird_random();
     test_lowrank(ctx);
+    test_f16(ctx, &info);
     test_dense_equality(ctx);
     test_bad_arguments(ctx, &info);
     harness_close(ctx);

@@ -13,6 +13,7 @@
 #include "vkformer.h"
 #include "internal.h"
 #include "attention_lsh.h"
+#include "reference/reference.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,12 +25,14 @@ enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_VALIDATION = 6 };
 static const char usage[] =
     "usage: vkformer bench attention [--n N[,N...]] [--variants V[,V...]] [--heads H] [--head-dim D]\n"
     "                                [--batch B] [--repeat R] [--seed S] [--model FILE] [--json]\n"
-    "                                [--plot FILE.png] [--device D] [--max-device-memory BYTES] [--verbose]\n"
+    "                                [--plot FILE.png] [--precision f32|f16] [--device D]\n"
+    "                                [--max-device-memory BYTES] [--verbose]\n"
     "defaults: --n 256,1024,4096,16384 --heads 8 --head-dim 64 --batch 1 --repeat 3\n"
     "          --variants dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,lsh:2:64,lowrank:256\n";
 
 typedef struct bench_opts {
-    const char *device, *n_list, *variants, *plot, *model;
+    const char *device, *n_list, *variants, *plot, *model, *precision;
+    bool f16;                           /* --precision f16: Q, K, V and out stored as F16 */
     unsigned long heads, head_dim, batch, repeat, seed, max_device_memory;
     bool json, verbose;
 } bench_opts;
@@ -147,9 +150,13 @@ static vkf_status record_naive(vkf_context *ctx, const shape *s, const vkf_devic
 
 /* Records the variant into r->cmd, writing out (B*n, d). */
 static vkf_status record_variant(vkf_context *ctx, const vkf_attention_spec *v, const shape *s, uint64_t seed,
-                                 const vkf_device_info *info, vkf_tensor *qkv, vkf_tensor *out, case_res *r,
+                                 const vkf_device_info *info, bool f16, vkf_tensor *qkv, vkf_tensor *out, case_res *r,
                                  uint64_t *bytes, char *note, size_t note_size)
 {
+    if (f16 && v->kind != VKF_ATTN_FUSED) {
+        snprintf(note, note_size, "no F16 path: only the fused kernel (dense, local, strided, bigbird) has one");
+        return VKF_ERROR_UNSUPPORTED;
+    }
     if (v->kind == VKF_ATTN_NAIVE) return record_naive(ctx, s, info, qkv, out, r, bytes, note, note_size);
     uint64_t d = s->d, n = s->n;
     vkf_attention_view q = {qkv, 0, 3 * d, n * 3 * d}, k = {qkv, d, 3 * d, n * 3 * d}, val = {qkv, 2 * d, 3 * d, n * 3 * d};
@@ -167,6 +174,7 @@ static vkf_status record_variant(vkf_context *ctx, const vkf_attention_spec *v, 
     vkf_attention_desc_init(&a);
     a.batch = s->B, a.heads = s->H, a.head_dim = s->hd, a.lq = s->n, a.lk = s->n, a.scale = scale;
     a.q = q, a.k = k, a.v = val, a.out = out;
+    a.dtype = f16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
     if (v->kind == VKF_ATTN_LOWRANK) {
         /* K, V projected along the sequence to `rank` rows, then dense over those */
         uint32_t K = v->rank;
@@ -211,7 +219,7 @@ static vkf_status record_variant(vkf_context *ctx, const vkf_attention_spec *v, 
 
 /* Runs one case: records, warms up, times; fills res (ran, ms, bytes or note). */
 static void run_case(vkf_context *ctx, const bench_opts *o, const char *name, const shape *s,
-                     const vkf_device_info *info, vkf_tensor *qkv, vkf_tensor *out, result *res)
+                     const vkf_device_info *info, bool f16, vkf_tensor *qkv, vkf_tensor *out, result *res)
 {
     vkf_attention_spec v;
     case_res r = {0};
@@ -219,7 +227,7 @@ static void run_case(vkf_context *ctx, const bench_opts *o, const char *name, co
     vkf_status st = vkf_attention_parse(name, false, &v);
     if (st == VKF_OK) st = vkf_cmd_create(ctx, VKF_CMD_TIMESTAMPS, &r.cmd);
     if (st == VKF_OK)
-        st = record_variant(ctx, &v, s, o->seed, info, qkv, out, &r, &res->bytes, res->note, sizeof res->note);
+        st = record_variant(ctx, &v, s, o->seed, info, f16, qkv, out, &r, &res->bytes, res->note, sizeof res->note);
     double *ms = calloc(o->repeat, sizeof *ms);
     if (st == VKF_OK && !ms) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "timings");
     if (st == VKF_OK) st = vkf_cmd_submit(r.cmd); /* warm-up: pipelines compiled, memory touched */
@@ -268,8 +276,8 @@ static void print_json_number(double x, int digits)
 static void print_result(const bench_opts *o, const shape *s, const result *r)
 {
     if (o->json) {
-        printf("{\"variant\":\"%s\",\"n\":%u,\"heads\":%u,\"head_dim\":%u,\"batch\":%u,\"ms\":", r->variant, r->n, s->H,
-               s->hd, s->B);
+        printf("{\"variant\":\"%s\",\"n\":%u,\"heads\":%u,\"head_dim\":%u,\"batch\":%u,\"precision\":\"%s\",\"ms\":",
+               r->variant, r->n, s->H, s->hd, s->B, o->f16 ? "f16" : "f32");
         print_json_number(r->ran ? r->ms : NAN, 6);
         printf(",\"bytes\":");
         if (r->ran) printf("%llu", (unsigned long long)r->bytes);
@@ -429,6 +437,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         else if (strcmp(a, "--plot") == 0) text = &o->plot;
         else if (strcmp(a, "--model") == 0) text = &o->model;
         else if (strcmp(a, "--device") == 0) text = &o->device;
+        else if (strcmp(a, "--precision") == 0) text = &o->precision;
         else if (strcmp(a, "--heads") == 0) number = &o->heads;
         else if (strcmp(a, "--head-dim") == 0) number = &o->head_dim;
         else if (strcmp(a, "--batch") == 0) number = &o->batch;
@@ -452,6 +461,11 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             i++;
         }
     }
+    if (o->precision && strcmp(o->precision, "f32") != 0 && strcmp(o->precision, "f16") != 0) {
+        fprintf(stderr, "vkformer: bench attention: --precision must be f32 or f16, not \"%s\"\n", o->precision);
+        return EXIT_USAGE;
+    }
+    o->f16 = o->precision && strcmp(o->precision, "f16") == 0;
     if (!o->heads || !o->head_dim || !o->batch || !o->repeat || o->heads > 4096 || o->head_dim > 4096 ||
         o->batch > 4096 || o->repeat > 1000) {
         fprintf(stderr, "vkformer: bench attention: --heads, --head-dim, --batch (1..4096) and --repeat (1..1000) "
@@ -512,6 +526,11 @@ int cmd_bench_attention(int argc, char **argv)
         vkf_context_destroy(ctx);
         return EXIT_ERROR;
     }
+    if (o.f16 && !info.storage_16bit) {
+        fprintf(stderr, "vkformer: --precision f16 needs 16-bit storage buffers, which device \"%s\" lacks\n", info.name);
+        vkf_context_destroy(ctx);
+        return EXIT_ERROR;
+    }
     fprintf(stderr, "bench attention: device %s (%s)\n", info.name, info.driver_name);
     if (!o.json)
         printf("# device: %s; batch %lu, %lu heads of %lu; GPU ms median of %lu; error against dense\n"
@@ -524,12 +543,17 @@ int cmd_bench_attention(int argc, char **argv)
     for (size_t ni = 0; res && ni < n_count; ni++) {
         shape s = {(uint32_t)o.batch, (uint32_t)o.heads, (uint32_t)o.head_dim, ns[ni], o.heads * o.head_dim};
         uint64_t rows = (uint64_t)s.B * s.n, elements = rows * 3 * s.d;
-        vkf_tensor *qkv = NULL, *ref = NULL, *out = NULL;
+        vkf_tensor *qkv = NULL, *ref = NULL, *out = NULL, *qkv16 = NULL, *out16 = NULL;
+        uint16_t *halves = NULL;
         float *host = NULL, *ref_host = NULL, *got = NULL;
         uint64_t shape_qkv[2] = {rows, 3 * s.d}, shape_out[2] = {rows, s.d};
         vkf_status in_st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 2, shape_qkv, &qkv);
         if (in_st == VKF_OK) in_st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 2, shape_out, &ref);
         if (in_st == VKF_OK) in_st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 2, shape_out, &out);
+        if (in_st == VKF_OK && o.f16) in_st = vkf_tensor_create(ctx, VKF_DTYPE_F16, 2, shape_qkv, &qkv16);
+        if (in_st == VKF_OK && o.f16) in_st = vkf_tensor_create(ctx, VKF_DTYPE_F16, 2, shape_out, &out16);
+        if (in_st == VKF_OK && o.f16 && !(halves = malloc(elements * sizeof *halves)))
+            in_st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "host copies of the inputs");
         host = in_st == VKF_OK ? malloc(elements * sizeof *host) : NULL;
         ref_host = host ? malloc(rows * s.d * sizeof *ref_host) : NULL;
         got = ref_host ? malloc(rows * s.d * sizeof *got) : NULL;
@@ -539,13 +563,16 @@ int cmd_bench_attention(int argc, char **argv)
             uint64_t rng = o.seed * 0x9e3779b97f4a7c15ull + ns[ni];
             for (uint64_t e = 0; e < elements; e++)
                 host[e] = (float)(((double)(next_random(&rng) >> 11) / 9007199254740992.0 * 2.0 - 1.0) * 1.7320508);
+            /* f16: the reference sees the same rounded inputs, so the error is the F16 storage's */
+            for (uint64_t e = 0; o.f16 && e < elements; e++) host[e] = ref_f16_to_f32(halves[e] = ref_f32_to_f16(host[e]));
             in_st = vkf_tensor_upload(qkv, host, elements * sizeof *host);
+            if (in_st == VKF_OK && o.f16) in_st = vkf_tensor_upload(qkv16, halves, elements * sizeof *halves);
         }
         /* the reference: the fused dense kernel */
         result dense_ref = {.variant = "dense", .n = ns[ni]};
         if (in_st == VKF_OK) {
             fprintf(stderr, "bench attention: n=%u: dense reference\n", ns[ni]);
-            run_case(ctx, &o, "dense", &s, &info, qkv, ref, &dense_ref);
+            run_case(ctx, &o, "dense", &s, &info, false, qkv, ref, &dense_ref);
             if (dense_ref.ran) in_st = vkf_tensor_download(ref, ref_host, rows * s.d * sizeof *ref_host);
         }
         for (size_t v = 0; v < v_count; v++) {
@@ -554,19 +581,27 @@ int cmd_bench_attention(int argc, char **argv)
             fprintf(stderr, "bench attention: [%zu/%zu] n=%u %s\n", done, n_count * v_count, ns[ni], names[v]);
             if (in_st != VKF_OK) {
                 snprintf(r->note, sizeof r->note, "inputs: %s: %s", vkf_status_string(in_st), vkf_last_error());
-            } else if (strcmp(names[v], "dense") == 0 && dense_ref.ran) {
+            } else if (strcmp(names[v], "dense") == 0 && dense_ref.ran && !o.f16) {
                 *r = dense_ref; /* the reference itself: timed once */
                 r->max_abs_err = 0, r->cos_sim = 1;
             } else {
-                run_case(ctx, &o, names[v], &s, &info, qkv, out, r);
+                run_case(ctx, &o, names[v], &s, &info, o.f16, o.f16 ? qkv16 : qkv, o.f16 ? out16 : out, r);
                 r->max_abs_err = r->cos_sim = NAN;
-                if (r->ran && dense_ref.ran && vkf_tensor_download(out, got, rows * s.d * sizeof *got) == VKF_OK)
-                    compare_outputs(got, ref_host, rows, s.d, &r->max_abs_err, &r->cos_sim);
+                bool fetched = false;
+                if (r->ran && dense_ref.ran && !o.f16)
+                    fetched = vkf_tensor_download(out, got, rows * s.d * sizeof *got) == VKF_OK;
+                if (r->ran && dense_ref.ran && o.f16 &&
+                    vkf_tensor_download(out16, halves, rows * s.d * sizeof *halves) == VKF_OK) {
+                    for (uint64_t e = 0; e < rows * s.d; e++) got[e] = ref_f16_to_f32(halves[e]);
+                    fetched = true;
+                }
+                if (fetched) compare_outputs(got, ref_host, rows, s.d, &r->max_abs_err, &r->cos_sim);
             }
             print_result(&o, &s, r);
         }
         vkf_tensor_destroy(qkv), vkf_tensor_destroy(ref), vkf_tensor_destroy(out);
-        free(host), free(ref_host), free(got);
+        vkf_tensor_destroy(qkv16), vkf_tensor_destroy(out16);
+        free(host), free(ref_host), free(got), free(halves);
     }
     shape s0 = {(uint32_t)o.batch, (uint32_t)o.heads, (uint32_t)o.head_dim, 0, 0};
     if (code == EXIT_OK && o.plot) code = write_plot(&o, &s0, res, done, names, v_count);
