@@ -149,6 +149,10 @@ typedef struct vkf_tuning {
     bool from_file;                     /* matmul / attention tiles came from a tune file */
 } vkf_tuning;
 
+/* The built-in tiles for a device, from its type, vendor and limits (no device
+ * needed: tests call it with made-up devices). */
+void vkf_tuning_for_device(const vkf_device_info *info, vkf_tuning *out);
+/* ctx->tuning = the built-in tiles for ctx's device. */
 void vkf_tuning_choose(vkf_context *ctx);
 /* Replaces the matmul kernel family and tiles (tests, `vkformer tune`); checks them
  * against the device's limits. */

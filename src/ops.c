@@ -17,12 +17,15 @@ static uint32_t pow2_floor(uint32_t v)
     return p;
 }
 
-void vkf_tuning_choose(vkf_context *ctx)
+/* PCI vendor ids, as Vulkan reports them. */
+enum { VENDOR_AMD = 0x1002, VENDOR_NVIDIA = 0x10de, VENDOR_INTEL = 0x8086 };
+
+void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
 {
-    const vkf_device_info *d = &ctx->info;
-    vkf_tuning *t = &ctx->tuning;
+    memset(t, 0, sizeof *t);
     uint32_t max_wg = d->max_workgroup_invocations < d->max_workgroup_size[0] ? d->max_workgroup_invocations
                                                                              : d->max_workgroup_size[0];
+    if (max_wg == 0) max_wg = 1;
     bool cpu = d->type == VKF_DEVICE_CPU;
     /* Row kernels: one workgroup per row. CPU drivers run a workgroup's
      * invocations as SIMD lanes of one thread, so fewer lanes waste less on short rows. */
@@ -34,7 +37,15 @@ void vkf_tuning_choose(vkf_context *ctx)
          * at 1024^3 on lavapipe (11.9 GFLOP/s vs 8-12 for the others). */
         t->matmul_variant = VKF_VARIANT_MATMUL_DIRECT;
         t->matmul = (vkf_matmul_tiles){.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
+    } else if ((d->vendor_id == VENDOR_NVIDIA || d->vendor_id == VENDOR_AMD) && d->max_shared_memory >= 32768 &&
+               max_wg >= 256) {
+        /* Desktop GPUs with large register files: 128x128 per workgroup, 8x8 per
+         * invocation, 8 K-steps in shared memory (8 KiB): each value loaded from
+         * shared memory feeds 8 FMAs. Not yet measured on such a GPU. */
+        t->matmul_variant = VKF_VARIANT_MATMUL_TILED;
+        t->matmul = (vkf_matmul_tiles){.workgroup = 256, .bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8};
     } else {
+        /* Other GPUs (Intel, mobile, unknown): a smaller register footprint. */
         t->matmul_variant = VKF_VARIANT_MATMUL_TILED;
         t->matmul = (vkf_matmul_tiles){.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
     }
@@ -42,10 +53,17 @@ void vkf_tuning_choose(vkf_context *ctx)
     while (t->matmul.workgroup > max_wg || (t->matmul_variant == VKF_VARIANT_MATMUL_TILED &&
                                             (t->matmul.bm + t->matmul.bn) * t->matmul.bk * 4 > d->max_shared_memory)) {
         if (t->matmul.bm > t->matmul.tm * 2) t->matmul.bm /= 2;
-        else t->matmul.bn /= 2;
+        else if (t->matmul.bn > t->matmul.tn) t->matmul.bn /= 2;
+        else if (t->matmul.bk > 1) t->matmul.bk /= 2;
+        else break;
         t->matmul.workgroup = (t->matmul.bm / t->matmul.tm) * (t->matmul.bn / t->matmul.tn);
         if (t->matmul.workgroup <= 1) break;
     }
+}
+
+void vkf_tuning_choose(vkf_context *ctx)
+{
+    vkf_tuning_for_device(&ctx->info, &ctx->tuning);
 }
 
 vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const vkf_matmul_tiles *tiles)

@@ -442,6 +442,49 @@ static void test_f16_weights(vkf_context *ctx, const vkf_device_info *info)
     free(table), free(th);
 }
 
+/* The built-in tiles for made-up devices of each kind: within the device's
+ * limits, consistent, and (where they fit this device) correct when run here. */
+static void test_tuning_choices(vkf_context *ctx, const vkf_device_info *here)
+{
+    struct {
+        const char *name;
+        vkf_device_type type;
+        uint32_t vendor, subgroup, shared, max_wg;
+    } devices[] = {
+        {"NVIDIA H100-like", VKF_DEVICE_DISCRETE_GPU, 0x10de, 32, 49152, 1024},
+        {"AMD RDNA-like", VKF_DEVICE_DISCRETE_GPU, 0x1002, 64, 65536, 1024},
+        {"Intel Xe-like", VKF_DEVICE_INTEGRATED_GPU, 0x8086, 16, 65536, 1024},
+        {"small GPU", VKF_DEVICE_INTEGRATED_GPU, 0x13b5, 16, 16384, 128},
+        {"minimal limits", VKF_DEVICE_OTHER, 0x1234, 4, 16384, 128},
+        {"NVIDIA with little shared memory", VKF_DEVICE_DISCRETE_GPU, 0x10de, 32, 16384, 256},
+        {"CPU driver", VKF_DEVICE_CPU, 0x10005, 8, 32768, 1024},
+    };
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        vkf_device_info d = {0};
+        d.type = devices[i].type, d.vendor_id = devices[i].vendor, d.subgroup_size = devices[i].subgroup;
+        d.max_shared_memory = devices[i].shared, d.max_workgroup_invocations = devices[i].max_wg;
+        d.max_workgroup_size[0] = d.max_workgroup_size[1] = devices[i].max_wg, d.max_workgroup_size[2] = 64;
+        vkf_tuning t;
+        vkf_tuning_for_device(&d, &t);
+        const vkf_matmul_tiles *m = &t.matmul;
+        bool tiled = t.matmul_variant == VKF_VARIANT_MATMUL_TILED;
+        fprintf(stderr, "tiles for %s: %s workgroup %u, %ux%u, bk %u, %ux%u per invocation\n", devices[i].name,
+                tiled ? "tiled" : "direct", m->workgroup, m->bm, m->bn, m->bk, m->tm, m->tn);
+        CHECK(tiled == (devices[i].type != VKF_DEVICE_CPU));
+        CHECK(m->workgroup >= 1 && m->workgroup <= devices[i].max_wg);
+        CHECK(m->bm % m->tm == 0 && m->bn % m->tn == 0 && (m->bm / m->tm) * (m->bn / m->tn) == m->workgroup);
+        CHECK(!tiled || (m->bm + m->bn) * m->bk * 4 <= devices[i].shared);
+        CHECK(t.row_workgroup >= 1 && t.row_workgroup <= devices[i].max_wg);
+        CHECK(t.elementwise_workgroup >= 1 && t.elementwise_workgroup <= devices[i].max_wg);
+        /* run the choice on this device where it fits */
+        char name[96];
+        snprintf(name, sizeof name, "built-in tiles of %s", devices[i].name);
+        if (vkf_tuning_set_matmul(ctx, t.matmul_variant, m) == VKF_OK) test_matmul_family(ctx, name);
+        else fprintf(stderr, "  (past this device's limits: %s)\n", vkf_last_error());
+    }
+    (void)here;
+}
+
 int main(void)
 {
     vkf_context *ctx = harness_context();
@@ -473,6 +516,7 @@ int main(void)
         fprintf(stderr, "matmul family %s\n", families[f].name);
         test_matmul_family(ctx, families[f].name);
     }
+    test_tuning_choices(ctx, &info);
     vkf_tuning_choose(ctx);
     test_f16_weights(ctx, &info);
     test_softmax(ctx);
