@@ -3,6 +3,7 @@
 // (the lowest j among equal maxima, as torch.argmax), also stored as
 // tokens[b, state[0]]. One workgroup per row.
 #extension GL_GOOGLE_include_directive : require
+#include "act.glsl"
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -14,7 +15,7 @@ layout(push_constant) uniform Push {
     uint token_capacity;    // columns of tokens
 } pc;
 
-layout(set = 0, binding = 0) readonly buffer BufLogits { float logits[]; };  // (rows, cols)
+layout(set = 0, binding = 0) readonly buffer BufLogits { ACT_T logits[]; };  // (rows, cols)
 layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };      // (1): position
 layout(set = 0, binding = 2) writeonly buffer BufIds { int ids[]; };         // (rows)
 layout(set = 0, binding = 3) writeonly buffer BufTokens { int tokens[]; };   // (rows, token_capacity)
@@ -30,7 +31,7 @@ void main()
     float bv = uintBitsToFloat(0xff800000u);
     uint bi = 0xffffffffu;
     for (uint j = tid; j < pc.cols; j += WG) {
-        float x = logits[row * pc.cols + j];
+        float x = float(logits[row * pc.cols + j]);
         if (x > bv || (bi == 0xffffffffu && !isnan(x))) { bv = x; bi = j; }
     }
     best_value[tid] = bv;

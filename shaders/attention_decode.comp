@@ -7,6 +7,7 @@
 // scratch row so keys of any count fit.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "act.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
@@ -29,12 +30,12 @@ layout(push_constant) uniform Push {
     uint random_len;                // elements of the random-block table (>= 1); reads are clamped to it
 } pc;
 
-layout(set = 0, binding = 0) readonly buffer BufQ { float q[]; };
-layout(set = 0, binding = 1) readonly buffer BufK { float k[]; };
-layout(set = 0, binding = 2) readonly buffer BufV { float v[]; };
+layout(set = 0, binding = 0) readonly buffer BufQ { ACT_T q[]; };
+layout(set = 0, binding = 1) readonly buffer BufK { ACT_T k[]; };
+layout(set = 0, binding = 2) readonly buffer BufV { ACT_T v[]; };
 layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch) or state (1)
 layout(set = 0, binding = 4) buffer BufScratch { float scores[]; };       // (batch * heads, max_keys)
-layout(set = 0, binding = 5) writeonly buffer BufOut { float outv[]; };
+layout(set = 0, binding = 5) writeonly buffer BufOut { ACT_T outv[]; };
 layout(set = 0, binding = 6) readonly buffer BufRandom { int random_blocks[]; };  // (query blocks, R) or the dummy
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
@@ -65,7 +66,7 @@ void main()
     float m = NEG_INF;
     for (uint j = tid; j < n; j += WG) {
         float s = 0.0;
-        for (uint c = 0; c < pc.head_dim; c++) s += q[qb + c] * k[kb + j * pc.k_row + c];
+        for (uint c = 0; c < pc.head_dim; c++) s += float(q[qb + c]) * float(k[kb + j * pc.k_row + c]);
         s *= pc.scale;
         bool near = (i > j ? i - j : j - i) <= pc.window;
         if ((pc.pattern == 1u && !near) || (pc.pattern == 2u && !near && j % pc.stride != pc.stride - 1u) ||
@@ -87,7 +88,7 @@ void main()
     const uint ob = b * pc.out_batch + h * pc.head_dim;
     for (uint c = tid; c < pc.head_dim; c += WG) {
         float acc = 0.0;
-        for (uint j = 0; j < n; j++) acc += scores[sb + j] * v[vb + j * pc.v_row + c];
-        outv[ob + c] = acc * inv;
+        for (uint j = 0; j < n; j++) acc += scores[sb + j] * float(v[vb + j * pc.v_row + c]);
+        outv[ob + c] = ACT_T(acc * inv);
     }
 }

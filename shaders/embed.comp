@@ -7,6 +7,7 @@
 // One invocation per output element. An id outside [0, vocab), or a position past
 // the table, writes NaN and never reads out of bounds.
 #extension GL_GOOGLE_include_directive : require
+#include "act.glsl"
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -29,7 +30,7 @@ layout(set = 0, binding = 1) readonly buffer BufTable { float16_t table[]; }; //
 layout(set = 0, binding = 1) readonly buffer BufTable { float table[]; };   // (vocab, d)
 #endif
 layout(set = 0, binding = 2) readonly buffer BufPe { float pe[]; };         // (positions, d)
-layout(set = 0, binding = 3) writeonly buffer BufOut { float outv[]; };     // (tokens, d)
+layout(set = 0, binding = 3) writeonly buffer BufOut { ACT_T outv[]; };     // (tokens, d)
 layout(set = 0, binding = 4) readonly buffer BufState { int state[]; };     // (1): position
 
 void main()
@@ -41,10 +42,10 @@ void main()
     uint pos = t % pc.seq_len + pc.pos_offset;
     if (pc.pos_from_state != 0u) pos += uint(max(state[0], 0));
     if (id < 0 || uint(id) >= pc.vocab || (pc.positions != 0u && pos >= pc.positions)) {
-        outv[e] = uintBitsToFloat(0x7fc00000u);
+        outv[e] = ACT_T(uintBitsToFloat(0x7fc00000u));
         return;
     }
     float v = float(table[uint(id) * pc.d + c]) * pc.scale;
     if (pc.positions != 0u) v += pe[pos * pc.d + c];
-    outv[e] = v;
+    outv[e] = ACT_T(v);
 }

@@ -4,6 +4,7 @@
 // qkv[b, 2d + c]. qkv (batch, 3d) as the fused in-projection writes it; caches
 // (batch, capacity, d). One invocation per (b, c).
 #extension GL_GOOGLE_include_directive : require
+#include "act.glsl"
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -14,10 +15,10 @@ layout(push_constant) uniform Push {
     uint batch, d, capacity;
 } pc;
 
-layout(set = 0, binding = 0) readonly buffer BufQkv { float qkv[]; };     // (batch, 3d)
+layout(set = 0, binding = 0) readonly buffer BufQkv { ACT_T qkv[]; };     // (batch, 3d)
 layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };   // (1): position
-layout(set = 0, binding = 2) writeonly buffer BufK { float cache_k[]; };  // (batch, capacity, d)
-layout(set = 0, binding = 3) writeonly buffer BufV { float cache_v[]; };  // (batch, capacity, d)
+layout(set = 0, binding = 2) writeonly buffer BufK { ACT_T cache_k[]; };  // (batch, capacity, d)
+layout(set = 0, binding = 3) writeonly buffer BufV { ACT_T cache_v[]; };  // (batch, capacity, d)
 
 void main()
 {

@@ -5,6 +5,7 @@
 // row, rows of any length; the variance is a second pass over the row.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "act.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
@@ -17,17 +18,17 @@ layout(push_constant) uniform Push {
     float eps;
 } pc;
 
-layout(set = 0, binding = 0) readonly buffer BufX { float x[]; };       // (rows, cols)
-layout(set = 0, binding = 1) readonly buffer BufR { float r[]; };       // (rows, cols)
+layout(set = 0, binding = 0) readonly buffer BufX { ACT_T x[]; };       // (rows, cols)
+layout(set = 0, binding = 1) readonly buffer BufR { ACT_T r[]; };       // (rows, cols)
 layout(set = 0, binding = 2) readonly buffer BufG { float gamma[]; };   // (cols)
 layout(set = 0, binding = 3) readonly buffer BufB { float beta[]; };    // (cols)
-layout(set = 0, binding = 4) writeonly buffer BufY { float y[]; };      // (rows, cols)
-layout(set = 0, binding = 5) writeonly buffer BufS { float s_out[]; };  // (rows, cols)
+layout(set = 0, binding = 4) writeonly buffer BufY { ACT_T y[]; };      // (rows, cols)
+layout(set = 0, binding = 5) writeonly buffer BufS { ACT_T s_out[]; };  // (rows, cols)
 
 float load(uint i)
 {
-    float v = x[i];
-    if ((pc.flags & 1u) != 0u) v += r[i];
+    float v = float(x[i]);
+    if ((pc.flags & 1u) != 0u) v += float(r[i]);
     return v;
 }
 
@@ -52,7 +53,7 @@ void main()
 
     for (uint j = tid; j < pc.cols; j += WG) {
         float v = load(base + j);
-        if ((pc.flags & 2u) != 0u) s_out[base + j] = v;
-        y[base + j] = (v - mean) * rstd * gamma[j] + beta[j];
+        if ((pc.flags & 2u) != 0u) s_out[base + j] = ACT_T(v);
+        y[base + j] = ACT_T((v - mean) * rstd * gamma[j] + beta[j]);
     }
 }

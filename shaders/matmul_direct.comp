@@ -8,6 +8,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "matmul_push.glsl"
+#include "act.glsl"
 
 layout(local_size_x_id = 0) in;                 // = (BM / TM) * (BN / TN)
 layout(constant_id = 1) const uint BM = 32;
@@ -16,8 +17,8 @@ layout(constant_id = 3) const uint BK = 1;      // unused here; kept for one spe
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 
-layout(set = 0, binding = 0) readonly buffer BufA { float a[]; };
-layout(set = 0, binding = 0) readonly buffer BufA4 { vec4 a4[]; };
+layout(set = 0, binding = 0) readonly buffer BufA { ACT_T a[]; };
+layout(set = 0, binding = 0) readonly buffer BufA4 { ACT_T4 a4[]; };
 #ifdef B_F16
 // F16 weights (16-bit storage), widened on load; accumulation stays fp32.
 #extension GL_EXT_shader_16bit_storage : require
@@ -28,8 +29,8 @@ layout(set = 0, binding = 1) readonly buffer BufB { float b[]; };
 layout(set = 0, binding = 1) readonly buffer BufB4 { vec4 b4[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
-layout(set = 0, binding = 3) readonly buffer BufR { float res[]; };
-layout(set = 0, binding = 4) writeonly buffer BufC { float c[]; };
+layout(set = 0, binding = 3) readonly buffer BufR { ACT_T res[]; };
+layout(set = 0, binding = 4) writeonly buffer BufC { ACT_T c[]; };
 
 #include "matmul_epilogue.glsl"
 
@@ -56,7 +57,7 @@ void main()
         for (uint j = 0; j < TN; j++) b_cols[j] = b_base + min(col0 + j, pc.n - 1u);
         for (uint kk = 0; kk < pc.k; kk++) {
             float ra[TM], rb[TN];
-            for (uint i = 0; i < TM; i++) ra[i] = a[a_rows[i] + kk];
+            for (uint i = 0; i < TM; i++) ra[i] = float(a[a_rows[i] + kk]);
             for (uint j = 0; j < TN; j++) rb[j] = float(b[b_cols[j] + kk * pc.b_row]);
             for (uint i = 0; i < TM; i++)
                 for (uint j = 0; j < TN; j++) acc[i * TN + j] += ra[i] * rb[j];
@@ -69,7 +70,7 @@ void main()
             k_vec = pc.k & ~3u;
             for (uint kk = 0; kk < k_vec; kk += 4u) {
                 vec4 ra[TM], rb[TN];
-                for (uint i = 0; i < TM; i++) ra[i] = a4[(a_rows[i] + kk) >> 2];
+                for (uint i = 0; i < TM; i++) ra[i] = vec4(a4[(a_rows[i] + kk) >> 2]);
                 for (uint j = 0; j < TN; j++) rb[j] = vec4(b4[(b_cols[j] + kk) >> 2]);
                 for (uint i = 0; i < TM; i++)
                     for (uint j = 0; j < TN; j++) acc[i * TN + j] += dot(ra[i], rb[j]);
@@ -77,7 +78,7 @@ void main()
         }
         for (uint kk = k_vec; kk < pc.k; kk++) {
             float ra[TM], rb[TN];
-            for (uint i = 0; i < TM; i++) ra[i] = a[a_rows[i] + kk];
+            for (uint i = 0; i < TM; i++) ra[i] = float(a[a_rows[i] + kk]);
             for (uint j = 0; j < TN; j++) rb[j] = float(b[b_cols[j] + kk]);
             for (uint i = 0; i < TM; i++)
                 for (uint j = 0; j < TN; j++) acc[i * TN + j] += ra[i] * rb[j];

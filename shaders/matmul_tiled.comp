@@ -7,6 +7,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "matmul_push.glsl"
+#include "act.glsl"
 
 layout(local_size_x_id = 0) in;                 // = (BM / TM) * (BN / TN)
 layout(constant_id = 1) const uint BM = 64;
@@ -15,7 +16,7 @@ layout(constant_id = 3) const uint BK = 16;
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 
-layout(set = 0, binding = 0) readonly buffer BufA { float a[]; };
+layout(set = 0, binding = 0) readonly buffer BufA { ACT_T a[]; };
 #ifdef B_F16
 // F16 weights (16-bit storage), widened on load; accumulation stays fp32.
 #extension GL_EXT_shader_16bit_storage : require
@@ -24,8 +25,8 @@ layout(set = 0, binding = 1) readonly buffer BufB { float16_t b[]; };
 layout(set = 0, binding = 1) readonly buffer BufB { float b[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
-layout(set = 0, binding = 3) readonly buffer BufR { float res[]; };
-layout(set = 0, binding = 4) writeonly buffer BufC { float c[]; };
+layout(set = 0, binding = 3) readonly buffer BufR { ACT_T res[]; };
+layout(set = 0, binding = 4) writeonly buffer BufC { ACT_T c[]; };
 
 #include "matmul_epilogue.glsl"
 
@@ -54,7 +55,7 @@ void main()
         for (uint i = tid; i < BM * BK; i += threads) {
             uint m = i / BK, kk = i % BK;
             uint gm = row0 + m, gk = k0 + kk;
-            tile_a[kk * BM + m] = (gm < pc.m && gk < pc.k) ? a[a_base + gm * pc.a_row + gk] : 0.0;
+            tile_a[kk * BM + m] = (gm < pc.m && gk < pc.k) ? float(a[a_base + gm * pc.a_row + gk]) : 0.0;
         }
         // Stage B along its contiguous axis.
         for (uint i = tid; i < BN * BK; i += threads) {
@@ -63,7 +64,8 @@ void main()
             else { n = i / BK; kk = i % BK; }
             uint gn = col0 + n, gk = k0 + kk;
             float v = 0.0;
-            if (gn < pc.n && gk < pc.k) v = float(b_kn ? b[b_base + gk * pc.b_row + gn] : b[b_base + gn * pc.b_row + gk]);
+            // each branch converts on its own: a select of two halves would be F16 arithmetic
+            if (gn < pc.n && gk < pc.k) v = b_kn ? float(b[b_base + gk * pc.b_row + gn]) : float(b[b_base + gn * pc.b_row + gk]);
             tile_b[kk * BN + n] = v;
         }
         barrier();

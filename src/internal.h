@@ -86,6 +86,16 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_ADVANCE,
     VKF_VARIANT_ATTENTION_FUSED,        /* many queries, online softmax, no score matrix */
     VKF_VARIANT_ATTENTION_FUSED_F16,    /* the same with Q, K, V and out stored as F16 */
+    VKF_VARIANT_MATMUL_TILED_ACT16,             /* -DACT_F16: activations (A, C, residual; x, y; ...) stored as F16 */
+    VKF_VARIANT_MATMUL_TILED_ACT16_F16B,
+    VKF_VARIANT_MATMUL_DIRECT_ACT16,
+    VKF_VARIANT_MATMUL_DIRECT_ACT16_F16B,
+    VKF_VARIANT_LAYERNORM_ACT16,
+    VKF_VARIANT_EMBED_ACT16,
+    VKF_VARIANT_EMBED_F16_ACT16,
+    VKF_VARIANT_ATTENTION_DECODE_ACT16,
+    VKF_VARIANT_KV_APPEND_ACT16,
+    VKF_VARIANT_ARGMAX_ACT16,
     VKF_VARIANT_LSH_HASH,               /* LSH attention (attention_lsh.c): bucket of each token per round */
     VKF_VARIANT_LSH_SORT,               /* stable sort of tokens by bucket */
     VKF_VARIANT_LSH_ATTEND,             /* attention within chunks of the sorted order */

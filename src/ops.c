@@ -131,6 +131,22 @@ static vkf_status float_input_dtype(vkf_cmd *cmd, const vkf_tensor *t, bool allo
     return VKF_OK;
 }
 
+/* The activation dtype of an op: that of `first` (F32, or F16 on devices with
+ * 16-bit storage); every other activation tensor of the op must share it. */
+static vkf_status activation_dtype(vkf_cmd *cmd, const vkf_tensor *first, const char *fn, const char *name, vkf_dtype *out)
+{
+    return float_input_dtype(cmd, first, true, fn, name, out);
+}
+
+/* NULL, or a tensor of `dtype`: activations of one op share their dtype. */
+static vkf_status same_dtype(const vkf_tensor *t, vkf_dtype dtype, const char *fn, const char *name, const char *first)
+{
+    if (t && t->dtype != dtype)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s must have %s's dtype (%s)", fn, name, first,
+                        dtype == VKF_DTYPE_F16 ? "F16" : "F32");
+    return VKF_OK;
+}
+
 static vkf_status check_view(vkf_cmd *cmd, const vkf_matrix_view *v, uint64_t rows, uint64_t cols, uint64_t batch0,
                              uint64_t batch1, const char *fn, const char *name, bool allow_f16, vkf_push_view *out)
 {
@@ -186,10 +202,6 @@ static vkf_status linear_grid(const vkf_context *ctx, uint64_t count, uint32_t g
     return VKF_OK;
 }
 
-static bool same_tensor_overlap(const vkf_tensor *a, const vkf_tensor *b)
-{
-    return a && b && a->block == b->block && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
-}
 
 /* ------------------------------------------------------------------ ops */
 
@@ -234,18 +246,22 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     if (!isfinite(d->alpha)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: alpha is not finite", fn);
     uint64_t b0 = d->batch[0] ? d->batch[0] : 1, b1 = d->batch[1] ? d->batch[1] : 1;
     vkf_push_matmul p = {.m = d->m, .n = d->n, .k = d->k, .batch_inner = (uint32_t)b1, .alpha = d->alpha};
-    VKF_TRY(check_view(cmd, &d->a, d->m, d->k, b0, b1, fn, "A", false, &p.a));
+    vkf_dtype act;
+    VKF_TRY(check_view(cmd, &d->a, d->m, d->k, b0, b1, fn, "A", true, &p.a));
+    VKF_TRY(activation_dtype(cmd, d->a.tensor, fn, "A", &act));
+    VKF_TRY(same_dtype(d->c.tensor, act, fn, "C", "A"));
+    VKF_TRY(same_dtype(d->residual.tensor, act, fn, "residual", "A"));
     if (d->b_is_k_by_n) VKF_TRY(check_view(cmd, &d->b, d->k, d->n, b0, b1, fn, "B", true, &p.b));
     else VKF_TRY(check_view(cmd, &d->b, d->n, d->k, b0, b1, fn, "B", true, &p.b));
-    VKF_TRY(check_view(cmd, &d->c, d->m, d->n, b0, b1, fn, "C", false, &p.c));
+    VKF_TRY(check_view(cmd, &d->c, d->m, d->n, b0, b1, fn, "C", true, &p.c));
     if (d->bias) VKF_TRY(vkf_check_tensor(cmd, d->bias, VKF_DTYPE_F32, d->n, fn, "bias"));
     if (d->residual.tensor) {
-        VKF_TRY(check_view(cmd, &d->residual, d->m, d->n, b0, b1, fn, "residual", false, &p.r));
-        if (same_tensor_overlap(d->residual.tensor, d->c.tensor))
+        VKF_TRY(check_view(cmd, &d->residual, d->m, d->n, b0, b1, fn, "residual", true, &p.r));
+        if (vkf_tensors_overlap(d->residual.tensor, d->c.tensor))
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: residual may not alias C", fn);
     }
-    if (same_tensor_overlap(d->c.tensor, d->a.tensor) || same_tensor_overlap(d->c.tensor, d->b.tensor) ||
-        same_tensor_overlap(d->c.tensor, d->bias))
+    if (vkf_tensors_overlap(d->c.tensor, d->a.tensor) || vkf_tensors_overlap(d->c.tensor, d->b.tensor) ||
+        vkf_tensors_overlap(d->c.tensor, d->bias))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: C may not alias A, B or the bias", fn);
 
     p.flags = (d->bias ? VKF_MATMUL_FLAG_BIAS : 0) | (d->residual.tensor ? VKF_MATMUL_FLAG_RESIDUAL : 0) |
@@ -267,9 +283,15 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     uint32_t groups[3] = {(uint32_t)vkf_div_up(d->n, t->bn), (uint32_t)vkf_div_up(d->m, t->bm), (uint32_t)(b0 * b1)};
     VKF_TRY(check_grid(ctx, groups, fn));
     const vkf_pipeline *pipe;
-    vkf_variant_id variant = ctx->tuning.matmul_variant;
-    if (d->b.tensor->dtype == VKF_DTYPE_F16)
-        variant = variant == VKF_VARIANT_MATMUL_TILED ? VKF_VARIANT_MATMUL_TILED_F16B : VKF_VARIANT_MATMUL_DIRECT_F16B;
+    /* family x B's dtype x the activations' dtype */
+    static const vkf_variant_id variants[2][2][2] = {
+        {{VKF_VARIANT_MATMUL_DIRECT, VKF_VARIANT_MATMUL_DIRECT_F16B},
+         {VKF_VARIANT_MATMUL_DIRECT_ACT16, VKF_VARIANT_MATMUL_DIRECT_ACT16_F16B}},
+        {{VKF_VARIANT_MATMUL_TILED, VKF_VARIANT_MATMUL_TILED_F16B},
+         {VKF_VARIANT_MATMUL_TILED_ACT16, VKF_VARIANT_MATMUL_TILED_ACT16_F16B}},
+    };
+    vkf_variant_id variant = variants[ctx->tuning.matmul_variant == VKF_VARIANT_MATMUL_TILED]
+                                     [act == VKF_DTYPE_F16][d->b.tensor->dtype == VKF_DTYPE_F16];
     VKF_TRY(vkf_pipeline_get(ctx, variant, (const uint32_t *)t, 6, &pipe));
     vkf_binding b[5] = {
         {d->a.tensor, VKF_READ},
@@ -293,7 +315,7 @@ vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *d)
     if (n > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: rows x cols passes 2^32 elements", fn);
     VKF_TRY(vkf_check_tensor(cmd, d->x, VKF_DTYPE_F32, n, fn, "x"));
     VKF_TRY(vkf_check_tensor(cmd, d->y, VKF_DTYPE_F32, n, fn, "y"));
-    if (d->y != d->x && same_tensor_overlap(d->x, d->y))
+    if (d->y != d->x && vkf_tensors_overlap(d->x, d->y))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: y partly overlaps x; use the same tensor or disjoint ones", fn);
     vkf_push_softmax p = {
         .rows = d->rows,
@@ -307,7 +329,7 @@ vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *d)
     if (d->mask) {
         if (d->mask_rows == 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: mask_rows is 0 with a mask", fn);
         VKF_TRY(vkf_check_tensor(cmd, d->mask, VKF_DTYPE_F32, (uint64_t)d->mask_rows * d->cols, fn, "mask"));
-        if (same_tensor_overlap(d->mask, d->y)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: mask may not alias y", fn);
+        if (vkf_tensors_overlap(d->mask, d->y)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: mask may not alias y", fn);
         p.has_mask = 1;
         p.mask_rows = d->mask_rows;
         p.mask_row_div = d->mask_row_div ? d->mask_row_div : 1;
@@ -332,20 +354,27 @@ vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *d)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: eps must be positive and finite", fn);
     uint64_t n = (uint64_t)d->rows * d->cols;
     if (n > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: rows x cols passes 2^32 elements", fn);
-    VKF_TRY(vkf_check_tensor(cmd, d->x, VKF_DTYPE_F32, n, fn, "x"));
-    VKF_TRY(vkf_check_tensor(cmd, d->y, VKF_DTYPE_F32, n, fn, "y"));
+    vkf_dtype act;
+    VKF_TRY(activation_dtype(cmd, d->x, fn, "x", &act));
+    VKF_TRY(vkf_check_tensor(cmd, d->x, act, n, fn, "x"));
+    VKF_TRY(same_dtype(d->y, act, fn, "y", "x"));
+    VKF_TRY(vkf_check_tensor(cmd, d->y, act, n, fn, "y"));
     VKF_TRY(vkf_check_tensor(cmd, d->gamma, VKF_DTYPE_F32, d->cols, fn, "gamma"));
     VKF_TRY(vkf_check_tensor(cmd, d->beta, VKF_DTYPE_F32, d->cols, fn, "beta"));
-    if (d->residual) VKF_TRY(vkf_check_tensor(cmd, d->residual, VKF_DTYPE_F32, n, fn, "residual"));
+    if (d->residual) {
+        VKF_TRY(same_dtype(d->residual, act, fn, "residual", "x"));
+        VKF_TRY(vkf_check_tensor(cmd, d->residual, act, n, fn, "residual"));
+    }
     if (d->sum) {
-        VKF_TRY(vkf_check_tensor(cmd, d->sum, VKF_DTYPE_F32, n, fn, "sum"));
-        if (same_tensor_overlap(d->sum, d->x) || same_tensor_overlap(d->sum, d->residual) ||
-            same_tensor_overlap(d->sum, d->y))
+        VKF_TRY(same_dtype(d->sum, act, fn, "sum", "x"));
+        VKF_TRY(vkf_check_tensor(cmd, d->sum, act, n, fn, "sum"));
+        if (vkf_tensors_overlap(d->sum, d->x) || vkf_tensors_overlap(d->sum, d->residual) ||
+            vkf_tensors_overlap(d->sum, d->y))
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sum may not alias x, residual or y", fn);
     }
-    if ((d->y != d->x && same_tensor_overlap(d->y, d->x)) ||
-        (d->y != d->residual && same_tensor_overlap(d->y, d->residual)) || same_tensor_overlap(d->y, d->gamma) ||
-        same_tensor_overlap(d->y, d->beta))
+    if ((d->y != d->x && vkf_tensors_overlap(d->y, d->x)) ||
+        (d->y != d->residual && vkf_tensors_overlap(d->y, d->residual)) || vkf_tensors_overlap(d->y, d->gamma) ||
+        vkf_tensors_overlap(d->y, d->beta))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: y partly overlaps an input", fn);
     vkf_push_layernorm p = {
         .rows = d->rows,
@@ -357,7 +386,8 @@ vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *d)
     VKF_TRY(linear_grid(ctx, d->rows, groups, fn));
     uint32_t spec[1] = {ctx->tuning.row_workgroup};
     const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_LAYERNORM, spec, 1, &pipe));
+    VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_LAYERNORM_ACT16 : VKF_VARIANT_LAYERNORM, spec, 1,
+                             &pipe));
     vkf_binding b[6] = {
         {d->x, VKF_READ}, {d->residual, VKF_READ}, {d->gamma, VKF_READ},
         {d->beta, VKF_READ}, {d->y, VKF_WRITE},   {d->sum, VKF_WRITE},
@@ -382,9 +412,11 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
     vkf_dtype table_dtype;
     VKF_TRY(float_input_dtype(cmd, d->table, true, fn, "table", &table_dtype));
     VKF_TRY(vkf_check_tensor(cmd, d->table, table_dtype, (uint64_t)d->vocab * d->d, fn, "table"));
-    VKF_TRY(vkf_check_tensor(cmd, d->out, VKF_DTYPE_F32, n, fn, "out"));
-    if (same_tensor_overlap(d->out, d->table) || same_tensor_overlap(d->out, d->ids) ||
-        same_tensor_overlap(d->out, d->positions))
+    vkf_dtype act;
+    VKF_TRY(activation_dtype(cmd, d->out, fn, "out", &act));
+    VKF_TRY(vkf_check_tensor(cmd, d->out, act, n, fn, "out"));
+    if (vkf_tensors_overlap(d->out, d->table) || vkf_tensors_overlap(d->out, d->ids) ||
+        vkf_tensors_overlap(d->out, d->positions))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias ids, the table or positions", fn);
     uint32_t seq_len = d->seq_len ? d->seq_len : d->tokens;
     uint32_t positions = 0;
@@ -419,7 +451,9 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
     VKF_TRY(linear_grid(ctx, vkf_div_up(n, wg), groups, fn));
     uint32_t spec[1] = {wg};
     const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, table_dtype == VKF_DTYPE_F16 ? VKF_VARIANT_EMBED_F16 : VKF_VARIANT_EMBED, spec, 1, &pipe));
+    static const vkf_variant_id variants[2][2] = {{VKF_VARIANT_EMBED, VKF_VARIANT_EMBED_ACT16},
+                                                  {VKF_VARIANT_EMBED_F16, VKF_VARIANT_EMBED_F16_ACT16}};
+    VKF_TRY(vkf_pipeline_get(ctx, variants[table_dtype == VKF_DTYPE_F16][act == VKF_DTYPE_F16], spec, 1, &pipe));
     vkf_binding b[5] = {{d->ids, VKF_READ}, {d->table, VKF_READ}, {d->positions, VKF_READ},
                         {d->out, VKF_WRITE}, {d->position_state, VKF_READ}};
     return vkf_cmd_dispatch(cmd, pipe, b, 5, &p, sizeof p, groups, "embed");
@@ -482,9 +516,17 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
     VKF_TRY(check_span(d->q, d->q_offset, d->batch, d->q_batch, 1, 0, dm, fn, "q"));
     VKF_TRY(check_span(d->k, d->k_offset, d->batch, d->k_batch, d->max_keys, d->k_row, dm, fn, "k"));
     VKF_TRY(check_span(d->v, d->v_offset, d->batch, d->v_batch, d->max_keys, d->v_row, dm, fn, "v"));
+    vkf_dtype act;
+    VKF_TRY(activation_dtype(cmd, d->q, fn, "q", &act));
+    VKF_TRY(vkf_check_tensor(cmd, d->q, act, 1, fn, "q"));
+    VKF_TRY(same_dtype(d->k, act, fn, "k", "q"));
+    VKF_TRY(same_dtype(d->v, act, fn, "v", "q"));
+    VKF_TRY(vkf_check_tensor(cmd, d->k, act, 1, fn, "k"));
+    VKF_TRY(vkf_check_tensor(cmd, d->v, act, 1, fn, "v"));
     VKF_TRY(vkf_check_tensor(cmd, d->lengths, VKF_DTYPE_I32, d->length_from_state ? 1 : d->batch, fn, "lengths"));
     VKF_TRY(vkf_check_tensor(cmd, d->scratch, VKF_DTYPE_F32, (uint64_t)d->batch * d->heads * d->max_keys, fn, "scratch"));
-    VKF_TRY(vkf_check_tensor(cmd, d->out, VKF_DTYPE_F32, d->batch * dm, fn, "out"));
+    VKF_TRY(same_dtype(d->out, act, fn, "out", "q"));
+    VKF_TRY(vkf_check_tensor(cmd, d->out, act, d->batch * dm, fn, "out"));
     vkf_push_attention_decode p = {
         .heads = d->heads,
         .head_dim = d->head_dim,
@@ -525,7 +567,8 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
     VKF_TRY(linear_grid(ctx, (uint64_t)d->batch * d->heads, groups, fn));
     uint32_t spec[1] = {ctx->tuning.row_workgroup};
     const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_ATTENTION_DECODE, spec, 1, &pipe));
+    VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_ATTENTION_DECODE_ACT16 : VKF_VARIANT_ATTENTION_DECODE,
+                             spec, 1, &pipe));
     vkf_binding b[7] = {{d->q, VKF_READ},        {d->k, VKF_READ},
                         {d->v, VKF_READ},        {d->lengths, VKF_READ},
                         {d->scratch, VKF_READ | VKF_WRITE}, {d->out, VKF_WRITE},
@@ -539,17 +582,22 @@ vkf_status vkf_op_kv_append(vkf_cmd *cmd, const vkf_tensor *qkv, const vkf_tenso
     static const char fn[] = "kv_append";
     VKF_TRY(vkf_check_cmd(cmd, qkv, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
-    VKF_TRY(vkf_check_tensor(cmd, qkv, VKF_DTYPE_F32, (uint64_t)batch * 3 * d, fn, "qkv"));
+    vkf_dtype act;
+    VKF_TRY(activation_dtype(cmd, qkv, fn, "qkv", &act));
+    VKF_TRY(vkf_check_tensor(cmd, qkv, act, (uint64_t)batch * 3 * d, fn, "qkv"));
     VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
-    VKF_TRY(vkf_check_tensor(cmd, cache_k, VKF_DTYPE_F32, (uint64_t)batch * capacity * d, fn, "cache_k"));
-    VKF_TRY(vkf_check_tensor(cmd, cache_v, VKF_DTYPE_F32, (uint64_t)batch * capacity * d, fn, "cache_v"));
+    VKF_TRY(same_dtype(cache_k, act, fn, "cache_k", "qkv"));
+    VKF_TRY(same_dtype(cache_v, act, fn, "cache_v", "qkv"));
+    VKF_TRY(vkf_check_tensor(cmd, cache_k, act, (uint64_t)batch * capacity * d, fn, "cache_k"));
+    VKF_TRY(vkf_check_tensor(cmd, cache_v, act, (uint64_t)batch * capacity * d, fn, "cache_v"));
     vkf_push_kv_append p = {.batch = batch, .d = d, .capacity = capacity};
     uint32_t wg = ctx->tuning.elementwise_workgroup;
     uint32_t groups[3];
     VKF_TRY(linear_grid(ctx, vkf_div_up((uint64_t)batch * d, wg), groups, fn));
     uint32_t spec[1] = {wg};
     const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_KV_APPEND, spec, 1, &pipe));
+    VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_KV_APPEND_ACT16 : VKF_VARIANT_KV_APPEND, spec, 1,
+                             &pipe));
     vkf_binding b[4] = {{qkv, VKF_READ}, {state, VKF_READ}, {cache_k, VKF_WRITE}, {cache_v, VKF_WRITE}};
     return vkf_cmd_dispatch(cmd, pipe, b, 4, &p, sizeof p, groups, "kv_append");
 }
@@ -560,7 +608,9 @@ vkf_status vkf_op_argmax(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
     static const char fn[] = "argmax";
     VKF_TRY(vkf_check_cmd(cmd, logits, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
-    VKF_TRY(vkf_check_tensor(cmd, logits, VKF_DTYPE_F32, (uint64_t)rows * cols, fn, "logits"));
+    vkf_dtype act;
+    VKF_TRY(activation_dtype(cmd, logits, fn, "logits", &act));
+    VKF_TRY(vkf_check_tensor(cmd, logits, act, (uint64_t)rows * cols, fn, "logits"));
     VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
     VKF_TRY(vkf_check_tensor(cmd, ids, VKF_DTYPE_I32, rows, fn, "ids"));
     VKF_TRY(vkf_check_tensor(cmd, tokens, VKF_DTYPE_I32, (uint64_t)rows * token_capacity, fn, "tokens"));
@@ -569,7 +619,7 @@ vkf_status vkf_op_argmax(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
     VKF_TRY(linear_grid(ctx, rows, groups, fn));
     uint32_t spec[1] = {ctx->tuning.row_workgroup};
     const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_ARGMAX, spec, 1, &pipe));
+    VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_ARGMAX_ACT16 : VKF_VARIANT_ARGMAX, spec, 1, &pipe));
     vkf_binding b[4] = {{logits, VKF_READ}, {state, VKF_READ}, {ids, VKF_WRITE}, {tokens, VKF_WRITE}};
     return vkf_cmd_dispatch(cmd, pipe, b, 4, &p, sizeof p, groups, "argmax");
 }

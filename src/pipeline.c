@@ -51,6 +51,36 @@ static const uint32_t spirv_attention_fused[] =
 static const uint32_t spirv_attention_fused_f16[] =
 #include "attention_fused_f16.spv.h"
     ;
+static const uint32_t spirv_matmul_tiled_act16[] =
+#include "matmul_tiled_act16.spv.h"
+    ;
+static const uint32_t spirv_matmul_tiled_act16_f16b[] =
+#include "matmul_tiled_act16_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_direct_act16[] =
+#include "matmul_direct_act16.spv.h"
+    ;
+static const uint32_t spirv_matmul_direct_act16_f16b[] =
+#include "matmul_direct_act16_f16b.spv.h"
+    ;
+static const uint32_t spirv_layernorm_act16[] =
+#include "layernorm_act16.spv.h"
+    ;
+static const uint32_t spirv_embed_act16[] =
+#include "embed_act16.spv.h"
+    ;
+static const uint32_t spirv_embed_f16_act16[] =
+#include "embed_f16_act16.spv.h"
+    ;
+static const uint32_t spirv_attention_decode_act16[] =
+#include "attention_decode_act16.spv.h"
+    ;
+static const uint32_t spirv_kv_append_act16[] =
+#include "kv_append_act16.spv.h"
+    ;
+static const uint32_t spirv_argmax_act16[] =
+#include "argmax_act16.spv.h"
+    ;
 static const uint32_t spirv_lsh_hash[] =
 #include "attention_lsh_hash.spv.h"
     ;
@@ -80,6 +110,16 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_ADVANCE] = {"advance", spirv_advance, sizeof spirv_advance, 1, 0},
     [VKF_VARIANT_ATTENTION_FUSED] = {"attention_fused", spirv_attention_fused, sizeof spirv_attention_fused, 6, sizeof(vkf_push_attention_fused)},
     [VKF_VARIANT_ATTENTION_FUSED_F16] = {"attention_fused_f16", spirv_attention_fused_f16, sizeof spirv_attention_fused_f16, 6, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_MATMUL_TILED_ACT16] = {"matmul_tiled_act16", spirv_matmul_tiled_act16, sizeof spirv_matmul_tiled_act16, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_TILED_ACT16_F16B] = {"matmul_tiled_act16_f16b", spirv_matmul_tiled_act16_f16b, sizeof spirv_matmul_tiled_act16_f16b, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_DIRECT_ACT16] = {"matmul_direct_act16", spirv_matmul_direct_act16, sizeof spirv_matmul_direct_act16, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_DIRECT_ACT16_F16B] = {"matmul_direct_act16_f16b", spirv_matmul_direct_act16_f16b, sizeof spirv_matmul_direct_act16_f16b, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_LAYERNORM_ACT16] = {"layernorm_act16", spirv_layernorm_act16, sizeof spirv_layernorm_act16, 6, sizeof(vkf_push_layernorm)},
+    [VKF_VARIANT_EMBED_ACT16] = {"embed_act16", spirv_embed_act16, sizeof spirv_embed_act16, 5, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_EMBED_F16_ACT16] = {"embed_f16_act16", spirv_embed_f16_act16, sizeof spirv_embed_f16_act16, 5, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_ATTENTION_DECODE_ACT16] = {"attention_decode_act16", spirv_attention_decode_act16, sizeof spirv_attention_decode_act16, 7, sizeof(vkf_push_attention_decode)},
+    [VKF_VARIANT_KV_APPEND_ACT16] = {"kv_append_act16", spirv_kv_append_act16, sizeof spirv_kv_append_act16, 4, sizeof(vkf_push_kv_append)},
+    [VKF_VARIANT_ARGMAX_ACT16] = {"argmax_act16", spirv_argmax_act16, sizeof spirv_argmax_act16, 4, sizeof(vkf_push_argmax)},
     [VKF_VARIANT_LSH_HASH] = {"attention_lsh_hash", spirv_lsh_hash, sizeof spirv_lsh_hash, 5, sizeof(vkf_push_lsh_hash)},
     [VKF_VARIANT_LSH_SORT] = {"attention_lsh_sort", spirv_lsh_sort, sizeof spirv_lsh_sort, 2, sizeof(vkf_push_lsh_sort)},
     [VKF_VARIANT_LSH_ATTEND] = {"attention_lsh_attend", spirv_lsh_attend, sizeof spirv_lsh_attend, 6, sizeof(vkf_push_lsh_attend)},

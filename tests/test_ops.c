@@ -442,6 +442,160 @@ static void test_f16_weights(vkf_context *ctx, const vkf_device_info *info)
     free(table), free(th);
 }
 
+/* ------------------------------------------------------------------ F16 activations */
+
+/* An F16 tensor of n values; data is rounded to F16 in place (the reference then
+ * sees exactly what the GPU reads). */
+static vkf_tensor *f16_tensor(vkf_context *ctx, float *data, uint64_t n)
+{
+    uint16_t *h = harness_alloc(n * 2);
+    for (uint64_t e = 0; e < n; e++) data[e] = ref_f16_to_f32(h[e] = ref_f32_to_f16(data[e]));
+    vkf_tensor *t = NULL;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &n, &t));
+    CHECK_OK(vkf_tensor_upload(t, h, n * 2));
+    free(h);
+    return t;
+}
+
+static float *download_f16(vkf_tensor *t, uint64_t n)
+{
+    uint16_t *h = harness_alloc(n * 2);
+    float *out = harness_alloc(n * 4);
+    CHECK_OK(vkf_tensor_download(t, h, n * 2));
+    for (uint64_t e = 0; e < n; e++) out[e] = ref_f16_to_f32(h[e]);
+    free(h);
+    return out;
+}
+
+/* matmul with A, C and the residual stored as F16 (B F32 or F16), in the family
+ * set on ctx: against ref_matmul on the same rounded inputs, within the rounding
+ * of C to F16. */
+static void run_matmul_act16(vkf_context *ctx, const char *family, uint32_t m, uint32_t n, uint32_t k, bool b_f16,
+                             bool b_kn, uint64_t seed)
+{
+    uint64_t b_rows = b_kn ? k : n, b_cols = b_kn ? n : k;
+    float *a = harness_random((uint64_t)m * k, seed), *b = harness_random(b_rows * b_cols, seed + 1);
+    float *bias = harness_random(n, seed + 2), *r = harness_random((uint64_t)m * n, seed + 3);
+    vkf_tensor *ta = f16_tensor(ctx, a, (uint64_t)m * k), *tr = f16_tensor(ctx, r, (uint64_t)m * n);
+    vkf_tensor *tb = b_f16 ? f16_tensor(ctx, b, b_rows * b_cols) : harness_tensor(ctx, b, 1, b_rows * b_cols);
+    vkf_tensor *tbias = harness_tensor(ctx, bias, 1, n), *tc = NULL;
+    uint64_t cn = (uint64_t)m * n;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &cn, &tc));
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_matmul_desc d;
+    vkf_matmul_desc_init(&d);
+    d.m = m, d.n = n, d.k = k;
+    d.a.tensor = ta, d.b.tensor = tb, d.b_is_k_by_n = b_kn, d.c.tensor = tc, d.bias = tbias;
+    d.residual.tensor = tr, d.activation = VKF_ACTIVATION_GELU, d.alpha = 0.5f;
+    CHECK_OK(vkf_cmd_matmul(cmd, &d));
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got = download_f16(tc, cn), *want = harness_alloc(cn * 4);
+    ref_matmul(want, n, a, k, b, b_cols, b_kn, bias, r, n, m, n, k, 0.5f, (int)VKF_ACTIVATION_GELU);
+    char what[160];
+    snprintf(what, sizeof what, "%s matmul, F16 activations, B %s%s, m=%u n=%u k=%u", family, b_f16 ? "F16" : "F32",
+             b_kn ? " (k,n)" : "", m, n, k);
+    harness_compare(what, got, want, cn, 1e-3, 1e-3);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(ta), vkf_tensor_destroy(tb), vkf_tensor_destroy(tbias), vkf_tensor_destroy(tr);
+    vkf_tensor_destroy(tc);
+    free(a), free(b), free(bias), free(r), free(got), free(want);
+}
+
+static void test_act16(vkf_context *ctx, const vkf_device_info *info)
+{
+    if (!info->storage_16bit) {
+        /* no 16-bit storage: F16 activations are refused, naming the reason */
+        float x[4] = {1, 2, 3, 4};
+        uint64_t four = 4;
+        vkf_tensor *t16 = NULL, *t32 = harness_tensor(ctx, x, 1, 4);
+        CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &four, &t16));
+        vkf_cmd *cmd;
+        CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+        vkf_matmul_desc d;
+        vkf_matmul_desc_init(&d);
+        d.m = 2, d.n = 2, d.k = 2, d.a.tensor = t16, d.b.tensor = t32, d.c.tensor = t16;
+        CHECK_FAIL(vkf_cmd_matmul(cmd, &d), VKF_ERROR_UNSUPPORTED, "16-bit");
+        vkf_cmd_destroy(cmd);
+        vkf_tensor_destroy(t16), vkf_tensor_destroy(t32);
+        return;
+    }
+    static const vkf_matmul_tiles tiled = {.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
+    static const vkf_matmul_tiles direct = {.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
+    const struct {
+        const char *name;
+        vkf_variant_id variant;
+        const vkf_matmul_tiles *tiles;
+    } families[] = {{"direct", VKF_VARIANT_MATMUL_DIRECT, &direct}, {"tiled", VKF_VARIANT_MATMUL_TILED, &tiled}};
+    uint64_t seed = 5000;
+    for (size_t f = 0; f < 2; f++) {
+        CHECK_OK(vkf_tuning_set_matmul(ctx, families[f].variant, families[f].tiles));
+        for (int b16 = 0; b16 < 2; b16++) {
+            run_matmul_act16(ctx, families[f].name, 37, 50, 64, b16, false, seed += 4);   /* vec4 loads */
+            run_matmul_act16(ctx, families[f].name, 5, 17, 19, b16, false, seed += 4);    /* odd sizes */
+            run_matmul_act16(ctx, families[f].name, 70, 33, 48, b16, true, seed += 4);    /* B (k, n) */
+            run_matmul_act16(ctx, families[f].name, 1, 130, 96, b16, false, seed += 4);   /* one row */
+        }
+    }
+    vkf_tuning_choose(ctx);
+
+    /* layernorm: x, residual, y and sum F16 */
+    uint32_t rows = 7, cols = 100;
+    uint64_t n = (uint64_t)rows * cols;
+    float *x = harness_random(n, 61), *r = harness_random(n, 62), *g = harness_random(cols, 63), *b = harness_random(cols, 64);
+    vkf_tensor *tx = f16_tensor(ctx, x, n), *tr = f16_tensor(ctx, r, n), *ty = NULL, *ts = NULL;
+    vkf_tensor *tg = harness_tensor(ctx, g, 1, cols), *tb = harness_tensor(ctx, b, 1, cols);
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &n, &ty));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &n, &ts));
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_layernorm_desc ln;
+    vkf_layernorm_desc_init(&ln);
+    ln.rows = rows, ln.cols = cols, ln.x = tx, ln.residual = tr, ln.gamma = tg, ln.beta = tb, ln.y = ty, ln.sum = ts;
+    CHECK_OK(vkf_cmd_layernorm(cmd, &ln));
+    /* embed into F16, from an F32 and from an F16 table */
+    uint32_t vocab = 13, d = 24, tokens = 9;
+    int32_t ids[9] = {0, 12, 5, 5, 7, 1, 2, 11, 3};
+    float *table = harness_random((uint64_t)vocab * d, 65), *table16 = harness_random((uint64_t)vocab * d, 66);
+    vkf_tensor *tids = NULL, *tt = harness_tensor(ctx, table, vocab, d), *tt16 = f16_tensor(ctx, table16, (uint64_t)vocab * d);
+    uint64_t nt = tokens, ne = (uint64_t)tokens * d;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, &nt, &tids));
+    CHECK_OK(vkf_tensor_upload(tids, ids, sizeof ids));
+    vkf_tensor *te = NULL, *te16 = NULL;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &ne, &te));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &ne, &te16));
+    vkf_embed_desc e;
+    vkf_embed_desc_init(&e);
+    e.tokens = tokens, e.d = d, e.vocab = vocab, e.ids = tids, e.table = tt, e.out = te, e.scale = 2.0f;
+    CHECK_OK(vkf_cmd_embed(cmd, &e));
+    e.table = tt16, e.out = te16;
+    CHECK_OK(vkf_cmd_embed(cmd, &e));
+    /* mixed activation dtypes are refused, naming the tensor */
+    vkf_tensor *t32 = harness_tensor(ctx, NULL, 1, n);
+    ln.y = t32;
+    CHECK_FAIL(vkf_cmd_layernorm(cmd, &ln), VKF_ERROR_INVALID_ARGUMENT, "y must have");
+    vkf_matmul_desc mm;
+    vkf_matmul_desc_init(&mm);
+    mm.m = rows, mm.n = rows, mm.k = cols, mm.a.tensor = tx, mm.b.tensor = tr, mm.c.tensor = t32;
+    CHECK_FAIL(vkf_cmd_matmul(cmd, &mm), VKF_ERROR_INVALID_ARGUMENT, "C must have");
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got_y = download_f16(ty, n), *got_s = download_f16(ts, n), *want_y = harness_alloc(n * 4),
+          *want_s = harness_alloc(n * 4);
+    ref_layernorm(want_y, want_s, x, r, g, b, rows, cols, 1e-5f);
+    harness_compare("layernorm, F16 activations: y", got_y, want_y, n, 4e-3, 2e-3);
+    harness_compare("layernorm, F16 activations: sum", got_s, want_s, n, 1e-3, 1e-3);
+    float *got_e = download_f16(te, ne), *got_e16 = download_f16(te16, ne), *want_e = harness_alloc(ne * 4);
+    ref_embed(want_e, ids, table, tokens, d, vocab, 2.0f, false, tokens, 0);
+    harness_compare("embed into F16 from an F32 table", got_e, want_e, ne, 1e-3, 1e-3);
+    ref_embed(want_e, ids, table16, tokens, d, vocab, 2.0f, false, tokens, 0);
+    harness_compare("embed into F16 from an F16 table", got_e16, want_e, ne, 1e-3, 1e-3);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor *all[] = {tx, tr, ty, ts, tg, tb, tids, tt, tt16, te, te16, t32};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) vkf_tensor_destroy(all[i]);
+    free(x), free(r), free(g), free(b), free(table), free(table16);
+    free(got_y), free(got_s), free(want_y), free(want_s), free(got_e), free(got_e16), free(want_e);
+}
+
 /* The built-in tiles for made-up devices of each kind: within the device's
  * limits, consistent, and (where they fit this device) correct when run here. */
 static void test_tuning_choices(vkf_context *ctx, const vkf_device_info *here)
@@ -517,6 +671,7 @@ int main(void)
         test_matmul_family(ctx, families[f].name);
     }
     test_tuning_choices(ctx, &info);
+    test_act16(ctx, &info);
     vkf_tuning_choose(ctx);
     test_f16_weights(ctx, &info);
     test_softmax(ctx);
