@@ -380,12 +380,14 @@ typedef struct vkf_model_config {
  * fp32) and are widened to F32 elsewhere; vectors (biases, norms) are F32. */
 vkf_status vkf_model_load(vkf_context *context, const char *path, vkf_model **out_model);
 
-/* Storage of weight matrices and embeddings (arithmetic is fp32 throughout):
- * AUTO keeps what the file holds (F16 stays F16 where the device has 16-bit
- * storage, else it is widened); F32 widens everything; F16 stores every weight
- * matrix and embedding as F16 (F32 and BF16 rounded to nearest even), and fails
- * with VKF_ERROR_UNSUPPORTED on a device without 16-bit storage. Biases and
- * norms stay F32. Activations are F32 in every mode. */
+/* Storage precision (arithmetic and accumulation are fp32 throughout):
+ * AUTO keeps the weights as the file holds them (F16 stays F16 where the device
+ * has 16-bit storage, else it is widened), activations F32; F32 widens
+ * everything; F16 stores every weight matrix and embedding as F16 (F32 and BF16
+ * rounded to nearest even) and every activation (residual stream, projections,
+ * attention inputs and outputs, KV cache, logits) as F16, and fails with
+ * VKF_ERROR_UNSUPPORTED on a device without 16-bit storage. Biases and norms stay
+ * F32. With F16, dense-naive and lsh (no F16 form) and head_dim > 256 are refused. */
 typedef enum vkf_precision {
     VKF_PRECISION_AUTO = 0,
     VKF_PRECISION_F32 = 1,

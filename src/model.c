@@ -106,6 +106,7 @@ struct vkf_model {
     attn_choice self_attn;              /* encoder and (causal) decoder self-attention */
     attn_choice cross_attn;             /* decoder cross-attention */
     uint64_t seed;                      /* bigbird's random blocks, lsh's rotations, lowrank's projection */
+    vkf_dtype act;                      /* activations: F32, or F16 with precision f16 */
     float *lr_file[2];                  /* lowrank.self_proj / cross_proj from the file, (K, max_len), or NULL */
     uint32_t lr_file_rank[2];
     const vkf_cmd *last_forward;        /* borrowed from plans */
@@ -570,6 +571,7 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
     vkf_model *m = calloc(1, sizeof *m);
     if (!m) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a model");
     m->ctx = ctx;
+    m->act = precision == VKF_PRECISION_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
     loader L = {.m = m, .precision = precision};
     vkf_status st = vkf_st_open(path, &L.file);
     if (st == VKF_OK) st = parse_config(m, vkf_st_metadata(L.file, "vkformer.config"));
@@ -578,6 +580,9 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
         m->dec = calloc(m->cfg.n_decoder_layers, sizeof *m->dec);
         if (!m->enc || !m->dec) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for layers");
     }
+    if (st == VKF_OK && m->act == VKF_DTYPE_F16 && m->cfg.d_model / m->cfg.n_heads > VKF_ATTENTION_MAX_HEAD_DIM)
+        st = vkf_fail(VKF_ERROR_UNSUPPORTED, "precision f16: head_dim %u passes the fused kernel's %u, and the unfused "
+                      "path has no F16 form; use f32 or auto", m->cfg.d_model / m->cfg.n_heads, VKF_ATTENTION_MAX_HEAD_DIM);
     if (st == VKF_OK) st = load_weights(&L);
     if (st == VKF_ERROR_BAD_MODEL && !strstr(vkf_last_error(), path)) {
         char msg[1024];
@@ -683,6 +688,47 @@ static attn_choice site_choice(const vkf_model *m, enum attn_site site)
     return c;
 }
 
+static float float_from_half(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
+    if (exp == 0x1fu) u = sign | 0x7f800000u | (mant << 13);             /* inf, nan */
+    else if (exp) u = sign | ((exp + 112u) << 23) | (mant << 13);       /* normal */
+    else if (!mant) u = sign;                                          /* zero */
+    else {                                                             /* subnormal: normalise */
+        int e = -1;
+        do mant <<= 1, e++;
+        while (!(mant & 0x400u));
+        u = sign | ((uint32_t)(112 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* count floats into an activation tensor (F32, or F16 rounded to nearest even). */
+static vkf_status upload_act(const vkf_model *m, vkf_tensor *t, const float *data, uint64_t count)
+{
+    if (m->act == VKF_DTYPE_F32) return vkf_tensor_upload(t, data, count * sizeof *data);
+    uint16_t *h = malloc(count * sizeof *h);
+    if (!h) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory converting to F16");
+    for (uint64_t e = 0; e < count; e++) h[e] = half_from_float(data[e]);
+    vkf_status st = vkf_tensor_upload(t, h, count * sizeof *h);
+    free(h);
+    return st;
+}
+
+/* count floats out of an activation tensor. */
+static vkf_status download_act(const vkf_model *m, vkf_tensor *t, float *data, uint64_t count)
+{
+    if (m->act == VKF_DTYPE_F32) return vkf_tensor_download(t, data, count * sizeof *data);
+    uint16_t *h = malloc(count * sizeof *h);
+    if (!h) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory converting from F16");
+    vkf_status st = vkf_tensor_download(t, h, count * sizeof *h);
+    for (uint64_t e = 0; st == VKF_OK && e < count; e++) data[e] = float_from_half(h[e]);
+    free(h);
+    return st;
+}
+
 /* Uploads the lowrank projections of a plan for these sources. */
 static vkf_status upload_lowrank(const vkf_model *m, fwd_plan *p, const vkf_sequences *src)
 {
@@ -708,7 +754,7 @@ static vkf_status upload_lowrank(const vkf_model *m, fwd_plan *p, const vkf_sequ
         } else if (st == VKF_OK) {
             st = vkf_lowrank_projection(m->seed, K, S, src->lengths, B, E, rows);
         }
-        if (st == VKF_OK) st = vkf_tensor_upload(p->lr_proj[i], E, (uint64_t)B * K * S * sizeof *E);
+        if (st == VKF_OK) st = upload_act(m, p->lr_proj[i], E, (uint64_t)B * K * S);
         if (st == VKF_OK) st = vkf_tensor_upload(p->lr_lengths[i], rows, (uint64_t)B * sizeof *rows);
         free(E), free(rows);
         VKF_TRY(st);
@@ -773,6 +819,7 @@ static vkf_status rec_attention(vkf_cmd *cmd, const vkf_model *m, fwd_plan *pl, 
         a.v = (vkf_attention_view){v.t, v.col, v.stride, (uint64_t)Lk * v.stride};
         a.key_lengths = key_lengths;
         a.causal = causal;
+        a.dtype = m->act;
         a.pattern = ch->kind == VKF_ATTN_FUSED ? ch->pattern : VKF_ATTENTION_DENSE;
         a.window = ch->window, a.stride = ch->stride;
         a.out = out;
@@ -937,19 +984,19 @@ static vkf_status fwd_plan_alloc(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, B, T, &p->tgt_ids);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, B, S, &p->src_mask);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->src_lengths);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->a);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->b);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->n);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * S, d, &p->memory);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, 3 * d, &p->qkv);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * T, d, &p->q);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * S, 2 * d, &p->kv);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->attn);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, d, &p->tmp);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, rows, c->d_ff, &p->hidden);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, d, &p->a);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, d, &p->b);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, d, &p->n);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, (uint64_t)B * S, d, &p->memory);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, 3 * d, &p->qkv);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, (uint64_t)B * T, d, &p->q);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, (uint64_t)B * S, 2 * d, &p->kv);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, d, &p->attn);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, d, &p->tmp);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, c->d_ff, &p->hidden);
     if (st == VKF_OK && (needs_scores(m, &m->self_attn) || needs_scores(m, &m->cross_attn)))
         st = tensor2(ctx, VKF_DTYPE_F32, score_rows, L, &p->scores);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * T, c->tgt_vocab_size, &p->logits);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, (uint64_t)B * T, c->tgt_vocab_size, &p->logits);
     if (st == VKF_OK && m->self_attn.kind == VKF_ATTN_LSH) {
         vkf_lsh_desc shape = {.batch = B, .heads = c->n_heads, .head_dim = c->d_model / c->n_heads,
                               .rounds = m->self_attn.rounds, .chunk = m->self_attn.chunk};
@@ -959,11 +1006,11 @@ static vkf_status fwd_plan_alloc(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
     for (int i = 0; i < 2 && st == VKF_OK; i++) {
         const attn_choice *ch = i == 0 ? &m->self_attn : &m->cross_attn;
         if (ch->kind != VKF_ATTN_LOWRANK) continue;
-        st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * ch->rank, S, &p->lr_proj[i]);
+        st = tensor2(ctx, m->act, (uint64_t)B * ch->rank, S, &p->lr_proj[i]);
         if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->lr_lengths[i]);
         if (ch->rank > lr_rows) lr_rows = ch->rank;
     }
-    if (st == VKF_OK && lr_rows) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * lr_rows, 2 * d, &p->lr_kv);
+    if (st == VKF_OK && lr_rows) st = tensor2(ctx, m->act, (uint64_t)B * lr_rows, 2 * d, &p->lr_kv);
     if (st != VKF_OK) {
         fwd_plan_free(p);
         return st;
@@ -1074,7 +1121,7 @@ vkf_status vkf_model_forward(vkf_model *m, const vkf_sequences *src, const vkf_s
     VKF_TRY(upload_lowrank(m, p, src));
     VKF_TRY(vkf_cmd_submit(p->cmd));
     m->last_forward = p->cmd;
-    VKF_TRY(vkf_tensor_download(p->logits, out_logits, need * sizeof(float)));
+    VKF_TRY(download_act(m, p->logits, out_logits, need));
     for (uint32_t i = 0; i < B; i++) /* rows past each target are padding */
         memset(out_logits + ((uint64_t)i * T + tgt->lengths[i]) * V, 0, (uint64_t)(T - tgt->lengths[i]) * V * sizeof(float));
     return VKF_OK;
@@ -1194,9 +1241,9 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
     bool lowrank_cross = m->cross_attn.kind == VKF_ATTN_LOWRANK;
     p->cross_keys = lowrank_cross ? m->cross_attn.rank : S;
     for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
-        st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * p->cross_keys, 2 * d, &p->cross_kv[i]);
-        if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * steps, d, &p->cache_k[i]);
-        if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * steps, d, &p->cache_v[i]);
+        st = tensor2(ctx, m->act, (uint64_t)B * p->cross_keys, 2 * d, &p->cross_kv[i]);
+        if (st == VKF_OK) st = tensor2(ctx, m->act, (uint64_t)B * steps, d, &p->cache_k[i]);
+        if (st == VKF_OK) st = tensor2(ctx, m->act, (uint64_t)B * steps, d, &p->cache_v[i]);
     }
     uint64_t keys = steps > p->cross_keys ? steps : p->cross_keys;
     attn_choice sc = site_choice(m, SITE_DEC_SELF);
@@ -1215,11 +1262,11 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->step_ids);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->tokens);
     vkf_tensor **acts[] = {&p->y, &p->y2, &p->yn, &p->q, &p->attn, &p->tmp};
-    for (size_t i = 0; st == VKF_OK && i < sizeof acts / sizeof acts[0]; i++) st = tensor2(ctx, VKF_DTYPE_F32, B, d, acts[i]);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, B, 3 * d, &p->qkv);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, B, c->d_ff, &p->hidden);
+    for (size_t i = 0; st == VKF_OK && i < sizeof acts / sizeof acts[0]; i++) st = tensor2(ctx, m->act, B, d, acts[i]);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, B, 3 * d, &p->qkv);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, B, c->d_ff, &p->hidden);
     if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * c->n_heads, keys, &p->scratch);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, B, c->tgt_vocab_size, &p->logits);
+    if (st == VKF_OK) st = tensor2(ctx, m->act, B, c->tgt_vocab_size, &p->logits);
     /* The encoder and every layer's cross-attention keys/values: once per batch. */
     if (st == VKF_OK) st = vkf_cmd_create(ctx, m->cmd_flags, &p->encode);
     if (st == VKF_OK) st = rec_encoder(p->encode, m, p->enc);
@@ -1327,6 +1374,10 @@ vkf_status vkf_model_set_attention(vkf_model *m, const char *self_attention, con
     if (fused_only && hd > VKF_ATTENTION_MAX_HEAD_DIM)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "\"%s\" needs the fused kernels, which take head_dim up to %u (this model: %u)",
                         fused_only, VKF_ATTENTION_MAX_HEAD_DIM, hd);
+    if (m->act == VKF_DTYPE_F16 && (self.kind == VKF_ATTN_NAIVE || self.kind == VKF_ATTN_LSH || cross.kind == VKF_ATTN_NAIVE))
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "\"%s\" has no F16 form (the model was loaded with precision f16); use "
+                        "dense, local, strided, bigbird or lowrank, or load with f32 or auto",
+                        self.kind == VKF_ATTN_FUSED || self.kind == VKF_ATTN_LOWRANK ? cross_attention : self_attention);
     if (memcmp(&self, &m->self_attn, sizeof self) == 0 && memcmp(&cross, &m->cross_attn, sizeof cross) == 0) return VKF_OK;
     drop_plans(m);
     m->self_attn = self;

@@ -55,6 +55,7 @@ import export_torch  # noqa: E402
 
 FORWARD_ATOL = 1e-3
 F16_VS_FP32_ATOL = 2e-2     # F16 file against the unrounded fp32 model: weight rounding error
+F16_ACT_ATOL = 1e-2         # --precision f16 (F16 activations) against the same F16 weights in fp32
 MAX_LEN = 128
 
 passed = 0
@@ -333,8 +334,9 @@ def check_f16(label, overrides, seed, lengths, rng, tmp):
 
 def check_precision(tmp, rng):
     """--precision f16 stores an F32 file's weights as F16 (rounded to nearest even,
-    as torch's .half()) where the device has 16-bit storage, and is refused with a
-    message where it has not; --precision f32 widens an F16 file everywhere."""
+    as torch's .half()) and every activation as F16, where the device has 16-bit
+    storage, and is refused with a message where it has not; --precision f32
+    widens an F16 file everywhere."""
     rc, out, err = run_vkformer(["info", "--json"])
     info = json.loads(out) if rc == 0 else None
     if info is None:
@@ -364,14 +366,44 @@ def check_precision(tmp, rng):
     elif err:
         bad(what, err)
     else:
+        # F16 activations round every layer's output (relative 2^-11), so against the
+        # same F16 weights the bound is F16_ACT_ATOL, not FORWARD_ATOL
         compare_logits(what + " vs F16-rounded weights", got, export_torch.forward_logits(rounded, src, tgt),
-                       FORWARD_ATOL)
+                       F16_ACT_ATOL)
         e32 = float(np.max(np.abs(got - export_torch.forward_logits(model, src, tgt).numpy())))
         print("%s: max abs error against fp32 weights %.3g (bound %.0e)" % (what, e32, F16_VS_FP32_ATOL))
         if 0 < e32 <= F16_VS_FP32_ATOL:  # the rounding shows, within the documented bound
             ok(what + " vs fp32 weights")
         else:
             bad(what + " vs fp32 weights", "max abs error %.3g, expected in (0, %.0e]" % (e32, F16_VS_FP32_ATOL))
+    # F16 decode steps (KV cache, decode attention, argmax in F16) follow the F16
+    # forward pass: each generated id is the forward logits' argmax at its
+    # position, except where the top two logits are within 1e-2 (near-ties that
+    # the two F16 paths may round apart).
+    if has16:
+        rc, out_text, err = run_vkformer(["generate", "--model", path32, "--src", ids_arg(src), "--max-new", "20",
+                                          "--precision", "f16"])
+        ids = [int(x) for x in out_text.split(",")] if rc == 0 and out_text.strip() else []
+        what = "--precision f16: generate follows the F16 forward pass"
+        if rc != 0:
+            bad(what, "generate exited %d: %s" % (rc, err))
+        else:
+            full_tgt = [cfg["bos_id"]] + ids
+            got, ferr = forward_cli(path32, src, full_tgt, out, ["--precision", "f16"])
+            if ferr:
+                bad(what, ferr)
+            else:
+                want_next = ids + [cfg["eos_id"]] if len(ids) < 20 else ids
+                mismatches = []
+                for pos, nxt in enumerate(want_next):
+                    row = got[pos]
+                    top2 = np.sort(row)[-2:]
+                    if int(np.argmax(row)) != nxt and top2[1] - top2[0] >= 1e-2:
+                        mismatches.append(pos)
+                if mismatches:
+                    bad(what, "positions %s: generated %s" % (mismatches, ids))
+                else:
+                    ok("%s (%d ids)" % (what, len(ids)))
     # --precision f32 of an F16 file (every tensor F16 in the file) is that model widened, on any device
     full = export_torch.build_model(cfg, seed=seed + 40)
     with torch.no_grad():

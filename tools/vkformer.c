@@ -68,7 +68,8 @@ static const char usage_text[] =
     "  dense | dense-naive | local:W | strided:W:S | bigbird:B:G:R | lsh:H:C | lowrank:K\n"
     "--cross-attention dense|dense-naive|lowrank:K, --seed N (bigbird, lsh, lowrank), and\n"
     "--verbose (say where a variant does not apply and what runs instead), and\n"
-    "--precision auto|f32|f16 (storage of weights: auto keeps the file's; f16 needs 16-bit storage)\n"
+    "--precision auto|f32|f16 (storage: auto keeps the file's weights, f32 activations; f16 stores\n"
+    "weights and activations as F16 and needs 16-bit storage)\n"
     "common options: --device INDEX|NAME-SUBSTRING, --max-device-memory BYTES (cap on tensors)\n";
 
 typedef struct options {
