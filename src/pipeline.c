@@ -188,7 +188,7 @@ vkf_status vkf_pipeline_get(vkf_context *ctx, vkf_variant_id variant, const uint
     for (uint32_t i = 0; i < ctx->pipeline_count; i++) {
         const vkf_pipeline *p = ctx->pipelines[i];
         if (p->variant == variant && p->spec_count == spec_count &&
-            memcmp(p->spec, spec, spec_count * sizeof *spec) == 0) {
+            (spec_count == 0 || memcmp(p->spec, spec, spec_count * sizeof *spec) == 0)) {
             *out_pipeline = p;
             return VKF_OK;
         }
@@ -234,7 +234,7 @@ vkf_status vkf_pipeline_get(vkf_context *ctx, vkf_variant_id variant, const uint
     ctx->pipelines[ctx->pipeline_count] = p;
     p->variant = variant;
     p->spec_count = spec_count;
-    memcpy(p->spec, spec, spec_count * sizeof *spec);
+    if (spec_count) memcpy(p->spec, spec, spec_count * sizeof *spec); /* spec may be NULL with no constants */
     ctx->pipeline_count++;
     *out_pipeline = p;
     return VKF_OK;
