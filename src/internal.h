@@ -452,6 +452,11 @@ vkf_status vkf_attention_parse(const char *spec, bool cross, vkf_attention_spec 
  * With K >= len it is a permutation, so lowrank equals dense attention. */
 vkf_status vkf_lowrank_projection(uint64_t seed, uint32_t K, uint32_t S, const uint32_t *lengths, uint32_t count,
                                   float *E, int32_t *rows_out);
+/* out (batch * K, 2d) = E (batch, K, S) · [keys values] of each sequence: one
+ * batched matmul. kv holds a sequence's S rows with row stride `stride`, keys at
+ * column `col` and values d columns later (a fused QKV or cross-attention KV). */
+vkf_status vkf_op_lowrank_project(vkf_cmd *cmd, vkf_tensor *E, uint32_t batch, uint32_t K, uint32_t S, uint64_t d,
+                                  vkf_tensor *kv, uint64_t col, uint64_t stride, vkf_tensor *out);
 /* The I32 table the BIGBIRD pattern reads for exactly this desc (sizes, pattern,
  * tiles): each query block's random blocks, then each workgroup's list of key
  * blocks. The caller owns it, sets desc->table, and keeps it while the list runs.

@@ -762,22 +762,6 @@ static vkf_status upload_lowrank(const vkf_model *m, fwd_plan *p, const vkf_sequ
     return VKF_OK;
 }
 
-/* out (B*K, 2d) = E (B, K, S) · [K V] rows of each source, where k's view holds
- * keys at its column and values d columns later. */
-static vkf_status rec_lowrank_project(vkf_cmd *cmd, const vkf_model *m, vkf_tensor *E, uint32_t B, uint32_t K,
-                                      uint32_t S, vkf_tensor *kv, uint64_t col, uint64_t stride, vkf_tensor *out)
-{
-    uint64_t d = m->cfg.d_model;
-    vkf_matmul_desc pr;
-    vkf_matmul_desc_init(&pr);
-    pr.m = K, pr.n = (uint32_t)(2 * d), pr.k = S, pr.batch[0] = B;
-    pr.a = (vkf_matrix_view){E, 0, S, {(uint64_t)K * S, 0}};
-    pr.b = (vkf_matrix_view){kv, col, stride, {(uint64_t)S * stride, 0}};
-    pr.b_is_k_by_n = true;
-    pr.c = (vkf_matrix_view){out, 0, 2 * d, {(uint64_t)K * 2 * d, 0}};
-    return vkf_cmd_matmul(cmd, &pr);
-}
-
 /* out (B*Lq, d) = softmax(Q·Kᵀ / sqrt(hd) + mask) · V per (sequence, head). Keys
  * past key_lengths[b] (fused) or with mask -inf (naive, (B, Lk) additive) are
  * masked; causal: query i sees keys j <= i. The fused kernel never writes the
@@ -805,7 +789,7 @@ static vkf_status rec_attention(vkf_cmd *cmd, const vkf_model *m, fwd_plan *pl, 
         /* keys and values projected to K rows along the source, then dense attention over them */
         int i = site == SITE_CROSS;
         uint32_t K = ch->rank;
-        VKF_TRY(rec_lowrank_project(cmd, m, pl->lr_proj[i], B, K, Lk, k.t, k.col, k.stride, pl->lr_kv));
+        VKF_TRY(vkf_op_lowrank_project(cmd, pl->lr_proj[i], B, K, Lk, d, k.t, k.col, k.stride, pl->lr_kv));
         k = (heads_view){pl->lr_kv, 0, 2 * d}, v = (heads_view){pl->lr_kv, d, 2 * d};
         Lk = K, key_lengths = pl->lr_lengths[i], causal = false;
     }
@@ -1278,8 +1262,8 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
         /* lowrank: the memory's keys and values, projected to K rows per source */
         st = rec_linear(p->encode, p->enc->memory, B * S, &m->dec[i].ckv, p->enc->kv, VKF_ACTIVATION_NONE, NULL);
         if (st == VKF_OK)
-            st = rec_lowrank_project(p->encode, m, p->enc->lr_proj[1], B, p->cross_keys, S, p->enc->kv, 0, 2 * d,
-                                     p->cross_kv[i]);
+            st = vkf_op_lowrank_project(p->encode, p->enc->lr_proj[1], B, p->cross_keys, S, d, p->enc->kv, 0, 2 * d,
+                                        p->cross_kv[i]);
     }
     if (st == VKF_OK) st = vkf_cmd_create(ctx, m->cmd_flags, &p->step);
     if (st == VKF_OK) st = rec_step(p->step, m, p);

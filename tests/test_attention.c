@@ -525,8 +525,8 @@ static void test_lowrank_projection(void)
     free(E), free(E2);
 }
 
-/* Lowrank as the model records it (one batched matmul projecting the keys and
- * values of a fused QKV tensor, then the fused kernel over the K rows with the
+/* Lowrank as the model records it (vkf_op_lowrank_project: one batched matmul
+ * projecting the keys and values of a fused QKV tensor, then the fused kernel over the K rows with the
  * projection's row counts as key lengths) against the plain-C reference of the
  * same: K' = E K and V' = E V on the host, then reference attention. With K >= n
  * it must also equal dense attention. */
@@ -543,14 +543,7 @@ static void run_lowrank(vkf_context *ctx, uint32_t B, uint32_t H, uint32_t hd, u
     vkf_tensor *trows = lengths_tensor(ctx, proj_rows, B);
     vkf_cmd *cmd;
     CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
-    vkf_matmul_desc pr;
-    vkf_matmul_desc_init(&pr);
-    pr.m = K, pr.n = (uint32_t)(2 * d), pr.k = n, pr.batch[0] = B;
-    pr.a = (vkf_matrix_view){tE, 0, n, {(uint64_t)K * n, 0}};
-    pr.b = (vkf_matrix_view){tqkv, d, 3 * d, {(uint64_t)n * 3 * d, 0}};
-    pr.b_is_k_by_n = true;
-    pr.c = (vkf_matrix_view){tkv, 0, 2 * d, {(uint64_t)K * 2 * d, 0}};
-    CHECK_OK(vkf_cmd_matmul(cmd, &pr));
+    CHECK_OK(vkf_op_lowrank_project(cmd, tE, B, K, n, d, tqkv, d, 3 * d, tkv));
     vkf_attention_desc a;
     vkf_attention_desc_init(&a);
     a.batch = B, a.heads = H, a.head_dim = hd, a.lq = n, a.lk = K, a.scale = 1.0f / sqrtf((float)hd);

@@ -192,14 +192,7 @@ static vkf_status record_variant(vkf_context *ctx, const vkf_attention_spec *v, 
         if (st == VKF_OK) st = vkf_tensor_upload(rows, rh, s->B * sizeof *rh);
         free(Eh), free(lens), free(rh);
         VKF_TRY(st);
-        vkf_matmul_desc pr;
-        vkf_matmul_desc_init(&pr);
-        pr.m = K, pr.n = (uint32_t)(2 * d), pr.k = s->n, pr.batch[0] = s->B;
-        pr.a = (vkf_matrix_view){E, 0, n, {(uint64_t)K * n, 0}};
-        pr.b = (vkf_matrix_view){qkv, d, 3 * d, {n * 3 * d, 0}};
-        pr.b_is_k_by_n = true;
-        pr.c = (vkf_matrix_view){kv, 0, 2 * d, {(uint64_t)K * 2 * d, 0}};
-        VKF_TRY(vkf_cmd_matmul(r->cmd, &pr));
+        VKF_TRY(vkf_op_lowrank_project(r->cmd, E, s->B, K, s->n, d, qkv, d, 3 * d, kv));
         a.lk = K, a.key_lengths = rows;
         a.k = (vkf_attention_view){kv, 0, 2 * d, (uint64_t)K * 2 * d};
         a.v = (vkf_attention_view){kv, d, 2 * d, (uint64_t)K * 2 * d};
