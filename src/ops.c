@@ -147,6 +147,14 @@ static vkf_status same_dtype(const vkf_tensor *t, vkf_dtype dtype, const char *f
     return VKF_OK;
 }
 
+/* Another activation of the op: first's dtype, and at least `elements` of it. */
+static vkf_status check_activation(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtype, uint64_t elements, const char *fn,
+                                   const char *name, const char *first)
+{
+    VKF_TRY(same_dtype(t, dtype, fn, name, first));
+    return vkf_check_tensor(cmd, t, dtype, elements, fn, name);
+}
+
 static vkf_status check_view(vkf_cmd *cmd, const vkf_matrix_view *v, uint64_t rows, uint64_t cols, uint64_t batch0,
                              uint64_t batch1, const char *fn, const char *name, bool allow_f16, vkf_push_view *out)
 {
@@ -357,17 +365,12 @@ vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *d)
     vkf_dtype act;
     VKF_TRY(activation_dtype(cmd, d->x, fn, "x", &act));
     VKF_TRY(vkf_check_tensor(cmd, d->x, act, n, fn, "x"));
-    VKF_TRY(same_dtype(d->y, act, fn, "y", "x"));
-    VKF_TRY(vkf_check_tensor(cmd, d->y, act, n, fn, "y"));
+    VKF_TRY(check_activation(cmd, d->y, act, n, fn, "y", "x"));
     VKF_TRY(vkf_check_tensor(cmd, d->gamma, VKF_DTYPE_F32, d->cols, fn, "gamma"));
     VKF_TRY(vkf_check_tensor(cmd, d->beta, VKF_DTYPE_F32, d->cols, fn, "beta"));
-    if (d->residual) {
-        VKF_TRY(same_dtype(d->residual, act, fn, "residual", "x"));
-        VKF_TRY(vkf_check_tensor(cmd, d->residual, act, n, fn, "residual"));
-    }
+    if (d->residual) VKF_TRY(check_activation(cmd, d->residual, act, n, fn, "residual", "x"));
     if (d->sum) {
-        VKF_TRY(same_dtype(d->sum, act, fn, "sum", "x"));
-        VKF_TRY(vkf_check_tensor(cmd, d->sum, act, n, fn, "sum"));
+        VKF_TRY(check_activation(cmd, d->sum, act, n, fn, "sum", "x"));
         if (vkf_tensors_overlap(d->sum, d->x) || vkf_tensors_overlap(d->sum, d->residual) ||
             vkf_tensors_overlap(d->sum, d->y))
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sum may not alias x, residual or y", fn);
@@ -519,14 +522,11 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
     vkf_dtype act;
     VKF_TRY(activation_dtype(cmd, d->q, fn, "q", &act));
     VKF_TRY(vkf_check_tensor(cmd, d->q, act, 1, fn, "q"));
-    VKF_TRY(same_dtype(d->k, act, fn, "k", "q"));
-    VKF_TRY(same_dtype(d->v, act, fn, "v", "q"));
-    VKF_TRY(vkf_check_tensor(cmd, d->k, act, 1, fn, "k"));
-    VKF_TRY(vkf_check_tensor(cmd, d->v, act, 1, fn, "v"));
+    VKF_TRY(check_activation(cmd, d->k, act, 1, fn, "k", "q"));
+    VKF_TRY(check_activation(cmd, d->v, act, 1, fn, "v", "q"));
     VKF_TRY(vkf_check_tensor(cmd, d->lengths, VKF_DTYPE_I32, d->length_from_state ? 1 : d->batch, fn, "lengths"));
     VKF_TRY(vkf_check_tensor(cmd, d->scratch, VKF_DTYPE_F32, (uint64_t)d->batch * d->heads * d->max_keys, fn, "scratch"));
-    VKF_TRY(same_dtype(d->out, act, fn, "out", "q"));
-    VKF_TRY(vkf_check_tensor(cmd, d->out, act, d->batch * dm, fn, "out"));
+    VKF_TRY(check_activation(cmd, d->out, act, d->batch * dm, fn, "out", "q"));
     vkf_push_attention_decode p = {
         .heads = d->heads,
         .head_dim = d->head_dim,
@@ -586,10 +586,8 @@ vkf_status vkf_op_kv_append(vkf_cmd *cmd, const vkf_tensor *qkv, const vkf_tenso
     VKF_TRY(activation_dtype(cmd, qkv, fn, "qkv", &act));
     VKF_TRY(vkf_check_tensor(cmd, qkv, act, (uint64_t)batch * 3 * d, fn, "qkv"));
     VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
-    VKF_TRY(same_dtype(cache_k, act, fn, "cache_k", "qkv"));
-    VKF_TRY(same_dtype(cache_v, act, fn, "cache_v", "qkv"));
-    VKF_TRY(vkf_check_tensor(cmd, cache_k, act, (uint64_t)batch * capacity * d, fn, "cache_k"));
-    VKF_TRY(vkf_check_tensor(cmd, cache_v, act, (uint64_t)batch * capacity * d, fn, "cache_v"));
+    VKF_TRY(check_activation(cmd, cache_k, act, (uint64_t)batch * capacity * d, fn, "cache_k", "qkv"));
+    VKF_TRY(check_activation(cmd, cache_v, act, (uint64_t)batch * capacity * d, fn, "cache_v", "qkv"));
     vkf_push_kv_append p = {.batch = batch, .d = d, .capacity = capacity};
     uint32_t wg = ctx->tuning.elementwise_workgroup;
     uint32_t groups[3];
