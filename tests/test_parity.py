@@ -297,17 +297,24 @@ def check_eos_stop(tmp, rng):
         ok(what)
 
 
+def rounded_model(cfg, seed, matrices_only=False):
+    """The model of this seed with its parameters rounded to F16 and back: all of
+    them, or only the weight matrices and embeddings (2-D). The positional table is
+    a buffer, which vkformer computes in F32 itself."""
+    model = export_torch.build_model(cfg, seed=seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2 or not matrices_only:
+                p.copy_(p.half().float())
+    return model
+
+
 def check_f16(label, overrides, seed, lengths, rng, tmp):
     cfg = config_for(overrides)
     model = export_torch.build_model(cfg, seed=seed)
     path = os.path.join(tmp, "f16-%d.safetensors" % seed)
     export_torch.export(model, path, torch.float16)
-    # The same weights rounded to F16 and back; only parameters (the positional
-    # table is a buffer that vkformer computes in F32 itself).
-    rounded = export_torch.build_model(cfg, seed=seed)
-    with torch.no_grad():
-        for p in rounded.parameters():
-            p.copy_(p.half().float())
+    rounded = rounded_model(cfg, seed)
     out = os.path.join(tmp, "logits16.npy")
     for s, t in lengths:
         src, tgt = random_pair(rng, cfg, s, t)
@@ -346,11 +353,7 @@ def check_precision(tmp, rng):
     label, overrides, seed = CONFIGS[1]
     cfg = config_for(overrides)
     model = export_torch.build_model(cfg, seed=seed + 40)
-    rounded = export_torch.build_model(cfg, seed=seed + 40)
-    with torch.no_grad():
-        for p in rounded.parameters():
-            if p.dim() == 2:  # weight matrices and embeddings; biases and norms stay F32
-                p.copy_(p.half().float())
+    rounded = rounded_model(cfg, seed + 40, matrices_only=True)  # biases and norms stay F32
     path32, path16 = os.path.join(tmp, "p32.safetensors"), os.path.join(tmp, "p16.safetensors")
     export_torch.export(model, path32)
     export_torch.export(model, path16, torch.float16)
@@ -405,10 +408,7 @@ def check_precision(tmp, rng):
                 else:
                     ok("%s (%d ids)" % (what, len(ids)))
     # --precision f32 of an F16 file (every tensor F16 in the file) is that model widened, on any device
-    full = export_torch.build_model(cfg, seed=seed + 40)
-    with torch.no_grad():
-        for p in full.parameters():
-            p.copy_(p.half().float())
+    full = rounded_model(cfg, seed + 40)
     got, err = forward_cli(path16, src, tgt, out, ["--precision", "f32"])
     if err:
         bad("--precision f32 on an F16 file", err)
