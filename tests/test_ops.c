@@ -598,7 +598,7 @@ static void test_act16(vkf_context *ctx, const vkf_device_info *info)
 
 /* The built-in tiles for made-up devices of each kind: within the device's
  * limits, consistent, and (where they fit this device) correct when run here. */
-static void test_tuning_choices(vkf_context *ctx, const vkf_device_info *here)
+static void test_tuning_choices(vkf_context *ctx)
 {
     struct {
         const char *name;
@@ -636,7 +636,6 @@ static void test_tuning_choices(vkf_context *ctx, const vkf_device_info *here)
         if (vkf_tuning_set_matmul(ctx, t.matmul_variant, m) == VKF_OK) test_matmul_family(ctx, name);
         else fprintf(stderr, "  (past this device's limits: %s)\n", vkf_last_error());
     }
-    (void)here;
 }
 
 int main(void)
@@ -670,7 +669,7 @@ int main(void)
         fprintf(stderr, "matmul family %s\n", families[f].name);
         test_matmul_family(ctx, families[f].name);
     }
-    test_tuning_choices(ctx, &info);
+    test_tuning_choices(ctx);
     test_act16(ctx, &info);
     vkf_tuning_choose(ctx);
     test_f16_weights(ctx, &info);
