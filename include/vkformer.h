@@ -87,6 +87,7 @@ typedef struct vkf_device_info {
     char driver_name[256];              /* empty where the device does not say */
     char driver_info[256];
     uint32_t subgroup_size;
+    bool subgroup_shuffle;              /* compute shaders have subgroupShuffle */
     uint32_t max_shared_memory;         /* bytes per workgroup */
     uint32_t max_workgroup_invocations;
     uint32_t max_workgroup_size[3];

@@ -260,6 +260,8 @@ static void fill_info(VkPhysicalDevice pd, uint32_t index, vkf_device_info *info
         snprintf(info->driver_info, sizeof info->driver_info, "%s", driver.driverInfo);
     }
     info->subgroup_size = subgroup.subgroupSize;
+    info->subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
     info->max_shared_memory = l->maxComputeSharedMemorySize;
     info->max_workgroup_invocations = l->maxComputeWorkGroupInvocations;
     for (int i = 0; i < 3; i++) {

@@ -100,6 +100,10 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_LSH_SORT,               /* stable sort of tokens by bucket */
     VKF_VARIANT_LSH_ATTEND,             /* attention within chunks of the sorted order */
     VKF_VARIANT_LSH_COMBINE,            /* rounds combined by log-sum-exp */
+    VKF_VARIANT_MATMUL_SUBGROUP,        /* rows shared by subgroup shuffles, no shared memory (CPUs) */
+    VKF_VARIANT_MATMUL_SUBGROUP_F16B,
+    VKF_VARIANT_MATMUL_SUBGROUP_ACT16,
+    VKF_VARIANT_MATMUL_SUBGROUP_ACT16_F16B,
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 
@@ -162,6 +166,11 @@ typedef struct vkf_tuning {
 /* The built-in tiles for a device, from its type, vendor and limits (no device
  * needed: tests call it with made-up devices). */
 void vkf_tuning_for_device(const vkf_device_info *info, vkf_tuning *out);
+/* The matmul_subgroup tiles (bm x bn per workgroup, tm rows x tn columns per
+ * lane) for d's subgroup size: false where d has no subgroup shuffles or the sizes
+ * do not divide. */
+bool vkf_matmul_subgroup_tiles(const vkf_device_info *d, uint32_t bm, uint32_t bn, uint32_t tm, uint32_t tn,
+                               vkf_matmul_tiles *out);
 /* ctx->tuning = the built-in tiles for ctx's device. */
 void vkf_tuning_choose(vkf_context *ctx);
 /* Replaces the matmul kernel family and tiles (tests, `vkformer tune`); checks them

@@ -18,7 +18,21 @@ static uint32_t pow2_floor(uint32_t v)
 }
 
 /* PCI vendor ids, as Vulkan reports them. */
-enum { VENDOR_AMD = 0x1002, VENDOR_NVIDIA = 0x10de, VENDOR_INTEL = 0x8086 };
+enum { VENDOR_AMD = 0x1002, VENDOR_NVIDIA = 0x10de, VENDOR_INTEL = 0x8086, VENDOR_MESA = 0x10005 };
+
+/* The direct kernel's tiles on CPU drivers. 8x8 outputs per invocation was the best
+ * of ten shapes swept at 1024^3 on lavapipe (11.9 GFLOP/s vs 8-12 for the others). */
+static const vkf_matmul_tiles cpu_direct = {.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
+
+bool vkf_matmul_subgroup_tiles(const vkf_device_info *d, uint32_t bm, uint32_t bn, uint32_t tm, uint32_t tn,
+                               vkf_matmul_tiles *out)
+{
+    uint32_t sg = d->subgroup_size;
+    if (!d->subgroup_shuffle || sg == 0 || !tm || !tn || tm % sg || bm % tm || bn % (sg * tn)) return false;
+    *out = (vkf_matmul_tiles){.workgroup = (bm / tm) * (bn / (sg * tn)) * sg, .bm = bm, .bn = bn, .bk = sg, .tm = tm,
+                              .tn = tn};
+    return out->workgroup <= d->max_workgroup_invocations && out->workgroup <= d->max_workgroup_size[0];
+}
 
 void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
 {
@@ -31,12 +45,19 @@ void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
      * invocations as SIMD lanes of one thread, so fewer lanes waste less on short rows. */
     t->row_workgroup = pow2_floor(max_wg < (cpu ? 64u : 256u) ? max_wg : (cpu ? 64u : 256u));
     t->elementwise_workgroup = pow2_floor(max_wg < 256u ? max_wg : 256u);
-    if (cpu) {
+    if (cpu && d->vendor_id == VENDOR_MESA &&
+        vkf_matmul_subgroup_tiles(d, 64, 128, 32 > d->subgroup_size ? 32 : d->subgroup_size, 4, &t->matmul)) {
+        /* lavapipe: every non-uniform storage-buffer load is a loop over the SIMD
+         * lanes, a shuffle is a register move. 32 rows x 4 columns per lane in
+         * 64x128 tiles was the best of 30 shapes swept at 1024^3 (42 GFLOP/s; the
+         * direct kernel below: 11.6). On SwiftShader it is slower than the direct
+         * kernel (0.5 against 0.8 GFLOP/s), hence Mesa only. */
+        t->matmul_variant = VKF_VARIANT_MATMUL_SUBGROUP;
+    } else if (cpu) {
         /* No shared memory and no barriers: measured 3-4x faster on lavapipe
-         * (DESIGN.md). 8x8 outputs per invocation was the best of ten shapes swept
-         * at 1024^3 on lavapipe (11.9 GFLOP/s vs 8-12 for the others). */
+         * (DESIGN.md). */
         t->matmul_variant = VKF_VARIANT_MATMUL_DIRECT;
-        t->matmul = (vkf_matmul_tiles){.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
+        t->matmul = cpu_direct;
     } else if ((d->vendor_id == VENDOR_NVIDIA || d->vendor_id == VENDOR_AMD) && d->max_shared_memory >= 32768 &&
                max_wg >= 256) {
         /* Desktop GPUs with large register files: 128x128 per workgroup, 8x8 per
@@ -50,8 +71,9 @@ void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
         t->matmul = (vkf_matmul_tiles){.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
     }
     /* Fit the workgroup and the shared tiles into this device's limits. */
-    while (t->matmul.workgroup > max_wg || (t->matmul_variant == VKF_VARIANT_MATMUL_TILED &&
-                                            (t->matmul.bm + t->matmul.bn) * t->matmul.bk * 4 > d->max_shared_memory)) {
+    while (t->matmul_variant != VKF_VARIANT_MATMUL_SUBGROUP &&
+           (t->matmul.workgroup > max_wg || (t->matmul_variant == VKF_VARIANT_MATMUL_TILED &&
+                                            (t->matmul.bm + t->matmul.bn) * t->matmul.bk * 4 > d->max_shared_memory))) {
         if (t->matmul.bm > t->matmul.tm * 2) t->matmul.bm /= 2;
         else if (t->matmul.bn > t->matmul.tn) t->matmul.bn /= 2;
         else if (t->matmul.bk > 1) t->matmul.bk /= 2;
@@ -68,11 +90,24 @@ void vkf_tuning_choose(vkf_context *ctx)
 
 vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const vkf_matmul_tiles *tiles)
 {
-    if (variant != VKF_VARIANT_MATMUL_TILED && variant != VKF_VARIANT_MATMUL_DIRECT)
+    if (variant != VKF_VARIANT_MATMUL_TILED && variant != VKF_VARIANT_MATMUL_DIRECT &&
+        variant != VKF_VARIANT_MATMUL_SUBGROUP)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "not a matmul variant");
     const vkf_matmul_tiles *m = tiles;
-    if (!m->tm || !m->tn || !m->bk || m->bm % m->tm || m->bn % m->tn ||
-        m->workgroup != (m->bm / m->tm) * (m->bn / m->tn))
+    if (variant == VKF_VARIANT_MATMUL_SUBGROUP) {
+        /* bk is the subgroup size the tiles were laid out for; a subgroup computes
+         * tm rows x bk*tn columns. */
+        if (!ctx->info.subgroup_shuffle)
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "matmul_subgroup needs subgroup shuffles in compute shaders");
+        if (m->bk != ctx->info.subgroup_size)
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "matmul_subgroup tiles are for subgroups of %u; the device has %u",
+                            m->bk, ctx->info.subgroup_size);
+        if (!m->tm || !m->tn || m->tm % m->bk || m->bm % m->tm || m->bn % (m->bk * m->tn) ||
+            m->workgroup != (m->bm / m->tm) * (m->bn / (m->bk * m->tn)) * m->bk)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "matmul_subgroup tiles %ux%u/%ux%u (subgroup %u) do not match workgroup %u",
+                            m->bm, m->bn, m->tm, m->tn, m->bk, m->workgroup);
+    } else if (!m->tm || !m->tn || !m->bk || m->bm % m->tm || m->bn % m->tn ||
+               m->workgroup != (m->bm / m->tm) * (m->bn / m->tn))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "matmul tiles %ux%u/%ux%u do not match workgroup %u", m->bm, m->bn,
                         m->tm, m->tn, m->workgroup);
     if (m->workgroup > ctx->info.max_workgroup_invocations)
@@ -280,26 +315,33 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     if (aligned4 && !d->b_is_k_by_n) p.flags |= VKF_MATMUL_FLAG_VEC4;
 
     const vkf_matmul_tiles *t = &ctx->tuning.matmul;
-    /* A few rows (decode steps: one per sequence) on the direct kernel: one row per
-     * invocation and more columns per workgroup, instead of a 64x64 tile whose
-     * clamped rows would repeat the same work. */
+    vkf_variant_id family = ctx->tuning.matmul_variant;
+    /* Fewer rows than one invocation's (decode steps: one per sequence) on a
+     * CPU-driver kernel: the direct kernel with one row per invocation and more
+     * columns per workgroup, instead of a tile whose clamped rows would repeat the
+     * same work. */
     static const vkf_matmul_tiles skinny = {.workgroup = 64, .bm = 1, .bn = 256, .bk = 1, .tm = 1, .tn = 4};
-    if (ctx->tuning.matmul_variant == VKF_VARIANT_MATMUL_DIRECT && d->m < t->tm &&
-        skinny.workgroup <= ctx->info.max_workgroup_invocations)
+    if (family == VKF_VARIANT_MATMUL_SUBGROUP && d->m < t->tm && cpu_direct.workgroup <= ctx->info.max_workgroup_invocations) {
+        family = VKF_VARIANT_MATMUL_DIRECT;
+        t = &cpu_direct;
+    }
+    if (family == VKF_VARIANT_MATMUL_DIRECT && d->m < t->tm && skinny.workgroup <= ctx->info.max_workgroup_invocations)
         t = &skinny;
     if (b0 * b1 > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: batch count passes 2^32", fn);
     uint32_t groups[3] = {(uint32_t)vkf_div_up(d->n, t->bn), (uint32_t)vkf_div_up(d->m, t->bm), (uint32_t)(b0 * b1)};
     VKF_TRY(check_grid(ctx, groups, fn));
     const vkf_pipeline *pipe;
-    /* family x B's dtype x the activations' dtype */
-    static const vkf_variant_id variants[2][2][2] = {
+    /* family x the activations' dtype x B's dtype */
+    static const vkf_variant_id variants[3][2][2] = {
         {{VKF_VARIANT_MATMUL_DIRECT, VKF_VARIANT_MATMUL_DIRECT_F16B},
          {VKF_VARIANT_MATMUL_DIRECT_ACT16, VKF_VARIANT_MATMUL_DIRECT_ACT16_F16B}},
         {{VKF_VARIANT_MATMUL_TILED, VKF_VARIANT_MATMUL_TILED_F16B},
          {VKF_VARIANT_MATMUL_TILED_ACT16, VKF_VARIANT_MATMUL_TILED_ACT16_F16B}},
+        {{VKF_VARIANT_MATMUL_SUBGROUP, VKF_VARIANT_MATMUL_SUBGROUP_F16B},
+         {VKF_VARIANT_MATMUL_SUBGROUP_ACT16, VKF_VARIANT_MATMUL_SUBGROUP_ACT16_F16B}},
     };
-    vkf_variant_id variant = variants[ctx->tuning.matmul_variant == VKF_VARIANT_MATMUL_TILED]
-                                     [act == VKF_DTYPE_F16][d->b.tensor->dtype == VKF_DTYPE_F16];
+    int f = family == VKF_VARIANT_MATMUL_TILED ? 1 : family == VKF_VARIANT_MATMUL_SUBGROUP ? 2 : 0;
+    vkf_variant_id variant = variants[f][act == VKF_DTYPE_F16][d->b.tensor->dtype == VKF_DTYPE_F16];
     VKF_TRY(vkf_pipeline_get(ctx, variant, (const uint32_t *)t, 6, &pipe));
     vkf_binding b[5] = {
         {d->a.tensor, VKF_READ},

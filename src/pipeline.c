@@ -94,6 +94,19 @@ static const uint32_t spirv_lsh_combine[] =
 #include "attention_lsh_combine.spv.h"
     ;
 
+static const uint32_t spirv_matmul_subgroup[] =
+#include "matmul_subgroup.spv.h"
+    ;
+static const uint32_t spirv_matmul_subgroup_f16b[] =
+#include "matmul_subgroup_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_subgroup_act16[] =
+#include "matmul_subgroup_act16.spv.h"
+    ;
+static const uint32_t spirv_matmul_subgroup_act16_f16b[] =
+#include "matmul_subgroup_act16_f16b.spv.h"
+    ;
+
 /* One line per variant: name, SPIR-V, storage-buffer bindings, push-constant bytes. */
 static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_TILED] = {"matmul_tiled", spirv_matmul_tiled, sizeof spirv_matmul_tiled, 5, sizeof(vkf_push_matmul)},
@@ -124,6 +137,10 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_LSH_SORT] = {"attention_lsh_sort", spirv_lsh_sort, sizeof spirv_lsh_sort, 2, sizeof(vkf_push_lsh_sort)},
     [VKF_VARIANT_LSH_ATTEND] = {"attention_lsh_attend", spirv_lsh_attend, sizeof spirv_lsh_attend, 6, sizeof(vkf_push_lsh_attend)},
     [VKF_VARIANT_LSH_COMBINE] = {"attention_lsh_combine", spirv_lsh_combine, sizeof spirv_lsh_combine, 2, sizeof(vkf_push_lsh_combine)},
+    [VKF_VARIANT_MATMUL_SUBGROUP] = {"matmul_subgroup", spirv_matmul_subgroup, sizeof spirv_matmul_subgroup, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_SUBGROUP_F16B] = {"matmul_subgroup_f16b", spirv_matmul_subgroup_f16b, sizeof spirv_matmul_subgroup_f16b, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_SUBGROUP_ACT16] = {"matmul_subgroup_act16", spirv_matmul_subgroup_act16, sizeof spirv_matmul_subgroup_act16, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_SUBGROUP_ACT16_F16B] = {"matmul_subgroup_act16_f16b", spirv_matmul_subgroup_act16_f16b, sizeof spirv_matmul_subgroup_act16_f16b, 5, sizeof(vkf_push_matmul)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }

@@ -109,6 +109,7 @@ static bool parse_tune_file(vkf_context *ctx, json_t *root, vkf_variant_id *out_
     }
     if (strcmp(json_string_value(kernel), "matmul_direct") == 0) *out_variant = VKF_VARIANT_MATMUL_DIRECT;
     else if (strcmp(json_string_value(kernel), "matmul_tiled") == 0) *out_variant = VKF_VARIANT_MATMUL_TILED;
+    else if (strcmp(json_string_value(kernel), "matmul_subgroup") == 0) *out_variant = VKF_VARIANT_MATMUL_SUBGROUP;
     else {
         snprintf(why, why_capacity, "unknown matmul kernel \"%s\"", json_string_value(kernel));
         return false;
@@ -342,15 +343,20 @@ typedef struct matmul_candidate {
 
 #define MM(v, wg, bm_, bn_, bk_, tm_, tn_)                                                                     \
     {VKF_VARIANT_MATMUL_##v, {.workgroup = wg, .bm = bm_, .bn = bn_, .bk = bk_, .tm = tm_, .tn = tn_}}
-/* Candidates for CPU drivers: mostly the direct kernel (no shared memory). */
+/* matmul_subgroup: bm x bn per workgroup, tm x tn per lane; the workgroup and bk
+ * (the subgroup size) are filled in for the device being tuned. */
+#define MMS(bm_, bn_, tm_, tn_) {VKF_VARIANT_MATMUL_SUBGROUP, {.bm = bm_, .bn = bn_, .tm = tm_, .tn = tn_}}
+/* Candidates for CPU drivers: the kernels without shared memory. */
 static const matmul_candidate cpu_matmul[] = {
+    MMS(64, 128, 32, 4), MMS(64, 64, 32, 4),   MMS(64, 64, 16, 4),  MMS(128, 128, 32, 4),
+    MMS(64, 128, 16, 8), MMS(64, 64, 16, 2),   MMS(64, 96, 32, 3),
     MM(DIRECT, 64, 64, 64, 1, 8, 8),    MM(DIRECT, 64, 32, 32, 1, 4, 4),    MM(DIRECT, 64, 128, 64, 1, 16, 8),
     MM(DIRECT, 64, 64, 128, 1, 8, 16),  MM(DIRECT, 16, 32, 32, 1, 8, 8),    MM(DIRECT, 32, 64, 32, 1, 8, 8),
     MM(DIRECT, 128, 64, 128, 1, 8, 8),  MM(DIRECT, 16, 64, 16, 1, 16, 4),   MM(DIRECT, 64, 64, 32, 1, 8, 4),
     MM(TILED, 64, 64, 64, 16, 8, 8),
 };
 static const matmul_candidate cpu_matmul_quick[] = {
-    MM(DIRECT, 64, 64, 64, 1, 8, 8), MM(DIRECT, 64, 32, 32, 1, 4, 4), MM(TILED, 64, 64, 64, 16, 8, 8),
+    MMS(64, 128, 32, 4), MMS(64, 64, 16, 4), MM(DIRECT, 64, 64, 64, 1, 8, 8), MM(DIRECT, 64, 32, 32, 1, 4, 4), MM(TILED, 64, 64, 64, 16, 8, 8),
 };
 /* Candidates for GPUs: mostly the shared-memory kernel. */
 static const matmul_candidate gpu_matmul[] = {
@@ -363,6 +369,7 @@ static const matmul_candidate gpu_matmul_quick[] = {
     MM(TILED, 256, 64, 64, 16, 4, 4), MM(TILED, 64, 64, 64, 16, 8, 8), MM(DIRECT, 64, 64, 64, 1, 8, 8),
 };
 #undef MM
+#undef MMS
 
 static void tiles_label(const matmul_candidate *c, char *out, size_t cap)
 {
@@ -393,9 +400,14 @@ static vkf_status tune_matmul(tune_run *run, const uint32_t *sizes, uint32_t siz
     vkf_tuning builtin = ctx->tuning;
     size_t n = 0;
     cands[n++] = (matmul_candidate){builtin.matmul_variant, builtin.matmul};
-    for (size_t i = 0; i < count; i++)
-        if (list[i].variant != builtin.matmul_variant || memcmp(&list[i].t, &builtin.matmul, sizeof builtin.matmul) != 0)
-            cands[n++] = list[i];
+    for (size_t i = 0; i < count; i++) {
+        matmul_candidate c = list[i];
+        if (c.variant == VKF_VARIANT_MATMUL_SUBGROUP &&
+            !vkf_matmul_subgroup_tiles(&ctx->info, c.t.bm, c.t.bn, c.t.tm, c.t.tn, &c.t))
+            continue; /* no shuffles, or not this subgroup size */
+        if (c.variant != builtin.matmul_variant || memcmp(&c.t, &builtin.matmul, sizeof builtin.matmul) != 0)
+            cands[n++] = c;
+    }
 
     matmul_case cases[4], odd;
     vkf_status st = VKF_OK;

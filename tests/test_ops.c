@@ -522,13 +522,20 @@ static void test_act16(vkf_context *ctx, const vkf_device_info *info)
     }
     static const vkf_matmul_tiles tiled = {.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
     static const vkf_matmul_tiles direct = {.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
+    /* one subgroup's rows per lane-row block, so that 37 and 70 rows use it */
+    vkf_matmul_tiles subgroup;
+    bool has_subgroup = vkf_matmul_subgroup_tiles(info, 2 * info->subgroup_size, 4 * info->subgroup_size,
+                                                  info->subgroup_size, 2, &subgroup);
     const struct {
         const char *name;
         vkf_variant_id variant;
         const vkf_matmul_tiles *tiles;
-    } families[] = {{"direct", VKF_VARIANT_MATMUL_DIRECT, &direct}, {"tiled", VKF_VARIANT_MATMUL_TILED, &tiled}};
+    } families[] = {{"direct", VKF_VARIANT_MATMUL_DIRECT, &direct},
+                    {"tiled", VKF_VARIANT_MATMUL_TILED, &tiled},
+                    {"subgroup", VKF_VARIANT_MATMUL_SUBGROUP, &subgroup}};
     uint64_t seed = 5000;
-    for (size_t f = 0; f < 2; f++) {
+    for (size_t f = 0; f < 3; f++) {
+        if (families[f].variant == VKF_VARIANT_MATMUL_SUBGROUP && !has_subgroup) continue;
         CHECK_OK(vkf_tuning_set_matmul(ctx, families[f].variant, families[f].tiles));
         for (int b16 = 0; b16 < 2; b16++) {
             run_matmul_act16(ctx, families[f].name, 37, 50, 64, b16, false, seed += 4);   /* vec4 loads */
@@ -604,29 +611,40 @@ static void test_tuning_choices(vkf_context *ctx)
         const char *name;
         vkf_device_type type;
         uint32_t vendor, subgroup, shared, max_wg;
+        bool shuffle;
+        vkf_variant_id want;
     } devices[] = {
-        {"NVIDIA H100-like", VKF_DEVICE_DISCRETE_GPU, 0x10de, 32, 49152, 1024},
-        {"AMD RDNA-like", VKF_DEVICE_DISCRETE_GPU, 0x1002, 64, 65536, 1024},
-        {"Intel Xe-like", VKF_DEVICE_INTEGRATED_GPU, 0x8086, 16, 65536, 1024},
-        {"small GPU", VKF_DEVICE_INTEGRATED_GPU, 0x13b5, 16, 16384, 128},
-        {"minimal limits", VKF_DEVICE_OTHER, 0x1234, 4, 16384, 128},
-        {"NVIDIA with little shared memory", VKF_DEVICE_DISCRETE_GPU, 0x10de, 32, 16384, 256},
-        {"CPU driver", VKF_DEVICE_CPU, 0x10005, 8, 32768, 1024},
+        {"NVIDIA H100-like", VKF_DEVICE_DISCRETE_GPU, 0x10de, 32, 49152, 1024, true, VKF_VARIANT_MATMUL_TILED},
+        {"AMD RDNA-like", VKF_DEVICE_DISCRETE_GPU, 0x1002, 64, 65536, 1024, true, VKF_VARIANT_MATMUL_TILED},
+        {"Intel Xe-like", VKF_DEVICE_INTEGRATED_GPU, 0x8086, 16, 65536, 1024, true, VKF_VARIANT_MATMUL_TILED},
+        {"small GPU", VKF_DEVICE_INTEGRATED_GPU, 0x13b5, 16, 16384, 128, false, VKF_VARIANT_MATMUL_TILED},
+        {"minimal limits", VKF_DEVICE_OTHER, 0x1234, 4, 16384, 128, false, VKF_VARIANT_MATMUL_TILED},
+        {"NVIDIA with little shared memory", VKF_DEVICE_DISCRETE_GPU, 0x10de, 32, 16384, 256, true, VKF_VARIANT_MATMUL_TILED},
+        {"lavapipe-like", VKF_DEVICE_CPU, 0x10005, 8, 32768, 1024, true, VKF_VARIANT_MATMUL_SUBGROUP},
+        {"lavapipe-like, AVX-512 lanes", VKF_DEVICE_CPU, 0x10005, 16, 32768, 1024, true, VKF_VARIANT_MATMUL_SUBGROUP},
+        {"Mesa CPU driver without shuffles", VKF_DEVICE_CPU, 0x10005, 8, 32768, 1024, false, VKF_VARIANT_MATMUL_DIRECT},
+        {"Mesa CPU driver with 32 invocations", VKF_DEVICE_CPU, 0x10005, 8, 32768, 32, true, VKF_VARIANT_MATMUL_DIRECT},
+        {"SwiftShader-like", VKF_DEVICE_CPU, 0x1ae0, 4, 16384, 256, true, VKF_VARIANT_MATMUL_DIRECT},
     };
     for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
         vkf_device_info d = {0};
         d.type = devices[i].type, d.vendor_id = devices[i].vendor, d.subgroup_size = devices[i].subgroup;
         d.max_shared_memory = devices[i].shared, d.max_workgroup_invocations = devices[i].max_wg;
         d.max_workgroup_size[0] = d.max_workgroup_size[1] = devices[i].max_wg, d.max_workgroup_size[2] = 64;
+        d.subgroup_shuffle = devices[i].shuffle;
         vkf_tuning t;
         vkf_tuning_for_device(&d, &t);
         const vkf_matmul_tiles *m = &t.matmul;
         bool tiled = t.matmul_variant == VKF_VARIANT_MATMUL_TILED;
         fprintf(stderr, "tiles for %s: %s workgroup %u, %ux%u, bk %u, %ux%u per invocation\n", devices[i].name,
-                tiled ? "tiled" : "direct", m->workgroup, m->bm, m->bn, m->bk, m->tm, m->tn);
-        CHECK(tiled == (devices[i].type != VKF_DEVICE_CPU));
+                vkf_variant(t.matmul_variant)->name, m->workgroup, m->bm, m->bn, m->bk, m->tm, m->tn);
+        CHECK(t.matmul_variant == devices[i].want);
         CHECK(m->workgroup >= 1 && m->workgroup <= devices[i].max_wg);
-        CHECK(m->bm % m->tm == 0 && m->bn % m->tn == 0 && (m->bm / m->tm) * (m->bn / m->tn) == m->workgroup);
+        if (t.matmul_variant == VKF_VARIANT_MATMUL_SUBGROUP)
+            CHECK(m->bk == devices[i].subgroup && m->tm % m->bk == 0 && m->bm % m->tm == 0 &&
+                  m->bn % (m->bk * m->tn) == 0 && (m->bm / m->tm) * (m->bn / (m->bk * m->tn)) * m->bk == m->workgroup);
+        else
+            CHECK(m->bm % m->tm == 0 && m->bn % m->tn == 0 && (m->bm / m->tm) * (m->bn / m->tn) == m->workgroup);
         CHECK(!tiled || (m->bm + m->bn) * m->bk * 4 <= devices[i].shared);
         CHECK(t.row_workgroup >= 1 && t.row_workgroup <= devices[i].max_wg);
         CHECK(t.elementwise_workgroup >= 1 && t.elementwise_workgroup <= devices[i].max_wg);
@@ -649,6 +667,11 @@ int main(void)
     vkf_matmul_tiles tiled_small = {.workgroup = 64, .bm = 32, .bn = 16, .bk = 8, .tm = 2, .tn = 4};
     vkf_matmul_tiles direct = {.workgroup = 64, .bm = 64, .bn = 32, .bk = 1, .tm = 8, .tn = 4};
     vkf_matmul_tiles direct_small = {.workgroup = 32, .bm = 16, .bn = 16, .bk = 1, .tm = 2, .tn = 4};
+    /* the lavapipe built-in shape, and one row block of a subgroup with one column per lane */
+    vkf_matmul_tiles subgroup = {0}, subgroup_small = {0};
+    bool has_subgroup = vkf_matmul_subgroup_tiles(&info, 64, 128, 32, 4, &subgroup) &&
+                        vkf_matmul_subgroup_tiles(&info, 2 * info.subgroup_size, 2 * info.subgroup_size,
+                                                  info.subgroup_size, 1, &subgroup_small);
     struct {
         const char *name;
         vkf_variant_id variant;
@@ -658,8 +681,12 @@ int main(void)
         {"tiled-32x16", VKF_VARIANT_MATMUL_TILED, &tiled_small},
         {"direct-64x32", VKF_VARIANT_MATMUL_DIRECT, &direct},
         {"direct-16x16", VKF_VARIANT_MATMUL_DIRECT, &direct_small},
+        {"subgroup-64x128", VKF_VARIANT_MATMUL_SUBGROUP, &subgroup},
+        {"subgroup-small", VKF_VARIANT_MATMUL_SUBGROUP, &subgroup_small},
     };
+    if (!has_subgroup) fprintf(stderr, "no subgroup shuffles (or an odd subgroup size): matmul_subgroup not tested\n");
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+        if (families[f].variant == VKF_VARIANT_MATMUL_SUBGROUP && !has_subgroup) continue;
         vkf_status st = vkf_tuning_set_matmul(ctx, families[f].variant, families[f].tiles);
         if (st == VKF_ERROR_UNSUPPORTED) {
             fprintf(stderr, "skipping %s on this device: %s\n", families[f].name, vkf_last_error());

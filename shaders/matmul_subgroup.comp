@@ -1,0 +1,102 @@
+#version 450
+// C = act(alpha * A·Bᵀ + bias) + R for CPU Vulkan drivers (lavapipe). There, each
+// storage-buffer load with a per-lane address is a loop over the SIMD lanes, one
+// bounds-checked scalar fetch per lane, while a subgroup shuffle is a register move.
+// A subgroup of SG lanes computes TM rows × SG·TN columns of C: per K step a lane
+// fetches TM/SG rows of A and TN columns of B, and the rows of A reach the other
+// lanes by shuffles. A fetched value of A then feeds SG·TN products and one of B
+// feeds TM, against TN and TM for a lane-private tile (matmul_direct.comp).
+// The inner loops are [[unroll]]: Mesa's NIR does not unroll loops of 32
+// iterations by itself, and left rolled the arrays spill (5x slower on lavapipe).
+// Any m, n, k: rows/columns past the edge are clamped on load and skipped on
+// store; no lane exits early, as the shuffles read every lane.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+#include "matmul_push.glsl"
+#include "act.glsl"
+
+layout(local_size_x_id = 0) in;                 // = (BM / TM) * (BN / (SG * TN)) * SG
+layout(constant_id = 1) const uint BM = 32;
+layout(constant_id = 2) const uint BN = 32;
+layout(constant_id = 3) const uint SG = 8;      // the device's subgroup size (the tiles' "bk")
+layout(constant_id = 4) const uint TM = 8;      // rows of a subgroup; a multiple of SG
+layout(constant_id = 5) const uint TN = 2;      // columns of a lane
+
+layout(set = 0, binding = 0) readonly buffer BufA { ACT_T a[]; };
+layout(set = 0, binding = 0) readonly buffer BufA4 { ACT_T4 a4[]; };
+#ifdef B_F16
+#extension GL_EXT_shader_16bit_storage : require
+layout(set = 0, binding = 1) readonly buffer BufB { float16_t b[]; };
+layout(set = 0, binding = 1) readonly buffer BufB4 { f16vec4 b4[]; };
+#else
+layout(set = 0, binding = 1) readonly buffer BufB { float b[]; };
+layout(set = 0, binding = 1) readonly buffer BufB4 { vec4 b4[]; };
+#endif
+layout(set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
+layout(set = 0, binding = 3) readonly buffer BufR { ACT_T res[]; };
+layout(set = 0, binding = 4) writeonly buffer BufC { ACT_T c[]; };
+
+#include "matmul_epilogue.glsl"
+
+const uint RG = TM / SG;                        // rows of A each lane fetches
+
+void main()
+{
+    const uint lane = gl_SubgroupInvocationID;
+    const uint sg = gl_SubgroupID;
+    const uint sx = sg % (BN / (SG * TN)), sy = sg / (BN / (SG * TN));
+    const uint z = gl_WorkGroupID.z;
+    const uint b0 = z / pc.batch_inner, b1 = z % pc.batch_inner;
+    const uint row0 = gl_WorkGroupID.y * BM + sy * TM;
+    const uint col0 = gl_WorkGroupID.x * BN + sx * SG * TN;
+    const uint a_base = pc.a_offset + b0 * pc.a_batch0 + b1 * pc.a_batch1;
+    const uint b_base = pc.b_offset + b0 * pc.b_batch0 + b1 * pc.b_batch1;
+
+    uint a_rows[RG], b_cols[TN];                // this lane's rows of A (row0 + lane + SG*g), columns of C
+    [[unroll]] for (uint g = 0; g < RG; g++) a_rows[g] = a_base + min(row0 + lane + SG * g, pc.m - 1u) * pc.a_row;
+    float acc[TM * TN];
+    [[unroll]] for (uint i = 0; i < TM * TN; i++) acc[i] = 0.0;
+
+    if ((pc.flags & FLAG_VEC4) != 0u) {
+        [[unroll]] for (uint j = 0; j < TN; j++) b_cols[j] = b_base + min(col0 + lane + SG * j, pc.n - 1u) * pc.b_row;
+        for (uint kk = 0; kk < pc.k; kk += 4u) {
+            vec4 ra[RG], rb[TN];
+            [[unroll]] for (uint g = 0; g < RG; g++) ra[g] = vec4(a4[(a_rows[g] + kk) >> 2]);
+            [[unroll]] for (uint j = 0; j < TN; j++) rb[j] = vec4(b4[(b_cols[j] + kk) >> 2]);
+            [[unroll]] for (uint q = 0; q < 4; q++)
+                [[unroll]] for (uint i = 0; i < TM; i++) {
+                    float av = subgroupShuffle(ra[i / SG][q], i % SG);
+                    [[unroll]] for (uint j = 0; j < TN; j++) acc[i * TN + j] += av * rb[j][q];
+                }
+        }
+    } else {
+        // Scalar loads: B (n, k) with unaligned rows, or B (k, n).
+        bool kn = (pc.flags & FLAG_B_KN) != 0u;
+        uint b_step = kn ? pc.b_row : 1u;
+        [[unroll]] for (uint j = 0; j < TN; j++) {
+            uint col = min(col0 + lane + SG * j, pc.n - 1u);
+            b_cols[j] = b_base + (kn ? col : col * pc.b_row);
+        }
+        for (uint kk = 0; kk < pc.k; kk++) {
+            float ra[RG], rb[TN];
+            [[unroll]] for (uint g = 0; g < RG; g++) ra[g] = float(a[a_rows[g] + kk]);
+            [[unroll]] for (uint j = 0; j < TN; j++) rb[j] = float(b[b_cols[j] + kk * b_step]);
+            [[unroll]] for (uint i = 0; i < TM; i++) {
+                float av = subgroupShuffle(ra[i / SG], i % SG);
+                [[unroll]] for (uint j = 0; j < TN; j++) acc[i * TN + j] += av * rb[j];
+            }
+        }
+    }
+
+    [[unroll]] for (uint i = 0; i < TM; i++) {
+        uint row = row0 + i;
+        if (row >= pc.m) break;
+        [[unroll]] for (uint j = 0; j < TN; j++) {
+            uint col = col0 + lane + SG * j;
+            if (col < pc.n) store_output(b0, b1, row, col, acc[i * TN + j]);
+        }
+    }
+}
