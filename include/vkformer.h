@@ -372,6 +372,7 @@ typedef struct vkf_model_config {
     float embed_scale;
     int32_t pad_id, bos_id, eos_id;
     bool has_vocab;                     /* src_vocab and tgt_vocab present: text in and out */
+    vkf_dtype activations;              /* F32, or F16 as the load's precision decided */
 } vkf_model_config;
 
 /* Reads, validates and uploads a model file. Any inconsistency (missing or
@@ -382,13 +383,18 @@ typedef struct vkf_model_config {
 vkf_status vkf_model_load(vkf_context *context, const char *path, vkf_model **out_model);
 
 /* Storage precision (arithmetic and accumulation are fp32 throughout):
- * AUTO keeps the weights as the file holds them (F16 stays F16 where the device
- * has 16-bit storage, else it is widened), activations F32; F32 widens
- * everything; F16 stores every weight matrix and embedding as F16 (F32 and BF16
- * rounded to nearest even) and every activation (residual stream, projections,
- * attention inputs and outputs, KV cache, logits) as F16, and fails with
- * VKF_ERROR_UNSUPPORTED on a device without 16-bit storage. Biases and norms stay
- * F32. With F16, dense-naive and lsh (no F16 form) and head_dim > 256 are refused. */
+ * AUTO is F16 on a GPU (integrated, discrete or virtual) with 16-bit storage when
+ * the model's head_dim fits the fused kernels. Elsewhere (CPU drivers, devices
+ * without 16-bit storage) it keeps the weights as the file holds them (F16 stays
+ * F16 where the device has 16-bit storage, else it is widened) with F32
+ * activations. vkf_model_get_config says which in `activations`;
+ * VKFORMER_AUTO_PRECISION=f16|f32 in the environment overrides the device rule.
+ * F32 widens everything. F16 stores every weight matrix and embedding as F16 (F32
+ * and BF16 rounded to nearest even) and every activation (residual stream,
+ * projections, attention inputs and outputs, KV cache, logits) as F16, and fails
+ * with VKF_ERROR_UNSUPPORTED on a device without 16-bit storage. Biases and norms
+ * stay F32. With F16, dense-naive and lsh (no F16 form) and head_dim > 256 are
+ * refused. */
 typedef enum vkf_precision {
     VKF_PRECISION_AUTO = 0,
     VKF_PRECISION_F32 = 1,

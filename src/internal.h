@@ -171,6 +171,10 @@ void vkf_tuning_for_device(const vkf_device_info *info, vkf_tuning *out);
  * do not divide. */
 bool vkf_matmul_subgroup_tiles(const vkf_device_info *d, uint32_t bm, uint32_t bn, uint32_t tm, uint32_t tn,
                                vkf_matmul_tiles *out);
+/* What precision AUTO means on this device (model.c): true for F16 weights and
+ * activations (GPUs with 16-bit storage), false for the file's weights with F32
+ * activations. */
+bool vkf_auto_precision_f16(const vkf_device_info *info, bool storage_16bit);
 /* ctx->tuning = the built-in tiles for ctx's device. */
 void vkf_tuning_choose(vkf_context *ctx);
 /* Replaces the matmul kernel family and tiles (tests, `vkformer tune`); checks them

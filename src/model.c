@@ -107,6 +107,7 @@ struct vkf_model {
     attn_choice cross_attn;             /* decoder cross-attention */
     uint64_t seed;                      /* bigbird's random blocks, lsh's rotations, lowrank's projection */
     vkf_dtype act;                      /* activations: F32, or F16 with precision f16 */
+    bool precision_auto_f16;            /* act is F16 because AUTO chose it */
     float *lr_file[2];                  /* lowrank.self_proj / cross_proj from the file, (K, max_len), or NULL */
     uint32_t lr_file_rank[2];
     const vkf_cmd *last_forward;        /* borrowed from plans */
@@ -555,6 +556,16 @@ vkf_status vkf_model_load(vkf_context *ctx, const char *path, vkf_model **out_mo
     return vkf_model_load_with(ctx, path, NULL, out_model);
 }
 
+bool vkf_auto_precision_f16(const vkf_device_info *info, bool storage_16bit)
+{
+    /* GPUs move half the bytes with F16 (not yet measured on one). CPU drivers keep
+     * F32: on lavapipe the base preset measured mixed, forward 256-341 ms F32
+     * against 221-224 ms F16 but the decode step 24.4-25.9 against 25.9-29.3 ms. */
+    bool gpu = info->type == VKF_DEVICE_DISCRETE_GPU || info->type == VKF_DEVICE_INTEGRATED_GPU ||
+               info->type == VKF_DEVICE_VIRTUAL_GPU;
+    return gpu && storage_16bit;
+}
+
 vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_model_load_options *options,
                                vkf_model **out_model)
 {
@@ -571,10 +582,28 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
     vkf_model *m = calloc(1, sizeof *m);
     if (!m) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a model");
     m->ctx = ctx;
-    m->act = precision == VKF_PRECISION_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
     loader L = {.m = m, .precision = precision};
     vkf_status st = vkf_st_open(path, &L.file);
     if (st == VKF_OK) st = parse_config(m, vkf_st_metadata(L.file, "vkformer.config"));
+    /* VKFORMER_AUTO_PRECISION=f16|f32 overrides what auto means on this device
+     * (tests run the GPU choice on lavapipe with it); f16 still needs 16-bit storage. */
+    const char *auto_env = getenv("VKFORMER_AUTO_PRECISION");
+    bool auto_f16 = auto_env && strcmp(auto_env, "f16") == 0   ? ctx->storage_16bit
+                    : auto_env && strcmp(auto_env, "f32") == 0 ? false
+                                                               : vkf_auto_precision_f16(&ctx->info, ctx->storage_16bit);
+    if (st == VKF_OK && precision == VKF_PRECISION_AUTO && auto_f16) {
+        if (m->cfg.d_model / m->cfg.n_heads <= VKF_ATTENTION_MAX_HEAD_DIM) {
+            precision = L.precision = VKF_PRECISION_F16;
+            m->precision_auto_f16 = true;
+            vkf_log(ctx, VKF_LOG_INFO, "precision auto: F16 weights and activations on \"%s\"%s (f32 to keep F32)",
+                    ctx->info.name, auto_env ? " (VKFORMER_AUTO_PRECISION)" : ", a GPU with 16-bit storage");
+        } else {
+            vkf_log(ctx, VKF_LOG_INFO, "precision auto: F32 activations, as head_dim %u passes the F16 kernels' %u",
+                    m->cfg.d_model / m->cfg.n_heads, VKF_ATTENTION_MAX_HEAD_DIM);
+        }
+    }
+    m->act = precision == VKF_PRECISION_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+    m->cfg.activations = m->act;
     if (st == VKF_OK) {
         m->enc = calloc(m->cfg.n_encoder_layers, sizeof *m->enc);
         m->dec = calloc(m->cfg.n_decoder_layers, sizeof *m->dec);
@@ -1359,9 +1388,10 @@ vkf_status vkf_model_set_attention(vkf_model *m, const char *self_attention, con
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "\"%s\" needs the fused kernels, which take head_dim up to %u (this model: %u)",
                         fused_only, VKF_ATTENTION_MAX_HEAD_DIM, hd);
     if (m->act == VKF_DTYPE_F16 && (self.kind == VKF_ATTN_NAIVE || self.kind == VKF_ATTN_LSH || cross.kind == VKF_ATTN_NAIVE))
-        return vkf_fail(VKF_ERROR_UNSUPPORTED, "\"%s\" has no F16 form (the model was loaded with precision f16); use "
-                        "dense, local, strided, bigbird or lowrank, or load with f32 or auto",
-                        self.kind == VKF_ATTN_FUSED || self.kind == VKF_ATTN_LOWRANK ? cross_attention : self_attention);
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "\"%s\" has no F16 form (the model was loaded with precision f16%s); use "
+                        "dense, local, strided, bigbird or lowrank, or load with f32",
+                        self.kind == VKF_ATTN_FUSED || self.kind == VKF_ATTN_LOWRANK ? cross_attention : self_attention,
+                        m->precision_auto_f16 ? ", which auto chose on this device" : "");
     if (memcmp(&self, &m->self_attn, sizeof self) == 0 && memcmp(&cross, &m->cross_attn, sizeof cross) == 0) return VKF_OK;
     drop_plans(m);
     m->self_attn = self;

@@ -59,7 +59,7 @@ for i, dev in enumerate(devices):
     assert uint(dev["subgroup_size"], 1), where + ": subgroup_size"
     assert uint(dev["max_shared_memory"], 1), where + ": max_shared_memory"
     assert uint(dev["max_workgroup_invocations"], 64), where + ": max_workgroup_invocations"
-    for key in ("storage_16bit", "float16", "int8", "cooperative_matrix"):
+    for key in ("storage_16bit", "float16", "int8", "cooperative_matrix", "subgroup_shuffle"):
         assert isinstance(dev[key], bool), where + ": " + key + " is not a boolean"
     assert uint(dev["max_storage_buffer_range"], 1), where + ": max_storage_buffer_range"
     assert uint(dev["max_memory_allocation_size"]), where + ": max_memory_allocation_size"
@@ -183,6 +183,47 @@ assert r["src_len"] == 5 and r["tgt_len"] == 4, r
 assert r["forward_ms"] > 0 and r["encode_ms"] > 0 and r["step_ms"] > 0 and r["peak_bytes"] > 0, r
 assert r["forward_ops"]["matmul"]["dispatches"] > 0 and r["step_ops"]["attention_decode"]["dispatches"] > 0, r
 PY
+
+# ------------------------------------------------------------------ precision auto
+
+# auto is F32 activations on CPU drivers; VKFORMER_AUTO_PRECISION=f16 makes it
+# choose as on a GPU: F16 where the device has 16-bit storage, and F32 again for a
+# variant without F16 kernels (lsh).
+DEMO=$(dirname "$0")/../models/demo.safetensors
+fwd() { # fwd OUT.npy [env...] -- [options...]
+    out=$1
+    shift
+    run 0 env "$@" "$VKFORMER" forward --model "$DEMO" --src 5,6,7,8,9 --tgt 1,5,6 --out "$out" $opts
+}
+run 0 "$VKFORMER" info --json
+if "$PYTHON" -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j["devices"][j["default"]]["storage_16bit"] else 1)' "$TMP/out"; then
+    has16=1
+else
+    has16=
+fi
+opts=""
+fwd "$TMP/auto.npy" VKFORMER_AUTO_PRECISION=
+fwd "$TMP/auto32.npy" VKFORMER_AUTO_PRECISION=f32
+fwd "$TMP/auto16.npy" VKFORMER_AUTO_PRECISION=f16
+opts="--precision f32"
+fwd "$TMP/f32.npy" VKFORMER_AUTO_PRECISION=f16
+if [ -n "$has16" ]; then
+    opts="--precision f16"
+    fwd "$TMP/f16.npy" VKFORMER_AUTO_PRECISION=
+    cmp -s "$TMP/auto16.npy" "$TMP/f16.npy" || fail "auto chosen as f16 differs from --precision f16"
+    cmp -s "$TMP/auto16.npy" "$TMP/auto.npy" && fail "auto chosen as f16 gave the F32 logits"
+else
+    cmp -s "$TMP/auto16.npy" "$TMP/auto.npy" || fail "auto chosen as f16 without 16-bit storage differs from auto"
+fi
+cmp -s "$TMP/auto.npy" "$TMP/auto32.npy" || fail "auto on a CPU driver differs from auto chosen as f32"
+opts="--attention lsh:2:4"
+fwd "$TMP/lsh_auto16.npy" VKFORMER_AUTO_PRECISION=f16
+opts="--attention lsh:2:4 --precision f32"
+fwd "$TMP/lsh_f32.npy" VKFORMER_AUTO_PRECISION=
+cmp -s "$TMP/lsh_auto16.npy" "$TMP/lsh_f32.npy" || fail "lsh with auto chosen as f16 is not the F32 model"
+opts="--attention lsh:2:4 --precision f16"
+[ -n "$has16" ] && { run 1 "$VKFORMER" forward --model "$DEMO" --src 5,6,7 --tgt 1 --out "$TMP/x.npy" $opts;
+    grep -q "no F16 form" "$TMP/err" || fail "lsh with --precision f16: no message naming it"; }
 
 # ------------------------------------------------------------------ linking
 

@@ -16,6 +16,7 @@
  *  (g) text calls on a model without vocabularies fail with VKF_ERROR_UNSUPPORTED.
  * Parity with PyTorch itself is tests/test_parity.py's job. */
 #include "harness.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -539,6 +540,58 @@ static void test_load_errors(vkf_context *ctx, const char *dir)
     vkf_model_destroy(NULL);
 }
 
+/* What precision auto means: F32 activations on CPU drivers; F16 where the
+ * device's choice (or VKFORMER_AUTO_PRECISION=f16) says so and it has 16-bit
+ * storage, and then the variants without F16 kernels are refused with a message. */
+static void test_auto_precision(vkf_context *ctx, const char *path)
+{
+    vkf_device_info info;
+    CHECK_OK(vkf_context_device_info(ctx, &info));
+    vkf_model_config c;
+    vkf_model *m = NULL;
+    CHECK_OK(vkf_model_load(ctx, path, &m));
+    if (m) {
+        CHECK_OK(vkf_model_get_config(m, &c));
+        CHECK(c.activations == (vkf_auto_precision_f16(&info, info.storage_16bit) ? VKF_DTYPE_F16 : VKF_DTYPE_F32));
+        CHECK(info.type != VKF_DEVICE_CPU || c.activations == VKF_DTYPE_F32);
+        vkf_model_destroy(m);
+    }
+    vkf_model_load_options f32 = {.precision = VKF_PRECISION_F32};
+    setenv("VKFORMER_AUTO_PRECISION", "f16", 1);
+    CHECK_OK(vkf_model_load(ctx, path, &m));
+    if (m) {
+        CHECK_OK(vkf_model_get_config(m, &c));
+        CHECK(c.activations == (info.storage_16bit ? VKF_DTYPE_F16 : VKF_DTYPE_F32));
+        if (info.storage_16bit) CHECK_FAIL(vkf_model_set_attention(m, "lsh:1:4", "dense"), VKF_ERROR_UNSUPPORTED, "auto chose");
+        else CHECK_OK(vkf_model_set_attention(m, "lsh:1:4", "dense"));
+        CHECK_OK(vkf_model_set_attention(m, "local:4", "dense"));
+        vkf_model_destroy(m);
+    }
+    /* explicit precision is not overridden */
+    CHECK_OK(vkf_model_load_with(ctx, path, &f32, &m));
+    if (m) {
+        CHECK_OK(vkf_model_get_config(m, &c));
+        CHECK(c.activations == VKF_DTYPE_F32);
+        vkf_model_destroy(m);
+    }
+    setenv("VKFORMER_AUTO_PRECISION", "f32", 1);
+    CHECK_OK(vkf_model_load(ctx, path, &m));
+    if (m) {
+        CHECK_OK(vkf_model_get_config(m, &c));
+        CHECK(c.activations == VKF_DTYPE_F32);
+        vkf_model_destroy(m);
+    }
+    unsetenv("VKFORMER_AUTO_PRECISION");
+    /* the device rule: GPUs with 16-bit storage */
+    vkf_device_info d = {0};
+    for (int type = VKF_DEVICE_OTHER; type <= VKF_DEVICE_CPU; type++)
+        for (int s16 = 0; s16 < 2; s16++) {
+            d.type = (vkf_device_type)type;
+            bool gpu = type == VKF_DEVICE_INTEGRATED_GPU || type == VKF_DEVICE_DISCRETE_GPU || type == VKF_DEVICE_VIRTUAL_GPU;
+            CHECK(vkf_auto_precision_f16(&d, s16) == (gpu && s16));
+        }
+}
+
 static void test_config(vkf_model *model, const model_spec *spec)
 {
     vkf_model_config c;
@@ -611,6 +664,7 @@ int main(int argc, char **argv)
         test_text_unsupported(model);
         vkf_model_destroy(model);
         if (k == 0) test_eos(ctx, path);
+        if (k == 0) test_auto_precision(ctx, path);
         free(path);
     }
     test_load_errors(ctx, dir);

@@ -338,7 +338,10 @@ static int write_plot(const bench_opts *o, const shape *s, const result *res, si
 static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *const *names, size_t n_names)
 {
     vkf_model *model;
-    vkf_status st = vkf_model_load(ctx, o->model, &model);
+    /* Explicit precision: auto would choose F16 on GPUs, where dense-naive and lsh
+     * have no kernels. With --precision f16 those two are reported as skipped. */
+    vkf_model_load_options load = {.precision = o->f16 ? VKF_PRECISION_F16 : VKF_PRECISION_F32};
+    vkf_status st = vkf_model_load_with(ctx, o->model, &load, &model);
     if (st != VKF_OK) {
         fprintf(stderr, "vkformer: %s\n", vkf_last_error());
         return EXIT_ERROR;

@@ -68,8 +68,8 @@ static const char usage_text[] =
     "  dense | dense-naive | local:W | strided:W:S | bigbird:B:G:R | lsh:H:C | lowrank:K\n"
     "--cross-attention dense|dense-naive|lowrank:K, --seed N (bigbird, lsh, lowrank), and\n"
     "--verbose (say where a variant does not apply and what runs instead), and\n"
-    "--precision auto|f32|f16 (storage: auto keeps the file's weights, f32 activations; f16 stores\n"
-    "weights and activations as F16 and needs 16-bit storage)\n"
+    "--precision auto|f32|f16 (storage: f16 stores weights and activations as F16 and needs 16-bit\n"
+    "storage; auto is f16 on GPUs that have it, else the file's weights with f32 activations)\n"
     "common options: --device INDEX|NAME-SUBSTRING, --max-device-memory BYTES (cap on tensors)\n";
 
 typedef struct options {
@@ -203,12 +203,13 @@ static void print_device_json(const vkf_device_info *d, bool is_default)
     json_string(d->driver_name);
     printf(",\"driver_info\":");
     json_string(d->driver_info);
-    printf(",\"subgroup_size\":%u,\"max_shared_memory\":%u,\"max_workgroup_invocations\":%u,"
+    printf(",\"subgroup_size\":%u,\"subgroup_shuffle\":%s,\"max_shared_memory\":%u,\"max_workgroup_invocations\":%u,"
            "\"max_workgroup_size\":[%u,%u,%u],\"max_workgroup_count\":[%u,%u,%u],\"max_push_constants\":%u,"
            "\"storage_16bit\":%s,\"float16\":%s,\"int8\":%s,\"cooperative_matrix\":%s,\"timestamps\":%s,"
            "\"timestamp_period_ns\":%g,\"max_storage_buffer_range\":%llu,\"max_memory_allocation_size\":%llu,"
            "\"unified_memory\":%s,\"heaps\":[",
-           d->subgroup_size, d->max_shared_memory, d->max_workgroup_invocations, d->max_workgroup_size[0],
+           d->subgroup_size, d->subgroup_shuffle ? "true" : "false", d->max_shared_memory, d->max_workgroup_invocations,
+           d->max_workgroup_size[0],
            d->max_workgroup_size[1], d->max_workgroup_size[2], d->max_workgroup_count[0], d->max_workgroup_count[1],
            d->max_workgroup_count[2], d->max_push_constants, d->storage_16bit ? "true" : "false",
            d->float16 ? "true" : "false", d->int8 ? "true" : "false", d->cooperative_matrix ? "true" : "false",
@@ -228,7 +229,7 @@ static void print_device_text(const vkf_device_info *d, bool is_default)
     printf("  Vulkan                      %u.%u.%u\n", d->api_version >> 22, (d->api_version >> 12) & 0x3ff,
            d->api_version & 0xfff);
     printf("  driver                      %s %s (version 0x%x)\n", d->driver_name, d->driver_info, d->driver_version);
-    printf("  subgroup size               %u\n", d->subgroup_size);
+    printf("  subgroup size               %u%s\n", d->subgroup_size, d->subgroup_shuffle ? " (shuffles)" : "");
     printf("  shared memory / workgroup   %u bytes\n", d->max_shared_memory);
     printf("  workgroup invocations       %u (size %u x %u x %u)\n", d->max_workgroup_invocations,
            d->max_workgroup_size[0], d->max_workgroup_size[1], d->max_workgroup_size[2]);
@@ -711,6 +712,34 @@ static bool parse_precision(const char *text, vkf_precision *out)
     return true;
 }
 
+/* Loads the model with --precision, then --seed and --attention. When auto chose
+ * F16 (GPUs) and the attention variant has no F16 kernels (dense-naive, lsh), the
+ * model is loaded again with F32. */
+static vkf_status load_model(vkf_context *ctx, const char *path, const options *o, vkf_model **out_model)
+{
+    vkf_status st = vkf_model_load_with(ctx, path, &o->load, out_model);
+    if (st != VKF_OK) return st;
+    st = vkf_model_set_seed(*out_model, o->seed);
+    if (st == VKF_OK) st = vkf_model_set_attention(*out_model, o->attention, o->cross_attention);
+    vkf_model_config c;
+    if (st == VKF_ERROR_UNSUPPORTED && o->load.precision == VKF_PRECISION_AUTO &&
+        vkf_model_get_config(*out_model, &c) == VKF_OK && c.activations == VKF_DTYPE_F16) {
+        if (o->verbose) fprintf(stderr, "vkformer: %s; loading with precision f32\n", vkf_last_error());
+        vkf_model_destroy(*out_model);
+        vkf_model_load_options f32 = o->load;
+        f32.precision = VKF_PRECISION_F32;
+        st = vkf_model_load_with(ctx, path, &f32, out_model);
+        if (st != VKF_OK) return st;
+        st = vkf_model_set_seed(*out_model, o->seed);
+        if (st == VKF_OK) st = vkf_model_set_attention(*out_model, o->attention, o->cross_attention);
+    }
+    if (st != VKF_OK) {
+        vkf_model_destroy(*out_model); /* leaves the last error alone */
+        *out_model = NULL;
+    }
+    return st;
+}
+
 static int open_model(const options *o, vkf_context **out_ctx, vkf_model **out_model)
 {
     if (!o->model) {
@@ -719,12 +748,7 @@ static int open_model(const options *o, vkf_context **out_ctx, vkf_model **out_m
     }
     vkf_status st = open_context(o, out_ctx);
     if (st != VKF_OK) return fail(st);
-    st = vkf_model_load_with(*out_ctx, o->model, &o->load, out_model);
-    if (st == VKF_OK) {
-        st = vkf_model_set_seed(*out_model, o->seed);
-        if (st == VKF_OK) st = vkf_model_set_attention(*out_model, o->attention, o->cross_attention);
-        if (st != VKF_OK) vkf_model_destroy(*out_model);
-    }
+    st = load_model(*out_ctx, o->model, o, out_model);
     if (st != VKF_OK) {
         int code = fail(st);
         vkf_context_destroy(*out_ctx);
@@ -1181,9 +1205,7 @@ static int startup_once(const options *o, const char *model_path, const char *ca
     if (st != VKF_OK) return fail(st);
     double t1 = now_s();
     vkf_model *model = NULL;
-    st = vkf_model_load_with(ctx, model_path, &o->load, &model);
-    if (st == VKF_OK) st = vkf_model_set_seed(model, o->seed);
-    if (st == VKF_OK) st = vkf_model_set_attention(model, o->attention, o->cross_attention);
+    st = load_model(ctx, model_path, o, &model);
     double t2 = now_s();
     int code = 0;
     if (st == VKF_OK) {
