@@ -4,11 +4,8 @@
 // storage buffers (vec4 loads along K when the host says the views allow it).
 // Faster than shared-memory tiles on CPU Vulkan drivers, where every barrier is
 // paid for (see DESIGN.md). Any m, n, k: rows/columns past the edge are clamped
-// on load and skipped on store. The loops over the tile are [[unroll]], which
-// Mesa's NIR honours for spec-constant bounds: 17.5 against 11.6 GFLOP/s at
-// 1024^3 on lavapipe, where the rolled loops kept the tile in memory.
+// on load and skipped on store.
 #extension GL_GOOGLE_include_directive : require
-#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "matmul_push.glsl"
 #include "act.glsl"
@@ -51,47 +48,47 @@ void main()
     const uint b_base = pc.b_offset + b0 * pc.b_batch0 + b1 * pc.b_batch1;
 
     uint a_rows[TM], b_cols[TN];                // start of each row (A) / column (B)
-    [[unroll]] for (uint i = 0; i < TM; i++) a_rows[i] = a_base + min(row0 + i, pc.m - 1u) * pc.a_row;
+    for (uint i = 0; i < TM; i++) a_rows[i] = a_base + min(row0 + i, pc.m - 1u) * pc.a_row;
     float acc[TM * TN];
-    [[unroll]] for (uint i = 0; i < TM * TN; i++) acc[i] = 0.0;
+    for (uint i = 0; i < TM * TN; i++) acc[i] = 0.0;
 
     if ((pc.flags & FLAG_B_KN) != 0u) {
         // B (k, n): column j of Bᵀ is strided by b_row.
-        [[unroll]] for (uint j = 0; j < TN; j++) b_cols[j] = b_base + min(col0 + j, pc.n - 1u);
+        for (uint j = 0; j < TN; j++) b_cols[j] = b_base + min(col0 + j, pc.n - 1u);
         for (uint kk = 0; kk < pc.k; kk++) {
             float ra[TM], rb[TN];
-            [[unroll]] for (uint i = 0; i < TM; i++) ra[i] = float(a[a_rows[i] + kk]);
-            [[unroll]] for (uint j = 0; j < TN; j++) rb[j] = float(b[b_cols[j] + kk * pc.b_row]);
-            [[unroll]] for (uint i = 0; i < TM; i++)
-                [[unroll]] for (uint j = 0; j < TN; j++) acc[i * TN + j] += ra[i] * rb[j];
+            for (uint i = 0; i < TM; i++) ra[i] = float(a[a_rows[i] + kk]);
+            for (uint j = 0; j < TN; j++) rb[j] = float(b[b_cols[j] + kk * pc.b_row]);
+            for (uint i = 0; i < TM; i++)
+                for (uint j = 0; j < TN; j++) acc[i * TN + j] += ra[i] * rb[j];
         }
     } else {
-        [[unroll]] for (uint j = 0; j < TN; j++) b_cols[j] = b_base + min(col0 + j, pc.n - 1u) * pc.b_row;
+        for (uint j = 0; j < TN; j++) b_cols[j] = b_base + min(col0 + j, pc.n - 1u) * pc.b_row;
         uint k_vec = 0;
         if ((pc.flags & FLAG_VEC4) != 0u) {
             // Every row start is a multiple of 4 elements (checked on the host).
             k_vec = pc.k & ~3u;
             for (uint kk = 0; kk < k_vec; kk += 4u) {
                 vec4 ra[TM], rb[TN];
-                [[unroll]] for (uint i = 0; i < TM; i++) ra[i] = vec4(a4[(a_rows[i] + kk) >> 2]);
-                [[unroll]] for (uint j = 0; j < TN; j++) rb[j] = vec4(b4[(b_cols[j] + kk) >> 2]);
-                [[unroll]] for (uint i = 0; i < TM; i++)
-                    [[unroll]] for (uint j = 0; j < TN; j++) acc[i * TN + j] += dot(ra[i], rb[j]);
+                for (uint i = 0; i < TM; i++) ra[i] = vec4(a4[(a_rows[i] + kk) >> 2]);
+                for (uint j = 0; j < TN; j++) rb[j] = vec4(b4[(b_cols[j] + kk) >> 2]);
+                for (uint i = 0; i < TM; i++)
+                    for (uint j = 0; j < TN; j++) acc[i * TN + j] += dot(ra[i], rb[j]);
             }
         }
         for (uint kk = k_vec; kk < pc.k; kk++) {
             float ra[TM], rb[TN];
-            [[unroll]] for (uint i = 0; i < TM; i++) ra[i] = float(a[a_rows[i] + kk]);
-            [[unroll]] for (uint j = 0; j < TN; j++) rb[j] = float(b[b_cols[j] + kk]);
-            [[unroll]] for (uint i = 0; i < TM; i++)
-                [[unroll]] for (uint j = 0; j < TN; j++) acc[i * TN + j] += ra[i] * rb[j];
+            for (uint i = 0; i < TM; i++) ra[i] = float(a[a_rows[i] + kk]);
+            for (uint j = 0; j < TN; j++) rb[j] = float(b[b_cols[j] + kk]);
+            for (uint i = 0; i < TM; i++)
+                for (uint j = 0; j < TN; j++) acc[i * TN + j] += ra[i] * rb[j];
         }
     }
 
-    [[unroll]] for (uint i = 0; i < TM; i++) {
+    for (uint i = 0; i < TM; i++) {
         uint row = row0 + i;
         if (row >= pc.m) break;
-        [[unroll]] for (uint j = 0; j < TN; j++) {
+        for (uint j = 0; j < TN; j++) {
             uint col = col0 + j;
             if (col < pc.n) store_output(b0, b1, row, col, acc[i * TN + j]);
         }
