@@ -153,6 +153,10 @@ _Static_assert(sizeof(vkf_matmul_tiles) == 6 * sizeof(uint32_t), "spec constants
 typedef struct vkf_tuning {
     vkf_variant_id matmul_variant;
     vkf_matmul_tiles matmul;
+    /* Matmuls of fewer multiply-adds (m*n*k) than this run on the direct kernel
+     * instead of matmul_subgroup, whose compile time (about 120 ms on lavapipe)
+     * small models would pay at start-up for no gain. */
+    uint64_t matmul_min_macs;
     uint32_t row_workgroup;             /* softmax / layernorm invocations per row */
     uint32_t elementwise_workgroup;
     /* Fused-attention tiles from a tune file (tune.c), for head_dim
@@ -178,7 +182,9 @@ bool vkf_auto_precision_f16(const vkf_device_info *info, bool storage_16bit);
 /* ctx->tuning = the built-in tiles for ctx's device. */
 void vkf_tuning_choose(vkf_context *ctx);
 /* Replaces the matmul kernel family and tiles (tests, `vkformer tune`); checks them
- * against the device's limits. */
+ * against the device's limits. Sets matmul_min_macs to VKF_SUBGROUP_MIN_MACS for
+ * matmul_subgroup, else 0. */
+#define VKF_SUBGROUP_MIN_MACS (1ull << 24)
 vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const vkf_matmul_tiles *tiles);
 /* The tuned fused-attention tiles for head_dim (tune.c): true and *out_tiles
  * filled when a tune file gave tiles for this head_dim, else false. */

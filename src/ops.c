@@ -53,6 +53,7 @@ void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
          * direct kernel below: 11.6). On SwiftShader it is slower than the direct
          * kernel (0.5 against 0.8 GFLOP/s), hence Mesa only. */
         t->matmul_variant = VKF_VARIANT_MATMUL_SUBGROUP;
+        t->matmul_min_macs = VKF_SUBGROUP_MIN_MACS;
     } else if (cpu) {
         /* No shared memory and no barriers: measured 3-4x faster on lavapipe
          * (DESIGN.md). */
@@ -118,6 +119,7 @@ vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const
                         (m->bm + m->bn) * m->bk * 4, ctx->info.max_shared_memory);
     ctx->tuning.matmul_variant = variant;
     ctx->tuning.matmul = *m;
+    ctx->tuning.matmul_min_macs = variant == VKF_VARIANT_MATMUL_SUBGROUP ? VKF_SUBGROUP_MIN_MACS : 0;
     return VKF_OK;
 }
 
@@ -319,9 +321,11 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     /* Fewer rows than one invocation's (decode steps: one per sequence) on a
      * CPU-driver kernel: the direct kernel with one row per invocation and more
      * columns per workgroup, instead of a tile whose clamped rows would repeat the
-     * same work. */
+     * same work. Small matmuls leave matmul_subgroup for the direct kernel too. */
     static const vkf_matmul_tiles skinny = {.workgroup = 64, .bm = 1, .bn = 256, .bk = 1, .tm = 1, .tn = 4};
-    if (family == VKF_VARIANT_MATMUL_SUBGROUP && d->m < t->tm && cpu_direct.workgroup <= ctx->info.max_workgroup_invocations) {
+    if (family == VKF_VARIANT_MATMUL_SUBGROUP &&
+        (d->m < t->tm || (double)d->m * d->n * d->k * (double)(b0 * b1) < (double)ctx->tuning.matmul_min_macs) &&
+        cpu_direct.workgroup <= ctx->info.max_workgroup_invocations) {
         family = VKF_VARIANT_MATMUL_DIRECT;
         t = &cpu_direct;
     }

@@ -426,6 +426,7 @@ static vkf_status tune_matmul(tune_run *run, const uint32_t *sizes, uint32_t siz
             progress(run, "  %s: skipped (%s)", label, vkf_last_error());
             continue;
         }
+        ctx->tuning.matmul_min_macs = 0; /* the candidate itself on every case, the small odd one too */
         bool ok = true;
         double score = 0;
         vkf_status rs = matmul_measure(run, &odd, /*timed=*/false, &ok, &(double){0});

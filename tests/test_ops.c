@@ -537,6 +537,7 @@ static void test_act16(vkf_context *ctx, const vkf_device_info *info)
     for (size_t f = 0; f < 3; f++) {
         if (families[f].variant == VKF_VARIANT_MATMUL_SUBGROUP && !has_subgroup) continue;
         CHECK_OK(vkf_tuning_set_matmul(ctx, families[f].variant, families[f].tiles));
+        ctx->tuning.matmul_min_macs = 0;
         for (int b16 = 0; b16 < 2; b16++) {
             run_matmul_act16(ctx, families[f].name, 37, 50, 64, b16, false, seed += 4);   /* vec4 loads */
             run_matmul_act16(ctx, families[f].name, 5, 17, 19, b16, false, seed += 4);    /* odd sizes */
@@ -640,6 +641,7 @@ static void test_tuning_choices(vkf_context *ctx)
                 vkf_variant(t.matmul_variant)->name, m->workgroup, m->bm, m->bn, m->bk, m->tm, m->tn);
         CHECK(t.matmul_variant == devices[i].want);
         CHECK(m->workgroup >= 1 && m->workgroup <= devices[i].max_wg);
+        CHECK(t.matmul_min_macs == (t.matmul_variant == VKF_VARIANT_MATMUL_SUBGROUP ? VKF_SUBGROUP_MIN_MACS : 0));
         if (t.matmul_variant == VKF_VARIANT_MATMUL_SUBGROUP)
             CHECK(m->bk == devices[i].subgroup && m->tm % m->bk == 0 && m->bm % m->tm == 0 &&
                   m->bn % (m->bk * m->tn) == 0 && (m->bm / m->tm) * (m->bn / (m->bk * m->tn)) * m->bk == m->workgroup);
@@ -693,6 +695,7 @@ int main(void)
             continue;
         }
         CHECK_OK(st);
+        ctx->tuning.matmul_min_macs = 0; /* small shapes on this family too */
         fprintf(stderr, "matmul family %s\n", families[f].name);
         test_matmul_family(ctx, families[f].name);
     }
