@@ -559,8 +559,9 @@ vkf_status vkf_model_load(vkf_context *ctx, const char *path, vkf_model **out_mo
 bool vkf_auto_precision_f16(const vkf_device_info *info, bool storage_16bit)
 {
     /* GPUs move half the bytes with F16 (not yet measured on one). CPU drivers keep
-     * F32: on lavapipe the base preset measured mixed, forward 256-341 ms F32
-     * against 221-224 ms F16 but the decode step 24.4-25.9 against 25.9-29.3 ms. */
+     * F32: on lavapipe F16 measured no faster (base preset over five runs each:
+     * forward 220-341 ms F32 against 221-324 ms F16, decode step 24.4-28.2 against
+     * 25.9-44.6 ms; docs/performance.md). */
     bool gpu = info->type == VKF_DEVICE_DISCRETE_GPU || info->type == VKF_DEVICE_INTEGRATED_GPU ||
                info->type == VKF_DEVICE_VIRTUAL_GPU;
     return gpu && storage_16bit;

@@ -356,7 +356,7 @@ static const matmul_candidate cpu_matmul[] = {
     MM(TILED, 64, 64, 64, 16, 8, 8),
 };
 static const matmul_candidate cpu_matmul_quick[] = {
-    MMS(64, 128, 32, 4), MMS(64, 64, 16, 4), MM(DIRECT, 64, 64, 64, 1, 8, 8), MM(DIRECT, 64, 32, 32, 1, 4, 4), MM(TILED, 64, 64, 64, 16, 8, 8),
+    MMS(64, 128, 32, 4), MMS(64, 64, 16, 4), MM(DIRECT, 64, 64, 64, 1, 8, 8), MM(TILED, 64, 64, 64, 16, 8, 8),
 };
 /* Candidates for GPUs: mostly the shared-memory kernel. */
 static const matmul_candidate gpu_matmul[] = {
@@ -373,8 +373,12 @@ static const matmul_candidate gpu_matmul_quick[] = {
 
 static void tiles_label(const matmul_candidate *c, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s %ux%u tile, %ux%u per invocation, bk %u, %u invocations", vkf_variant(c->variant)->name,
-             c->t.bm, c->t.bn, c->t.tm, c->t.tn, c->t.bk, c->t.workgroup);
+    if (c->variant == VKF_VARIANT_MATMUL_SUBGROUP)
+        snprintf(out, cap, "%s %ux%u tile, %u rows x %u columns per lane, subgroup %u, %u invocations",
+                 vkf_variant(c->variant)->name, c->t.bm, c->t.bn, c->t.tm, c->t.tn, c->t.bk, c->t.workgroup);
+    else
+        snprintf(out, cap, "%s %ux%u tile, %ux%u per invocation, bk %u, %u invocations", vkf_variant(c->variant)->name,
+                 c->t.bm, c->t.bn, c->t.tm, c->t.tn, c->t.bk, c->t.workgroup);
 }
 
 static json_t *matmul_tiles_json(vkf_variant_id variant, const vkf_matmul_tiles *t)
@@ -680,8 +684,9 @@ vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_p
     VKF_TRY(vkf_tuning_set_matmul(ctx, mm.variant, &mm.t));
     ctx->tuning.attention_head_dim = att_head_dim;
     memcpy(ctx->tuning.attention_tiles, &at, sizeof ctx->tuning.attention_tiles);
-    progress(&run, "matmul: %s %ux%u tile, %ux%u per invocation; attention (head_dim %u): %u invocations, bq %u, "
-             "bk %u, td %u, tq %u", vkf_variant(mm.variant)->name, mm.t.bm, mm.t.bn, mm.t.tm, mm.t.tn, att_head_dim,
+    char label[160];
+    tiles_label(&mm, label, sizeof label);
+    progress(&run, "matmul: %s; attention (head_dim %u): %u invocations, bq %u, bk %u, td %u, tq %u", label, att_head_dim,
              at.workgroup, at.bq, at.bk, at.td, at.tq);
     if (out_path && capacity) snprintf(out_path, capacity, "%s", path);
     return VKF_OK;

@@ -1406,8 +1406,12 @@ static int cmd_tune(const options *o)
                kernel, mm[0], mm[1], mm[2], mm[3], mm[4], mm[5], head_dim, at[0], at[1], at[2], at[3], at[4]);
     } else {
         printf("wrote %s\n", path);
-        printf("  matmul     %s, %ux%u tile, %ux%u per invocation, bk %u, %u invocations\n", kernel, mm[1], mm[2],
-               mm[4], mm[5], mm[3], mm[0]);
+        if (strcmp(kernel, "matmul_subgroup") == 0)
+            printf("  matmul     %s, %ux%u tile, %u rows x %u columns per lane, subgroup %u, %u invocations\n", kernel,
+                   mm[1], mm[2], mm[4], mm[5], mm[3], mm[0]);
+        else
+            printf("  matmul     %s, %ux%u tile, %ux%u per invocation, bk %u, %u invocations\n", kernel, mm[1], mm[2],
+                   mm[4], mm[5], mm[3], mm[0]);
         printf("  attention  head_dim %u: %u invocations, bq %u, bk %u, td %u, tq %u\n", head_dim, at[0], at[1], at[2],
                at[3], at[4]);
     }
