@@ -6,8 +6,8 @@
 // fetches TM/SG rows of A and TN columns of B, and the rows of A reach the other
 // lanes by shuffles. A fetched value of A then feeds SG·TN products and one of B
 // feeds TM, against TN and TM for a lane-private tile (matmul_direct.comp).
-// The inner loops are [[unroll]]: Mesa's NIR does not unroll loops of 32
-// iterations by itself, and left rolled the arrays spill (5x slower on lavapipe).
+// The inner loops are [[unroll]]: without it Mesa 22.3 left them rolled, their
+// arrays in memory, up to 5x slower on lavapipe (docs/performance.md).
 // Any m, n, k: rows/columns past the edge are clamped on load and skipped on
 // store; no lane exits early, as the shuffles read every lane.
 #extension GL_GOOGLE_include_directive : require

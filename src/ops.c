@@ -103,7 +103,7 @@ vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const
         if (m->bk != ctx->info.subgroup_size)
             return vkf_fail(VKF_ERROR_UNSUPPORTED, "matmul_subgroup tiles are for subgroups of %u; the device has %u",
                             m->bk, ctx->info.subgroup_size);
-        if (!m->tm || !m->tn || m->tm % m->bk || m->bm % m->tm || m->bn % (m->bk * m->tn) ||
+        if (!m->bk || !m->tm || !m->tn || m->tm % m->bk || m->bm % m->tm || m->bn % (m->bk * m->tn) ||
             m->workgroup != (m->bm / m->tm) * (m->bn / (m->bk * m->tn)) * m->bk)
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "matmul_subgroup tiles %ux%u/%ux%u (subgroup %u) do not match workgroup %u",
                             m->bm, m->bn, m->tm, m->tn, m->bk, m->workgroup);
