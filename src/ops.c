@@ -24,14 +24,21 @@ enum { VENDOR_AMD = 0x1002, VENDOR_NVIDIA = 0x10de, VENDOR_INTEL = 0x8086, VENDO
  * of ten shapes swept at 1024^3 on lavapipe (11.9 GFLOP/s vs 8-12 for the others). */
 static const vkf_matmul_tiles cpu_direct = {.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
 
+/* The invocations of matmul_subgroup tiles (bm x bn, tm rows x tn columns per
+ * lane) for subgroups of sg lanes; 0 where the sizes do not divide. */
+static uint32_t subgroup_workgroup(uint32_t sg, uint32_t bm, uint32_t bn, uint32_t tm, uint32_t tn)
+{
+    if (!sg || !tm || !tn || tm % sg || bm % tm || bn % (sg * tn)) return 0;
+    return (bm / tm) * (bn / (sg * tn)) * sg;
+}
+
 bool vkf_matmul_subgroup_tiles(const vkf_device_info *d, uint32_t bm, uint32_t bn, uint32_t tm, uint32_t tn,
                                vkf_matmul_tiles *out)
 {
-    uint32_t sg = d->subgroup_size;
-    if (!d->subgroup_shuffle || sg == 0 || !tm || !tn || tm % sg || bm % tm || bn % (sg * tn)) return false;
-    *out = (vkf_matmul_tiles){.workgroup = (bm / tm) * (bn / (sg * tn)) * sg, .bm = bm, .bn = bn, .bk = sg, .tm = tm,
-                              .tn = tn};
-    return out->workgroup <= d->max_workgroup_invocations && out->workgroup <= d->max_workgroup_size[0];
+    uint32_t wg = subgroup_workgroup(d->subgroup_size, bm, bn, tm, tn);
+    if (!d->subgroup_shuffle || !wg) return false;
+    *out = (vkf_matmul_tiles){.workgroup = wg, .bm = bm, .bn = bn, .bk = d->subgroup_size, .tm = tm, .tn = tn};
+    return wg <= d->max_workgroup_invocations && wg <= d->max_workgroup_size[0];
 }
 
 void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
@@ -103,8 +110,8 @@ vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const
         if (m->bk != ctx->info.subgroup_size)
             return vkf_fail(VKF_ERROR_UNSUPPORTED, "matmul_subgroup tiles are for subgroups of %u; the device has %u",
                             m->bk, ctx->info.subgroup_size);
-        if (!m->bk || !m->tm || !m->tn || m->tm % m->bk || m->bm % m->tm || m->bn % (m->bk * m->tn) ||
-            m->workgroup != (m->bm / m->tm) * (m->bn / (m->bk * m->tn)) * m->bk)
+        uint32_t wg = subgroup_workgroup(m->bk, m->bm, m->bn, m->tm, m->tn);
+        if (!wg || m->workgroup != wg)
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "matmul_subgroup tiles %ux%u/%ux%u (subgroup %u) do not match workgroup %u",
                             m->bm, m->bn, m->tm, m->tn, m->bk, m->workgroup);
     } else if (!m->tm || !m->tn || !m->bk || m->bm % m->tm || m->bn % m->tn ||
