@@ -588,11 +588,12 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
     if (st == VKF_OK) st = parse_config(m, vkf_st_metadata(L.file, "vkformer.config"));
     /* VKFORMER_AUTO_PRECISION=f16|f32 overrides what auto means on this device
      * (tests run the GPU choice on lavapipe with it); f16 still needs 16-bit storage. */
-    const char *auto_env = getenv("VKFORMER_AUTO_PRECISION");
-    bool auto_f16 = auto_env && strcmp(auto_env, "f16") == 0   ? ctx->storage_16bit
-                    : auto_env && strcmp(auto_env, "f32") == 0 ? false
-                                                               : vkf_auto_precision_f16(&ctx->info, ctx->storage_16bit);
-    if (st == VKF_OK && precision == VKF_PRECISION_AUTO && auto_f16) {
+    const char *auto_env = precision == VKF_PRECISION_AUTO ? getenv("VKFORMER_AUTO_PRECISION") : NULL;
+    bool auto_f16 = precision == VKF_PRECISION_AUTO &&
+                    (auto_env && strcmp(auto_env, "f16") == 0   ? ctx->storage_16bit
+                     : auto_env && strcmp(auto_env, "f32") == 0 ? false
+                                                                : vkf_auto_precision_f16(&ctx->info, ctx->storage_16bit));
+    if (st == VKF_OK && auto_f16) {
         if (m->cfg.d_model / m->cfg.n_heads <= VKF_ATTENTION_MAX_HEAD_DIM) {
             precision = L.precision = VKF_PRECISION_F16;
             m->precision_auto_f16 = true;
@@ -604,7 +605,6 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
         }
     }
     m->act = precision == VKF_PRECISION_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
-    m->cfg.activations = m->act;
     if (st == VKF_OK) {
         m->enc = calloc(m->cfg.n_encoder_layers, sizeof *m->enc);
         m->dec = calloc(m->cfg.n_decoder_layers, sizeof *m->dec);
@@ -655,6 +655,7 @@ vkf_status vkf_model_get_config(const vkf_model *m, vkf_model_config *out)
 {
     if (!m || !out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_get_config: %s is NULL", m ? "out_config" : "model");
     *out = m->cfg;
+    out->activations = m->act;
     return VKF_OK;
 }
 
