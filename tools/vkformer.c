@@ -717,21 +717,20 @@ static bool parse_precision(const char *text, vkf_precision *out)
  * model is loaded again with F32. */
 static vkf_status load_model(vkf_context *ctx, const char *path, const options *o, vkf_model **out_model)
 {
-    vkf_status st = vkf_model_load_with(ctx, path, &o->load, out_model);
-    if (st != VKF_OK) return st;
-    st = vkf_model_set_seed(*out_model, o->seed);
-    if (st == VKF_OK) st = vkf_model_set_attention(*out_model, o->attention, o->cross_attention);
-    vkf_model_config c;
-    if (st == VKF_ERROR_UNSUPPORTED && o->load.precision == VKF_PRECISION_AUTO &&
-        vkf_model_get_config(*out_model, &c) == VKF_OK && c.activations == VKF_DTYPE_F16) {
-        if (o->verbose) fprintf(stderr, "vkformer: %s; loading with precision f32\n", vkf_last_error());
-        vkf_model_destroy(*out_model);
-        vkf_model_load_options f32 = o->load;
-        f32.precision = VKF_PRECISION_F32;
-        st = vkf_model_load_with(ctx, path, &f32, out_model);
+    vkf_model_load_options load = o->load;
+    vkf_status st;
+    for (;;) {
+        st = vkf_model_load_with(ctx, path, &load, out_model);
         if (st != VKF_OK) return st;
         st = vkf_model_set_seed(*out_model, o->seed);
         if (st == VKF_OK) st = vkf_model_set_attention(*out_model, o->attention, o->cross_attention);
+        vkf_model_config c;
+        if (st != VKF_ERROR_UNSUPPORTED || load.precision != VKF_PRECISION_AUTO ||
+            vkf_model_get_config(*out_model, &c) != VKF_OK || c.activations != VKF_DTYPE_F16)
+            break;
+        if (o->verbose) fprintf(stderr, "vkformer: %s; loading with precision f32\n", vkf_last_error());
+        vkf_model_destroy(*out_model);
+        load.precision = VKF_PRECISION_F32;
     }
     if (st != VKF_OK) {
         vkf_model_destroy(*out_model); /* leaves the last error alone */
