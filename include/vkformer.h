@@ -74,6 +74,37 @@ typedef enum vkf_device_type {
     VKF_DEVICE_CPU = 4,
 } vkf_device_type;
 
+/* Most cooperative-matrix shapes vkf_device_info lists. */
+#define VKF_MAX_COOPMAT_SHAPES 32
+
+/* Component types of cooperative matrices (the values of VkComponentTypeKHR). */
+typedef enum vkf_component {
+    VKF_COMPONENT_F16 = 0,
+    VKF_COMPONENT_F32 = 1,
+    VKF_COMPONENT_F64 = 2,
+    VKF_COMPONENT_S8 = 3,
+    VKF_COMPONENT_S16 = 4,
+    VKF_COMPONENT_S32 = 5,
+    VKF_COMPONENT_S64 = 6,
+    VKF_COMPONENT_U8 = 7,
+    VKF_COMPONENT_U16 = 8,
+    VKF_COMPONENT_U32 = 9,
+    VKF_COMPONENT_U64 = 10,
+    VKF_COMPONENT_OTHER = 255,          /* a type this version does not name (bf16, fp8, ...) */
+} vkf_component;
+
+/* "f16", "f32", "s8", ...; "other" for VKF_COMPONENT_OTHER and unknown values. */
+const char *vkf_component_name(vkf_component component);
+
+/* One cooperative-matrix shape the device reports (vkGetPhysicalDevice-
+ * CooperativeMatrixPropertiesKHR): an M x K A times a K x N B plus an M x N C. */
+typedef struct vkf_coopmat_shape {
+    uint32_t m, n, k;
+    vkf_component a, b, c, result;
+    bool saturating;
+    bool subgroup_scope;                /* false: another scope (workgroup, device) */
+} vkf_coopmat_shape;
+
 #define VKF_MAX_HEAPS 16
 
 /* What vkformer discovered about one Vulkan device. */
@@ -108,6 +139,21 @@ typedef struct vkf_device_info {
         bool device_local;
     } heaps[VKF_MAX_HEAPS];
     bool unified_memory;                /* vkformer writes device memory directly from the host */
+    /* Cooperative matrix (tensor cores). The shapes the driver reports for
+     * VK_KHR_cooperative_matrix (at most VKF_MAX_COOPMAT_SHAPES of them). */
+    uint32_t coopmat_shape_count;
+    bool vulkan_memory_model;           /* vulkanMemoryModel, which coopmat shaders need */
+    vkf_coopmat_shape coopmat_shapes[VKF_MAX_COOPMAT_SHAPES];
+    /* VK_NV_cooperative_matrix2 with flexible dimensions for f16 x f16 -> f32:
+     * any multiple of the granularity up to the largest dimension. */
+    bool cooperative_matrix2;
+    uint32_t coopmat2_granularity[3];   /* M, N, K */
+    uint32_t coopmat2_max_dimension;
+    /* From vkf_context_device_info only: which cooperative-matrix kernels the
+     * context uses (false in vkf_devices_list, when the device lacks f16 shapes,
+     * and when turned off by the context option or VKFORMER_COOPMAT=0). */
+    bool coopmat_in_use;
+    bool coopmat2_in_use;
 } vkf_device_info;
 
 /* Lists every Vulkan device. Fills at most `capacity` entries of out_infos (which
@@ -165,6 +211,11 @@ typedef struct vkf_context_options {
      * when there is such a file; 0: built-in choices; -1 (default): on unless
      * VKFORMER_TUNE=0. A malformed or foreign file is ignored (info message). */
     int tune;
+    /* 1: use cooperative-matrix kernels (tensor cores) where the device reports
+     * f16 x f16 -> f32 shapes, even on a driver vkformer has not vetted; 0: never;
+     * -1 (default): on vetted drivers (NVIDIA, AMD, Intel, Mesa) unless
+     * VKFORMER_COOPMAT=0 (VKFORMER_COOPMAT=1 acts as 1). */
+    int coopmat;
 } vkf_context_options;
 
 /* Fills the defaults. Call before setting fields. */

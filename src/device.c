@@ -2,6 +2,7 @@
  * instance with optional validation, discovery of every device's features and
  * limits, the choice of one device, and the context's lifetime. */
 #include "internal.h"
+#include "vk_coopmat.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -216,7 +217,67 @@ static void choose_memory_types(const VkPhysicalDeviceMemoryProperties *mp, bool
     *out_direct = direct;
 }
 
-static void fill_info(VkPhysicalDevice pd, uint32_t index, vkf_device_info *info)
+static vkf_component component_from_vk(uint32_t t)
+{
+    return t <= VKF_COMPONENT_U64 ? (vkf_component)t : VKF_COMPONENT_OTHER;
+}
+
+const char *vkf_component_name(vkf_component c)
+{
+    static const char *const names[] = {"f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"};
+    return (unsigned)c < sizeof names / sizeof *names ? names[c] : "other";
+}
+
+/* The cooperative-matrix shapes (VK_KHR_cooperative_matrix) and the flexible
+ * f16 x f16 -> f32 dimensions of VK_NV_cooperative_matrix2, where the device has
+ * the extensions and the feature. */
+static void fill_coopmat_info(VkInstance instance, VkPhysicalDevice pd, bool has_khr, bool has_nv2, bool feature,
+                              bool nv2_flexible, uint32_t nv2_max_dimension, vkf_device_info *info)
+{
+    vkf_PFN_get_coopmat_properties get_shapes =
+        (vkf_PFN_get_coopmat_properties)vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    if (!has_khr || !feature || !get_shapes) return;
+    vkf_vk_coopmat_properties shapes[VKF_MAX_COOPMAT_SHAPES];
+    uint32_t count = VKF_MAX_COOPMAT_SHAPES;
+    for (uint32_t i = 0; i < count; i++)
+        shapes[i] = (vkf_vk_coopmat_properties){.sType = (VkStructureType)VKF_VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
+    VkResult r = get_shapes(pd, &count, shapes);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) count = 0;
+    for (uint32_t i = 0; i < count; i++)
+        info->coopmat_shapes[i] = (vkf_coopmat_shape){
+            .m = shapes[i].MSize, .n = shapes[i].NSize, .k = shapes[i].KSize,
+            .a = component_from_vk(shapes[i].AType), .b = component_from_vk(shapes[i].BType),
+            .c = component_from_vk(shapes[i].CType), .result = component_from_vk(shapes[i].ResultType),
+            .saturating = shapes[i].saturatingAccumulation,
+            .subgroup_scope = shapes[i].scope == VKF_VK_SCOPE_SUBGROUP,
+        };
+    info->coopmat_shape_count = count;
+
+    vkf_PFN_get_coopmat_flexible_properties get_flexible = (vkf_PFN_get_coopmat_flexible_properties)vkGetInstanceProcAddr(
+        instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+    if (!has_nv2 || !nv2_flexible || !get_flexible) return;
+    vkf_vk_coopmat_flexible_properties flex[VKF_MAX_COOPMAT_SHAPES];
+    count = VKF_MAX_COOPMAT_SHAPES;
+    for (uint32_t i = 0; i < count; i++)
+        flex[i] = (vkf_vk_coopmat_flexible_properties){
+            .sType = (VkStructureType)VKF_VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV};
+    r = get_flexible(pd, &count, flex);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) count = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const vkf_vk_coopmat_flexible_properties *f = &flex[i];
+        if (f->AType == VKF_COMPONENT_F16 && f->BType == VKF_COMPONENT_F16 && f->CType == VKF_COMPONENT_F32 &&
+            f->ResultType == VKF_COMPONENT_F32 && !f->saturatingAccumulation && f->scope == VKF_VK_SCOPE_SUBGROUP) {
+            info->cooperative_matrix2 = true;
+            info->coopmat2_granularity[0] = f->MGranularity;
+            info->coopmat2_granularity[1] = f->NGranularity;
+            info->coopmat2_granularity[2] = f->KGranularity;
+            info->coopmat2_max_dimension = nv2_max_dimension;
+            break;
+        }
+    }
+}
+
+static void fill_info(VkInstance instance, VkPhysicalDevice pd, uint32_t index, vkf_device_info *info)
 {
     memset(info, 0, sizeof *info);
     info->index = index;
@@ -231,7 +292,8 @@ static void fill_info(VkPhysicalDevice pd, uint32_t index, vkf_device_info *info
     bool v12 = base.apiVersion >= VK_API_VERSION_1_2;
     bool has_driver_props = v12 || has_device_extension(exts, ext_count, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
     bool has_f16i8 = v12 || has_device_extension(exts, ext_count, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
-    info->cooperative_matrix = has_device_extension(exts, ext_count, "VK_KHR_cooperative_matrix");
+    info->cooperative_matrix = has_device_extension(exts, ext_count, VKF_VK_KHR_COOPERATIVE_MATRIX);
+    bool has_nv2 = has_device_extension(exts, ext_count, VKF_VK_NV_COOPERATIVE_MATRIX_2);
     free(exts);
 
     VkPhysicalDeviceDriverProperties driver = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -239,14 +301,29 @@ static void fill_info(VkPhysicalDevice pd, uint32_t index, vkf_device_info *info
     VkPhysicalDeviceSubgroupProperties subgroup = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
                                                    .pNext = &maint3};
     if (has_driver_props) maint3.pNext = &driver;
+    vkf_vk_coopmat2_properties nv2_props = {
+        .sType = (VkStructureType)VKF_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
+    if (has_nv2) *(has_driver_props ? &driver.pNext : &maint3.pNext) = &nv2_props;
     VkPhysicalDeviceProperties2 props = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &subgroup};
     vkGetPhysicalDeviceProperties2(pd, &props);
 
     VkPhysicalDeviceShaderFloat16Int8Features f16i8 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    vkf_vk_coopmat_features coopmat = {.sType = (VkStructureType)VKF_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+    vkf_vk_coopmat2_features coopmat2 = {
+        .sType = (VkStructureType)VKF_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
     if (has_f16i8) s16.pNext = &f16i8;
+    if (v12) f16i8.pNext = &memory_model;
+    if (v12 && info->cooperative_matrix) memory_model.pNext = &coopmat;
+    if (v12 && info->cooperative_matrix && has_nv2) coopmat.pNext = &coopmat2;
     VkPhysicalDeviceFeatures2 feats = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
     vkGetPhysicalDeviceFeatures2(pd, &feats);
+    info->vulkan_memory_model = memory_model.vulkanMemoryModel;
+    fill_coopmat_info(instance, pd, v12 && info->cooperative_matrix, has_nv2, coopmat.cooperativeMatrix,
+                      coopmat2.cooperativeMatrixFlexibleDimensions, nv2_props.cooperativeMatrixFlexibleDimensionsMaxDimension,
+                      info);
 
     const VkPhysicalDeviceLimits *l = &base.limits;
     snprintf(info->name, sizeof info->name, "%s", base.deviceName);
@@ -324,7 +401,7 @@ vkf_status vkf_devices_list(vkf_device_info *out_infos, uint32_t capacity, uint3
     uint32_t count;
     vkf_status st = physical_devices(instance, &list, &count);
     if (st == VKF_OK) {
-        for (uint32_t i = 0; i < count && i < capacity; i++) fill_info(list[i], i, &out_infos[i]);
+        for (uint32_t i = 0; i < count && i < capacity; i++) fill_info(instance, list[i], i, &out_infos[i]);
         *out_count = count;
     }
     free(list);
@@ -371,7 +448,7 @@ static vkf_status choose_device(VkInstance instance, const char *request, VkPhys
         free(list);
         return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory listing devices");
     }
-    for (uint32_t i = 0; i < count; i++) fill_info(list[i], i, &infos[i]);
+    for (uint32_t i = 0; i < count; i++) fill_info(instance, list[i], i, &infos[i]);
 
     int chosen = -1;
     vkf_status st = VKF_OK;
@@ -445,6 +522,7 @@ void vkf_context_options_init(vkf_context_options *o)
     o->allow_host_visible = true;
     o->pipeline_cache = -1;
     o->tune = -1;
+    o->coopmat = -1;
 }
 
 /* A -1/0/1 option: -1 reads the environment variable (on unless it is "0"). */
@@ -453,6 +531,44 @@ static bool option_on(int option, const char *env_name)
     if (option != -1) return option == 1;
     const char *env = getenv(env_name);
     return !(env && strcmp(env, "0") == 0);
+}
+
+bool vkf_coopmat_choose_shape(const vkf_device_info *info, vkf_coopmat_shape *out)
+{
+    bool found = false;
+    for (uint32_t i = 0; i < info->coopmat_shape_count; i++) {
+        const vkf_coopmat_shape *s = &info->coopmat_shapes[i];
+        if (s->a != VKF_COMPONENT_F16 || s->b != VKF_COMPONENT_F16 || s->c != VKF_COMPONENT_F32 ||
+            s->result != VKF_COMPONENT_F32 || s->saturating || !s->subgroup_scope)
+            continue;
+        bool square16 = s->m == 16 && s->n == 16 && s->k == 16;
+        if (!found || square16 || (uint64_t)s->m * s->n * s->k > (uint64_t)out->m * out->n * out->k) {
+            if (found && out->m == 16 && out->n == 16 && out->k == 16) continue;
+            *out = *s;
+            found = true;
+        }
+    }
+    return found;
+}
+
+/* PCI vendor ids whose coopmat drivers vkformer turns on by default: NVIDIA, AMD,
+ * Intel and Mesa's software driver (lavapipe). Others need the option set to 1. */
+static bool coopmat_vetted(uint32_t vendor_id)
+{
+    return vendor_id == 0x10de || vendor_id == 0x1002 || vendor_id == 0x8086 || vendor_id == 0x10005;
+}
+
+/* Decides ctx->coopmat / coopmat2 from the request, the build and the device. */
+static void coopmat_decide(vkf_context *ctx)
+{
+    const vkf_device_info *d = &ctx->info;
+    ctx->coopmat = ctx->coopmat2 = false;
+    if (ctx->coopmat_request == 0 || !vkf_build_has_coopmat()) return;
+    if (ctx->coopmat_request == -1 && !coopmat_vetted(d->vendor_id)) return;
+    if (d->api_version < VK_API_VERSION_1_2 || !d->vulkan_memory_model || !d->float16 || !d->storage_16bit) return;
+    if (!vkf_coopmat_choose_shape(d, &ctx->coopmat_shape)) return;
+    ctx->coopmat = true;
+    ctx->coopmat2 = d->cooperative_matrix2 && d->api_version >= VK_API_VERSION_1_3;
 }
 
 static vkf_status device_create(vkf_context *ctx)
@@ -477,11 +593,52 @@ static vkf_status device_create(vkf_context *ctx)
         .storageBuffer16BitAccess = ctx->info.storage_16bit,
     };
     ctx->storage_16bit = ctx->info.storage_16bit;
+    /* Cooperative matrix: the extension(s), f16 arithmetic and the Vulkan memory
+     * model (glslang declares it in every coopmat shader). */
+    coopmat_decide(ctx);
+    VkPhysicalDeviceShaderFloat16Int8Features f16i8 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+        .shaderFloat16 = VK_TRUE,
+    };
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+        .vulkanMemoryModel = VK_TRUE,
+    };
+    vkf_vk_coopmat_features coopmat = {
+        .sType = (VkStructureType)VKF_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+        .cooperativeMatrix = VK_TRUE,
+    };
+    vkf_vk_coopmat2_features coopmat2 = {
+        .sType = (VkStructureType)VKF_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
+        .cooperativeMatrixFlexibleDimensions = VK_TRUE,
+    };
+    /* NV2 shaders are SPIR-V 1.6, where local_size_x_id becomes LocalSizeId. */
+    VkPhysicalDeviceMaintenance4Features maintenance4 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES,
+        .maintenance4 = VK_TRUE,
+    };
+    const char *extensions[2];
+    uint32_t extension_count = 0;
+    if (ctx->coopmat) {
+        s16.pNext = &f16i8;
+        f16i8.pNext = &memory_model;
+        memory_model.pNext = &coopmat;
+        extensions[extension_count++] = VKF_VK_KHR_COOPERATIVE_MATRIX;
+        if (ctx->coopmat2) {
+            coopmat.pNext = &coopmat2;
+            coopmat2.pNext = &maintenance4;
+            extensions[extension_count++] = VKF_VK_NV_COOPERATIVE_MATRIX_2;
+        }
+    }
+    ctx->info.coopmat_in_use = ctx->coopmat;
+    ctx->info.coopmat2_in_use = ctx->coopmat2;
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = &s16,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &queue,
+        .enabledExtensionCount = extension_count,
+        .ppEnabledExtensionNames = extensions,
     };
     VkResult r = vkCreateDevice(ctx->physical, &info, NULL, &ctx->device);
     if (r != VK_SUCCESS) return vkf_fail_vk(r, "vkCreateDevice");
@@ -513,8 +670,18 @@ vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_create: pipeline_cache and tune must be -1, 0 or 1, "
                         "not %d and %d", options->pipeline_cache, options->tune);
 
+    if (options->coopmat < -1 || options->coopmat > 1)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_create: coopmat must be -1, 0 or 1, not %d",
+                        options->coopmat);
+
     vkf_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating a context");
+    ctx->coopmat_request = options->coopmat;
+    if (ctx->coopmat_request == -1) {
+        const char *env = getenv("VKFORMER_COOPMAT");
+        if (env && strcmp(env, "0") == 0) ctx->coopmat_request = 0;
+        else if (env && strcmp(env, "1") == 0) ctx->coopmat_request = 1;
+    }
     ctx->log = options->log;
     ctx->log_user = options->log_user;
     ctx->max_device_memory = options->max_device_memory;

@@ -104,6 +104,19 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_MATMUL_SUBGROUP_F16B,
     VKF_VARIANT_MATMUL_SUBGROUP_ACT16,
     VKF_VARIANT_MATMUL_SUBGROUP_ACT16_F16B,
+    /* Cooperative matrix (embedded only when the build's glslc compiles them;
+     * vkf_variant(id)->spirv is NULL otherwise). KHR: f16 tiles of the device's
+     * shape, staged through shared memory; NV2: flexible dimensions. */
+    VKF_VARIANT_MATMUL_COOPMAT,
+    VKF_VARIANT_MATMUL_COOPMAT_F16B,
+    VKF_VARIANT_MATMUL_COOPMAT_ACT16,
+    VKF_VARIANT_MATMUL_COOPMAT_ACT16_F16B,
+    VKF_VARIANT_MATMUL_COOPMAT2,
+    VKF_VARIANT_MATMUL_COOPMAT2_F16B,
+    VKF_VARIANT_MATMUL_COOPMAT2_ACT16,
+    VKF_VARIANT_MATMUL_COOPMAT2_ACT16_F16B,
+    VKF_VARIANT_ATTENTION_FUSED_COOPMAT,
+    VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16,
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 
@@ -130,6 +143,7 @@ typedef struct vkf_variant_desc {
     size_t spirv_bytes;
     uint32_t bindings;                  /* storage buffers at bindings 0..n-1 */
     uint32_t push_bytes;
+    uint8_t coopmat;                    /* 1: needs ctx->coopmat (KHR); 2: also ctx->coopmat2 (NV2) */
 } vkf_variant_desc;
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id);
@@ -263,7 +277,21 @@ struct vkf_context {
     void *log_user;
     bool lost;                          /* a device loss was seen; unusable */
     bool storage_16bit;                 /* storageBuffer16BitAccess enabled on the device */
+    /* Cooperative matrix: the request (0 off, 1 forced on, -1 vetted drivers only),
+     * then what device_create enabled. coopmat: KHR kernels with f16 x f16 -> f32
+     * tiles of coopmat_shape (subgroup scope); coopmat2: NV2 flexible dimensions. */
+    int coopmat_request;
+    bool coopmat, coopmat2;
+    vkf_coopmat_shape coopmat_shape;
 };
+
+/* Whether this build embeds the cooperative-matrix shaders (meson found a glslc
+ * that compiles them); without them no context turns coopmat on. */
+bool vkf_build_has_coopmat(void);
+/* The f16 x f16 -> f32 subgroup shape coopmat kernels use on this device: 16x16x16
+ * where reported, else the reported one with the most multiply-adds; false when
+ * there is none. */
+bool vkf_coopmat_choose_shape(const vkf_device_info *info, vkf_coopmat_shape *out);
 
 void vkf_log(const vkf_context *ctx, vkf_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

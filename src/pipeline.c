@@ -107,6 +107,61 @@ static const uint32_t spirv_matmul_subgroup_act16_f16b[] =
 #include "matmul_subgroup_act16_f16b.spv.h"
     ;
 
+/* Cooperative-matrix variants: meson lists them only when its glslc compiles
+ * GL_KHR_cooperative_matrix; a variant whose header was not generated has no
+ * SPIR-V here (NULL), and asking for its pipeline fails with a message. */
+#if defined(VKF_HAVE_COOPMAT) && __has_include("matmul_coopmat.spv.h")
+static const uint32_t spirv_matmul_coopmat[] =
+#include "matmul_coopmat.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat_f16b[] =
+#include "matmul_coopmat_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat_act16[] =
+#include "matmul_coopmat_act16.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat_act16_f16b[] =
+#include "matmul_coopmat_act16_f16b.spv.h"
+    ;
+#define COOPMAT_SPIRV(name) name, sizeof name
+#define HAVE_MATMUL_COOPMAT 1
+#else
+#define HAVE_MATMUL_COOPMAT 0
+#endif
+#if defined(VKF_HAVE_COOPMAT) && __has_include("matmul_coopmat2.spv.h")
+static const uint32_t spirv_matmul_coopmat2[] =
+#include "matmul_coopmat2.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat2_f16b[] =
+#include "matmul_coopmat2_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat2_act16[] =
+#include "matmul_coopmat2_act16.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat2_act16_f16b[] =
+#include "matmul_coopmat2_act16_f16b.spv.h"
+    ;
+#define MATMUL_COOPMAT2_SPIRV(name) name, sizeof name
+#else
+#define MATMUL_COOPMAT2_SPIRV(name) NULL, 0
+#endif
+#if defined(VKF_HAVE_COOPMAT) && __has_include("attention_fused_coopmat.spv.h")
+static const uint32_t spirv_attention_fused_coopmat[] =
+#include "attention_fused_coopmat.spv.h"
+    ;
+static const uint32_t spirv_attention_fused_coopmat_f16[] =
+#include "attention_fused_coopmat_f16.spv.h"
+    ;
+#define ATTENTION_COOPMAT_SPIRV(name) name, sizeof name
+#else
+#define ATTENTION_COOPMAT_SPIRV(name) NULL, 0
+#endif
+#if !HAVE_MATMUL_COOPMAT
+#define COOPMAT_SPIRV(name) NULL, 0
+#endif
+
+bool vkf_build_has_coopmat(void) { return HAVE_MATMUL_COOPMAT; }
+
 /* One line per variant: name, SPIR-V, storage-buffer bindings, push-constant bytes. */
 static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_TILED] = {"matmul_tiled", spirv_matmul_tiled, sizeof spirv_matmul_tiled, 5, sizeof(vkf_push_matmul)},
@@ -141,6 +196,16 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_SUBGROUP_F16B] = {"matmul_subgroup_f16b", spirv_matmul_subgroup_f16b, sizeof spirv_matmul_subgroup_f16b, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_SUBGROUP_ACT16] = {"matmul_subgroup_act16", spirv_matmul_subgroup_act16, sizeof spirv_matmul_subgroup_act16, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_SUBGROUP_ACT16_F16B] = {"matmul_subgroup_act16_f16b", spirv_matmul_subgroup_act16_f16b, sizeof spirv_matmul_subgroup_act16_f16b, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_COOPMAT] = {"matmul_coopmat", COOPMAT_SPIRV(spirv_matmul_coopmat), 5, sizeof(vkf_push_matmul), 1},
+    [VKF_VARIANT_MATMUL_COOPMAT_F16B] = {"matmul_coopmat_f16b", COOPMAT_SPIRV(spirv_matmul_coopmat_f16b), 5, sizeof(vkf_push_matmul), 1},
+    [VKF_VARIANT_MATMUL_COOPMAT_ACT16] = {"matmul_coopmat_act16", COOPMAT_SPIRV(spirv_matmul_coopmat_act16), 5, sizeof(vkf_push_matmul), 1},
+    [VKF_VARIANT_MATMUL_COOPMAT_ACT16_F16B] = {"matmul_coopmat_act16_f16b", COOPMAT_SPIRV(spirv_matmul_coopmat_act16_f16b), 5, sizeof(vkf_push_matmul), 1},
+    [VKF_VARIANT_MATMUL_COOPMAT2] = {"matmul_coopmat2", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2), 5, sizeof(vkf_push_matmul), 2},
+    [VKF_VARIANT_MATMUL_COOPMAT2_F16B] = {"matmul_coopmat2_f16b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_f16b), 5, sizeof(vkf_push_matmul), 2},
+    [VKF_VARIANT_MATMUL_COOPMAT2_ACT16] = {"matmul_coopmat2_act16", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_act16), 5, sizeof(vkf_push_matmul), 2},
+    [VKF_VARIANT_MATMUL_COOPMAT2_ACT16_F16B] = {"matmul_coopmat2_act16_f16b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_act16_f16b), 5, sizeof(vkf_push_matmul), 2},
+    [VKF_VARIANT_ATTENTION_FUSED_COOPMAT] = {"attention_fused_coopmat", ATTENTION_COOPMAT_SPIRV(spirv_attention_fused_coopmat), 6, sizeof(vkf_push_attention_fused), 1},
+    [VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16] = {"attention_fused_coopmat_f16", ATTENTION_COOPMAT_SPIRV(spirv_attention_fused_coopmat_f16), 6, sizeof(vkf_push_attention_fused), 1},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }
@@ -152,6 +217,12 @@ static vkf_status variant_objects(vkf_context *ctx, vkf_variant_id id, const vkf
     *out = o;
     if (o->layout) return VKF_OK;
     const vkf_variant_desc *d = &variant_table[id];
+    if (!d->spirv)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "shader %s is not in this build (its glslc could not compile "
+                        "cooperative-matrix shaders)", d->name);
+    if ((d->coopmat && !ctx->coopmat) || (d->coopmat == 2 && !ctx->coopmat2))
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "shader %s needs cooperative matrix, which is off or missing on \"%s\"",
+                        d->name, ctx->info.name);
     if (d->push_bytes > ctx->info.max_push_constants)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "shader %s needs %u bytes of push constants; the device allows %u",
                         d->name, d->push_bytes, ctx->info.max_push_constants);

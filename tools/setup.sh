@@ -3,7 +3,14 @@
 # skipped when already done). Run as root, or as a user with sudo.
 #
 #   tools/setup.sh                 Debian packages + build the tool (build/vkformer)
-#   tools/setup.sh --swiftshader   also SwiftShader and PyTorch, and build the tests
+#   tools/setup.sh --swiftshader   also SwiftShader, PyTorch and Debian unstable's Mesa
+#                                  lavapipe (cooperative matrix), and build the tests
+#
+# Where the system's glslc cannot compile cooperative-matrix shaders (Debian 12's
+# glslang 12), Debian trixie's glslc is fetched into the cache by
+# tools/fetch_newer.sh and meson builds those kernels with it; a newer system
+# (Debian 13, Ubuntu 24.04) uses its own. If a fetch fails, one loud line says so
+# and the build goes on without what it would have brought.
 #
 # Environment: VKFORMER_BUILD_DIR (default: build), VKFORMER_CACHE (where
 # SwiftShader is unpacked; default ~/.cache/vkformer).
@@ -37,12 +44,36 @@ meson_args=()
 if [ "$with_swiftshader" = 1 ]; then
     icd=$("$root/tools/fetch_swiftshader.sh")
     meson_args+=("-Dswiftshader_icd=$icd")
+    # The third test driver: lavapipe from Debian unstable, which offers
+    # VK_KHR_cooperative_matrix and VK_NV_cooperative_matrix2.
+    if unstable=$("$root/tools/fetch_newer.sh" lavapipe); then
+        meson_args+=("-Dlavapipe_unstable=$unstable")
+    else
+        echo "setup: WARNING: could not fetch Mesa lavapipe from Debian unstable; its tests will be reported as skipped" >&2
+        meson_args+=("-Dlavapipe_unstable=")
+    fi
+fi
+probe=$root/shaders/probe_coopmat.comp
+if ! glslc --target-env=vulkan1.2 -c "$probe" -o /dev/null 2>/dev/null; then
+    if compiler=$("$root/tools/fetch_newer.sh" compiler); then
+        meson_args+=("-Dcoopmat_glslc=$compiler/bin/glslc")
+    else
+        echo "setup: WARNING: the system glslc cannot compile cooperative-matrix shaders and a newer one could not be fetched; building without them" >&2
+    fi
 fi
 
 if [ ! -f "$build_dir/build.ninja" ]; then
     meson setup "$build_dir" "$root" "${meson_args[@]}" >&2
 elif [ ${#meson_args[@]} -gt 0 ]; then
-    meson configure "$build_dir" "${meson_args[@]}" >&2
+    # Reconfigure only when an option changes (meson configure always regenerates).
+    current=$(meson introspect --buildoptions "$build_dir" 2>/dev/null |
+              python3 -c 'import json,sys; print(" ".join("-D%s=%s" % (o["name"], o["value"]) for o in json.load(sys.stdin) if o["section"] == "user"))' || true)
+    for arg in "${meson_args[@]}"; do
+        case " $current " in
+            *" $arg "*) ;;
+            *) meson configure "$build_dir" "${meson_args[@]}" >&2; break ;;
+        esac
+    done
 fi
 # The main job needs only the tool; the tests (--swiftshader) build everything,
 # including the test models that PyTorch writes.

@@ -70,7 +70,8 @@ static const char usage_text[] =
     "--verbose (say where a variant does not apply and what runs instead), and\n"
     "--precision auto|f32|f16 (storage: f16 stores weights and activations as F16 and needs 16-bit\n"
     "storage; auto is f16 on GPUs that have it, else the file's weights with f32 activations)\n"
-    "common options: --device INDEX|NAME-SUBSTRING, --max-device-memory BYTES (cap on tensors)\n";
+    "common options: --device INDEX|NAME-SUBSTRING, --max-device-memory BYTES (cap on tensors),\n"
+    "--no-coopmat (no cooperative-matrix kernels; the same as VKFORMER_COOPMAT=0)\n";
 
 typedef struct options {
     const char *device;
@@ -218,7 +219,18 @@ static void print_device_json(const vkf_device_info *d, bool is_default)
     for (uint32_t h = 0; h < d->heap_count; h++)
         printf("%s{\"size\":%llu,\"device_local\":%s}", h ? "," : "", (unsigned long long)d->heaps[h].size,
                d->heaps[h].device_local ? "true" : "false");
-    printf("]}");
+    printf("],\"coopmat_shapes\":[");
+    for (uint32_t i = 0; i < d->coopmat_shape_count; i++) {
+        const vkf_coopmat_shape *c = &d->coopmat_shapes[i];
+        printf("%s{\"m\":%u,\"n\":%u,\"k\":%u,\"a\":\"%s\",\"b\":\"%s\",\"c\":\"%s\",\"result\":\"%s\","
+               "\"saturating\":%s,\"scope\":\"%s\"}",
+               i ? "," : "", c->m, c->n, c->k, vkf_component_name(c->a), vkf_component_name(c->b),
+               vkf_component_name(c->c), vkf_component_name(c->result), c->saturating ? "true" : "false",
+               c->subgroup_scope ? "subgroup" : "other");
+    }
+    printf("],\"cooperative_matrix2\":%s,\"coopmat2_granularity\":[%u,%u,%u],\"coopmat2_max_dimension\":%u}",
+           d->cooperative_matrix2 ? "true" : "false", d->coopmat2_granularity[0], d->coopmat2_granularity[1],
+           d->coopmat2_granularity[2], d->coopmat2_max_dimension);
 }
 
 static void print_device_text(const vkf_device_info *d, bool is_default)
@@ -239,6 +251,18 @@ static void print_device_text(const vkf_device_info *d, bool is_default)
     printf("  16-bit storage              %s\n", d->storage_16bit ? "yes" : "no");
     printf("  float16 / int8 arithmetic   %s / %s\n", d->float16 ? "yes" : "no", d->int8 ? "yes" : "no");
     printf("  VK_KHR_cooperative_matrix   %s\n", d->cooperative_matrix ? "yes" : "no");
+    for (uint32_t i = 0; i < d->coopmat_shape_count; i++) {
+        const vkf_coopmat_shape *c = &d->coopmat_shapes[i];
+        printf("    %2ux%2ux%2u  %s x %s + %s -> %s%s%s\n", c->m, c->n, c->k, vkf_component_name(c->a),
+               vkf_component_name(c->b), vkf_component_name(c->c), vkf_component_name(c->result),
+               c->saturating ? ", saturating" : "", c->subgroup_scope ? "" : ", not subgroup scope");
+    }
+    if (d->cooperative_matrix2)
+        printf("  VK_NV_cooperative_matrix2   yes (f16 x f16 -> f32, granularity %u x %u x %u, up to %u)\n",
+               d->coopmat2_granularity[0], d->coopmat2_granularity[1], d->coopmat2_granularity[2],
+               d->coopmat2_max_dimension);
+    else
+        printf("  VK_NV_cooperative_matrix2   no\n");
     printf("  timestamps                  %s (%g ns per tick)\n", d->timestamps ? "yes" : "no", d->timestamp_period_ns);
     printf("  maxStorageBufferRange       %llu bytes\n", (unsigned long long)d->max_storage_buffer_range);
     printf("  maxMemoryAllocationSize     %llu bytes\n", (unsigned long long)d->max_memory_allocation_size);
@@ -300,10 +324,13 @@ static int cmd_info(const options *o)
         }
         printf("]");
         print_tuning_json(ctx);
-        printf("}\n");
+        printf(",\"coopmat_in_use\":%s,\"coopmat2_in_use\":%s}\n", chosen.coopmat_in_use ? "true" : "false",
+               chosen.coopmat2_in_use ? "true" : "false");
     } else {
         printf("vkformer %s, %u Vulkan device%s\n", vkf_version_string(), count, count == 1 ? "" : "s");
         for (uint32_t i = 0; i < count; i++) print_device_text(&infos[i], i == chosen.index);
+        printf("device %u runs cooperative-matrix kernels: %s\n", chosen.index,
+               chosen.coopmat2_in_use ? "yes (KHR and NV2)" : chosen.coopmat_in_use ? "yes (KHR)" : "no");
     }
     free(infos);
     return close_context(ctx, 0);
@@ -1422,6 +1449,15 @@ static int cmd_tune(const options *o)
 int main(int argc, char **argv)
 {
     options o = {.repeat = 10};
+    /* --no-coopmat, for every command (bench attention and bench startup's child
+     * processes included): the same as VKFORMER_COOPMAT=0. */
+    int kept = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--no-coopmat") == 0) setenv("VKFORMER_COOPMAT", "0", 1);
+        else argv[kept++] = argv[i];
+    }
+    argc = kept;
+    argv[argc] = NULL;
     /* bench attention has options of its own (tools/bench_attention.c) */
     if (argc >= 3 && strcmp(argv[1], "bench") == 0 && strcmp(argv[2], "attention") == 0)
         return cmd_bench_attention(argc - 3, argv + 3);
