@@ -142,7 +142,7 @@ typedef struct vkf_device_info {
     /* Cooperative matrix (tensor cores). The shapes the driver reports for
      * VK_KHR_cooperative_matrix (at most VKF_MAX_COOPMAT_SHAPES of them). */
     uint32_t coopmat_shape_count;
-    bool vulkan_memory_model;           /* vulkanMemoryModel, which coopmat shaders need */
+    bool vulkan_memory_model;           /* vulkanMemoryModel with device scope, which coopmat shaders need */
     vkf_coopmat_shape coopmat_shapes[VKF_MAX_COOPMAT_SHAPES];
     /* VK_NV_cooperative_matrix2 with flexible dimensions for f16 x f16 -> f32:
      * any multiple of the granularity up to the largest dimension. */

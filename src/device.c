@@ -320,7 +320,9 @@ static void fill_info(VkInstance instance, VkPhysicalDevice pd, uint32_t index, 
     if (v12 && info->cooperative_matrix && has_nv2) coopmat.pNext = &coopmat2;
     VkPhysicalDeviceFeatures2 feats = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
     vkGetPhysicalDeviceFeatures2(pd, &feats);
-    info->vulkan_memory_model = memory_model.vulkanMemoryModel;
+    /* Device scope too: once the memory model is on, every shader that uses Device
+     * scope (memoryBarrierBuffer in the older kernels) needs it. */
+    info->vulkan_memory_model = memory_model.vulkanMemoryModel && memory_model.vulkanMemoryModelDeviceScope;
     fill_coopmat_info(instance, pd, v12 && info->cooperative_matrix, has_nv2, coopmat.cooperativeMatrix,
                       coopmat2.cooperativeMatrixFlexibleDimensions, nv2_props.cooperativeMatrixFlexibleDimensionsMaxDimension,
                       info);
@@ -603,6 +605,7 @@ static vkf_status device_create(vkf_context *ctx)
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
         .vulkanMemoryModel = VK_TRUE,
+        .vulkanMemoryModelDeviceScope = VK_TRUE,
     };
     vkf_vk_coopmat_features coopmat = {
         .sType = (VkStructureType)VKF_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,

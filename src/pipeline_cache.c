@@ -260,6 +260,15 @@ void vkf_pipeline_cache_save(vkf_context *ctx)
         free(data);
         return;
     }
+    /* Mesa 26.2 lavapipe hands back 20 bytes whose header claims 32: a file of
+     * that would be refused at the next start anyway. */
+    const unsigned char *head = data;
+    if (bytes < 16 + VK_UUID_SIZE || le32(head) < 16 + VK_UUID_SIZE || le32(head) > bytes) {
+        vkf_log(ctx, VKF_LOG_INFO, "pipeline cache not saved: the driver's data is malformed (%zu bytes, header "
+                "length %u)", bytes, bytes >= 4 ? le32(head) : 0);
+        free(data);
+        return;
+    }
     bool changed = bytes != ctx->pipeline_cache_loaded_bytes || fnv1a(data, bytes) != ctx->pipeline_cache_loaded_hash;
     /* SwiftShader 153 hands back its header followed by the initial data verbatim:
      * nothing new, and saving it would grow the file by a header per run. */

@@ -706,10 +706,29 @@ static void test_every_variant(vkf_context *ctx, const vkf_device_info *info)
     uint32_t built = 0;
     for (int id = 0; id < VKF_VARIANT_COUNT; id++) {
         const vkf_variant_desc *v = vkf_variant((vkf_variant_id)id);
-        CHECK(v->name && v->spirv && v->spirv_bytes > 20);
+        CHECK(v->name != NULL);
+        const vkf_pipeline *pipe = NULL;
+        if (v->coopmat) {
+            /* Cooperative-matrix variants: only in builds whose glslc compiles them,
+             * and only on contexts with coopmat; their tile constants depend on the
+             * device's shapes, so test_ops and test_attention build and run them. */
+            bool usable = ctx->coopmat && (v->coopmat == 1 || ctx->coopmat2);
+            if (!v->spirv) {
+                CHECK(vkf_pipeline_get(ctx, (vkf_variant_id)id, NULL, 0, &pipe) == VKF_ERROR_UNSUPPORTED && !pipe);
+                fprintf(stderr, "variant %s: not in this build (refused: %s)\n", v->name, vkf_last_error());
+            } else if (!usable) {
+                CHECK(vkf_pipeline_get(ctx, (vkf_variant_id)id, NULL, 0, &pipe) == VKF_ERROR_UNSUPPORTED && !pipe);
+                fprintf(stderr, "variant %s: refused without coopmat: %s\n", v->name, vkf_last_error());
+            } else {
+                CHECK(v->spirv_bytes > 20);
+                fprintf(stderr, "variant %s: built and run by test_ops / test_attention with this device's shapes\n",
+                        v->name);
+            }
+            continue;
+        }
+        CHECK(v->spirv && v->spirv_bytes > 20);
         bool needs16 = strstr(v->name, "f16") || strstr(v->name, "act16");
         if (needs16 && !info->storage_16bit) continue;
-        const vkf_pipeline *pipe = NULL;
         vkf_status st = vkf_pipeline_get(ctx, (vkf_variant_id)id, NULL, 0, &pipe);
         if (st != VKF_OK) fprintf(stderr, "variant %s: %s\n", v->name, vkf_last_error());
         CHECK(st == VKF_OK && pipe);
@@ -718,17 +737,80 @@ static void test_every_variant(vkf_context *ctx, const vkf_device_info *info)
     fprintf(stderr, "built %u of %d shader variants with their default constants\n", built, VKF_VARIANT_COUNT);
 }
 
+/* The cooperative-matrix switch: option 0 and VKFORMER_COOPMAT=0 turn it off,
+ * bad option values are refused, and where the build has the kernels and the
+ * device reports an f16 x f16 -> f32 subgroup shape, the default turns it on. */
+static void test_coopmat_switch(const vkf_device_info *info)
+{
+    vkf_coopmat_shape shape;
+    bool capable = vkf_build_has_coopmat() && info->api_version >= VK_API_VERSION_1_2 && info->vulkan_memory_model &&
+                   info->float16 && info->storage_16bit && vkf_coopmat_choose_shape(info, &shape);
+    vkf_context_options o;
+    vkf_context_options_init(&o);
+    CHECK(o.coopmat == -1);
+    vkf_context *ctx = NULL;
+    o.coopmat = 2;
+    CHECK(vkf_context_create(&o, &ctx) == VKF_ERROR_INVALID_ARGUMENT && !ctx);
+    CHECK(strstr(vkf_last_error(), "coopmat") != NULL);
+
+    vkf_device_info got;
+    o.coopmat = -1;
+    CHECK_OK(vkf_context_create(&o, &ctx));
+    CHECK_OK(vkf_context_device_info(ctx, &got));
+    CHECK(got.coopmat_in_use == capable);
+    CHECK(!got.coopmat2_in_use || got.coopmat_in_use);
+    printf("coopmat: %s on %s (build has the kernels: %s, f16 x f16 -> f32 shape: %s)\n",
+           got.coopmat_in_use ? (got.coopmat2_in_use ? "on, KHR and NV2" : "on, KHR") : "off", info->name,
+           vkf_build_has_coopmat() ? "yes" : "no", capable ? "yes" : "no");
+    vkf_context_destroy(ctx);
+
+    o.coopmat = 0;
+    CHECK_OK(vkf_context_create(&o, &ctx));
+    CHECK_OK(vkf_context_device_info(ctx, &got));
+    CHECK(!got.coopmat_in_use && !got.coopmat2_in_use && !ctx->coopmat && !ctx->coopmat2);
+    const vkf_pipeline *pipe = NULL;
+    CHECK(vkf_pipeline_get(ctx, VKF_VARIANT_MATMUL_COOPMAT, NULL, 0, &pipe) == VKF_ERROR_UNSUPPORTED && !pipe);
+    vkf_context_destroy(ctx);
+
+    setenv("VKFORMER_COOPMAT", "0", 1);
+    o.coopmat = -1;
+    CHECK_OK(vkf_context_create(&o, &ctx));
+    CHECK_OK(vkf_context_device_info(ctx, &got));
+    CHECK(!got.coopmat_in_use && !ctx->coopmat);
+    vkf_context_destroy(ctx);
+    unsetenv("VKFORMER_COOPMAT");
+}
+
+/* Turns on synchronization validation through the environment, in the form the
+ * installed layer reads: VK_LAYER_VALIDATE_SYNC from the layer-settings era (SDK
+ * 1.3.268) on, where the older VK_LAYER_ENABLES draws a deprecation warning. */
+static void enable_sync_validation(void)
+{
+    uint32_t n = 0;
+    CHECK_OK(vkf_devices_list(NULL, 0, &n)); /* loads the Vulkan loader through volk */
+    uint32_t spec = 0, count = 0;
+    vkEnumerateInstanceLayerProperties(&count, NULL);
+    VkLayerProperties *layers = calloc(count ? count : 1, sizeof *layers);
+    if (layers && vkEnumerateInstanceLayerProperties(&count, layers) == VK_SUCCESS)
+        for (uint32_t i = 0; i < count; i++)
+            if (strcmp(layers[i].layerName, "VK_LAYER_KHRONOS_validation") == 0) spec = layers[i].specVersion;
+    free(layers);
+    if (spec >= VK_MAKE_API_VERSION(0, 1, 3, 268)) setenv("VK_LAYER_VALIDATE_SYNC", "1", 1);
+    else setenv("VK_LAYER_ENABLES", "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT", 1);
+}
+
 int main(void)
 {
     /* Synchronization validation for every context made here: a missing or wrong
      * barrier between dependent dispatches (or transfers) is a validation error,
      * which fails the test in harness_close. */
-    setenv("VK_LAYER_ENABLES", "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT", 1);
+    enable_sync_validation();
     vkf_context *ctx = harness_context();
     vkf_device_info info;
     CHECK_OK(vkf_context_device_info(ctx, &info));
 
     test_every_variant(ctx, &info);
+    test_coopmat_switch(&info);
     test_devices_list(&info);
     test_device_choice(&info);
     test_memory(ctx, &info);
