@@ -28,6 +28,15 @@
 extern "C" {
 #endif
 
+/* VKF_API marks the library's exported functions. The library is compiled with
+ * hidden visibility by default, so its shared object exports these and nothing
+ * else (no internal helper, no symbol of the volk loader built into it). */
+#if defined(__GNUC__) || defined(__clang__)
+#define VKF_API __attribute__((visibility("default")))
+#else
+#define VKF_API
+#endif
+
 #define VKF_VERSION_MAJOR 0
 #define VKF_VERSION_MINOR 1
 #define VKF_VERSION_PATCH 0
@@ -35,9 +44,9 @@ extern "C" {
 #define VKF_VERSION_NUMBER (VKF_VERSION_MAJOR * 10000 + VKF_VERSION_MINOR * 100 + VKF_VERSION_PATCH)
 
 /* The version of the library actually loaded, as VKF_VERSION_NUMBER. */
-uint32_t vkf_version(void);
+VKF_API uint32_t vkf_version(void);
 /* The same as "MAJOR.MINOR.PATCH"; a static string. */
-const char *vkf_version_string(void);
+VKF_API const char *vkf_version_string(void);
 
 /* ------------------------------------------------------------------ status */
 
@@ -59,10 +68,10 @@ typedef enum vkf_status {
 } vkf_status;
 
 /* A short constant name for a status, e.g. "VKF_ERROR_TOO_LARGE". */
-const char *vkf_status_string(vkf_status status);
+VKF_API const char *vkf_status_string(vkf_status status);
 /* The message of this thread's last failed call; "" if none. Valid until the next
  * failing call on this thread. */
-const char *vkf_last_error(void);
+VKF_API const char *vkf_last_error(void);
 
 /* ------------------------------------------------------------------ devices */
 
@@ -94,7 +103,7 @@ typedef enum vkf_component {
 } vkf_component;
 
 /* "f16", "f32", "s8", ...; "other" for VKF_COMPONENT_OTHER and unknown values. */
-const char *vkf_component_name(vkf_component component);
+VKF_API const char *vkf_component_name(vkf_component component);
 
 /* One cooperative-matrix shape the device reports (vkGetPhysicalDevice-
  * CooperativeMatrixPropertiesKHR): an M x K A times a K x N B plus an M x N C. */
@@ -160,7 +169,7 @@ typedef struct vkf_device_info {
  * may be NULL when capacity is 0) and sets *out_count to the number of devices.
  * With no Vulkan driver installed at all, the loader cannot make an instance and
  * the call fails with VKF_ERROR_NO_DEVICE (no loader: VKF_ERROR_NO_VULKAN). */
-vkf_status vkf_devices_list(vkf_device_info *out_infos, uint32_t capacity, uint32_t *out_count);
+VKF_API vkf_status vkf_devices_list(vkf_device_info *out_infos, uint32_t capacity, uint32_t *out_count);
 
 /* ------------------------------------------------------------------ context */
 
@@ -219,27 +228,27 @@ typedef struct vkf_context_options {
 } vkf_context_options;
 
 /* Fills the defaults. Call before setting fields. */
-void vkf_context_options_init(vkf_context_options *options);
+VKF_API void vkf_context_options_init(vkf_context_options *options);
 
 /* Creates a context on one device. options may be NULL for the defaults. */
-vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **out_context);
+VKF_API vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **out_context);
 /* Waits for the device to be idle and frees everything. Tensors and command lists
  * made from the context must be destroyed first. */
-void vkf_context_destroy(vkf_context *context);
+VKF_API void vkf_context_destroy(vkf_context *context);
 
 /* The device the context runs on. */
-vkf_status vkf_context_device_info(const vkf_context *context, vkf_device_info *out_info);
+VKF_API vkf_status vkf_context_device_info(const vkf_context *context, vkf_device_info *out_info);
 /* Validation messages counted since the context was created (0 when validation is
  * off). *out_validation_on tells whether the layer is active. Any pointer may be NULL. */
-vkf_status vkf_context_validation_counts(const vkf_context *context, uint32_t *out_errors,
-                                         uint32_t *out_warnings, bool *out_validation_on);
+VKF_API vkf_status vkf_context_validation_counts(const vkf_context *context, uint32_t *out_errors,
+                                                 uint32_t *out_warnings, bool *out_validation_on);
 /* Device memory the context holds: bytes in allocated blocks, and bytes of those
  * handed to live tensors. Either pointer may be NULL. */
-vkf_status vkf_context_memory_usage(const vkf_context *context, uint64_t *out_allocated,
-                                    uint64_t *out_used);
+VKF_API vkf_status vkf_context_memory_usage(const vkf_context *context, uint64_t *out_allocated,
+                                            uint64_t *out_used);
 
 /* The most device memory the context has held in blocks at once, in bytes. */
-vkf_status vkf_context_peak_memory(const vkf_context *context, uint64_t *out_bytes);
+VKF_API vkf_status vkf_context_peak_memory(const vkf_context *context, uint64_t *out_bytes);
 
 /* ------------------------------------------------------------------ tensors */
 
@@ -258,16 +267,16 @@ typedef struct vkf_tensor vkf_tensor;
 /* Creates an uninitialised tensor of the given shape (rank 1..VKF_MAX_RANK, every
  * dimension > 0). A tensor larger than the device's maxStorageBufferRange cannot be
  * bound to a shader and is refused with VKF_ERROR_TOO_LARGE. */
-vkf_status vkf_tensor_create(vkf_context *context, vkf_dtype dtype, uint32_t rank,
-                             const uint64_t *shape, vkf_tensor **out_tensor);
-void vkf_tensor_destroy(vkf_tensor *tensor);
+VKF_API vkf_status vkf_tensor_create(vkf_context *context, vkf_dtype dtype, uint32_t rank,
+                                     const uint64_t *shape, vkf_tensor **out_tensor);
+VKF_API void vkf_tensor_destroy(vkf_tensor *tensor);
 /* Size in bytes; 0 for NULL. */
-uint64_t vkf_tensor_bytes(const vkf_tensor *tensor);
+VKF_API uint64_t vkf_tensor_bytes(const vkf_tensor *tensor);
 /* Copies `bytes` bytes (must equal vkf_tensor_bytes) from host memory into the
  * tensor. Waits until the copy is done. */
-vkf_status vkf_tensor_upload(vkf_tensor *tensor, const void *src, uint64_t bytes);
+VKF_API vkf_status vkf_tensor_upload(vkf_tensor *tensor, const void *src, uint64_t bytes);
 /* Copies the tensor (bytes must equal vkf_tensor_bytes) to host memory. Waits. */
-vkf_status vkf_tensor_download(vkf_tensor *tensor, void *dst, uint64_t bytes);
+VKF_API vkf_status vkf_tensor_download(vkf_tensor *tensor, void *dst, uint64_t bytes);
 
 /* ------------------------------------------------------------------ command lists */
 
@@ -281,25 +290,25 @@ enum {
     VKF_CMD_TIMESTAMPS = 1u << 0,       /* time every operation on the GPU */
 };
 
-vkf_status vkf_cmd_create(vkf_context *context, uint32_t flags, vkf_cmd **out_cmd);
-void vkf_cmd_destroy(vkf_cmd *cmd);
+VKF_API vkf_status vkf_cmd_create(vkf_context *context, uint32_t flags, vkf_cmd **out_cmd);
+VKF_API void vkf_cmd_destroy(vkf_cmd *cmd);
 /* Number of operations recorded so far. */
-uint32_t vkf_cmd_op_count(const vkf_cmd *cmd);
+VKF_API uint32_t vkf_cmd_op_count(const vkf_cmd *cmd);
 /* Ends recording on the first call, submits the list once and waits for it to
  * finish. No operation can be appended after the first submit. */
-vkf_status vkf_cmd_submit(vkf_cmd *cmd);
+VKF_API vkf_status vkf_cmd_submit(vkf_cmd *cmd);
 /* GPU milliseconds of each operation in the last submit, in recording order
  * (needs VKF_CMD_TIMESTAMPS and a device with timestamps). Fills at most
  * `capacity` values and sets *out_count to the number of operations. */
-vkf_status vkf_cmd_timings(const vkf_cmd *cmd, double *out_ms, uint32_t capacity,
-                           uint32_t *out_count);
+VKF_API vkf_status vkf_cmd_timings(const vkf_cmd *cmd, double *out_ms, uint32_t capacity,
+                                   uint32_t *out_count);
 
 /* The kind of the index-th operation ("matmul", "softmax", ...); NULL past the end.
  * A static string. */
-const char *vkf_cmd_op_name(const vkf_cmd *cmd, uint32_t index);
+VKF_API const char *vkf_cmd_op_name(const vkf_cmd *cmd, uint32_t index);
 /* GPU milliseconds from the start of the first operation to the end of the last,
  * in the last submit (needs VKF_CMD_TIMESTAMPS). */
-vkf_status vkf_cmd_gpu_ms(const vkf_cmd *cmd, double *out_ms);
+VKF_API vkf_status vkf_cmd_gpu_ms(const vkf_cmd *cmd, double *out_ms);
 
 /* A 2-D matrix inside a tensor, possibly one of a batch of matrices.
  * Element (b0, b1, row, col) is at
@@ -389,21 +398,21 @@ typedef struct vkf_embed_desc {
  * PE(pos, 2i+1) = cos(pos / 10000^(2i/d)), computed in double on the host and
  * rounded once, so every device adds the same values (GPU sin/cos are only
  * required to be accurate to 2^-11). */
-vkf_status vkf_positional_encoding_create(vkf_context *context, uint32_t positions, uint32_t d,
-                                          vkf_tensor **out_tensor);
+VKF_API vkf_status vkf_positional_encoding_create(vkf_context *context, uint32_t positions, uint32_t d,
+                                                  vkf_tensor **out_tensor);
 
 /* Each fills the defaults (alpha 1, scale 1, eps 1e-5, everything else 0/NULL). */
-void vkf_matmul_desc_init(vkf_matmul_desc *desc);
-void vkf_softmax_desc_init(vkf_softmax_desc *desc);
-void vkf_layernorm_desc_init(vkf_layernorm_desc *desc);
-void vkf_embed_desc_init(vkf_embed_desc *desc);
+VKF_API void vkf_matmul_desc_init(vkf_matmul_desc *desc);
+VKF_API void vkf_softmax_desc_init(vkf_softmax_desc *desc);
+VKF_API void vkf_layernorm_desc_init(vkf_layernorm_desc *desc);
+VKF_API void vkf_embed_desc_init(vkf_embed_desc *desc);
 
 /* Append one operation. Sizes and views are checked against the tensors; nothing
  * is recorded on failure. */
-vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *desc);
-vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *desc);
-vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *desc);
-vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *desc);
+VKF_API vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *desc);
+VKF_API vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *desc);
+VKF_API vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *desc);
+VKF_API vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *desc);
 
 /* ------------------------------------------------------------------ models */
 
@@ -431,7 +440,7 @@ typedef struct vkf_model_config {
  * VKF_ERROR_BAD_MODEL and a message naming the tensor or key. F16 weight
  * matrices and embeddings stay F16 on devices with 16-bit storage (arithmetic is
  * fp32) and are widened to F32 elsewhere; vectors (biases, norms) are F32. */
-vkf_status vkf_model_load(vkf_context *context, const char *path, vkf_model **out_model);
+VKF_API vkf_status vkf_model_load(vkf_context *context, const char *path, vkf_model **out_model);
 
 /* Storage precision (arithmetic and accumulation are fp32 throughout):
  * AUTO is F16 on a GPU (integrated, discrete or virtual) with 16-bit storage when
@@ -455,10 +464,10 @@ typedef struct vkf_model_load_options {
     vkf_precision precision;
 } vkf_model_load_options;
 /* vkf_model_load with options (NULL: defaults). */
-vkf_status vkf_model_load_with(vkf_context *context, const char *path, const vkf_model_load_options *options,
-                               vkf_model **out_model);
-void vkf_model_destroy(vkf_model *model);
-vkf_status vkf_model_get_config(const vkf_model *model, vkf_model_config *out_config);
+VKF_API vkf_status vkf_model_load_with(vkf_context *context, const char *path, const vkf_model_load_options *options,
+                                       vkf_model **out_model);
+VKF_API void vkf_model_destroy(vkf_model *model);
+VKF_API vkf_status vkf_model_get_config(const vkf_model *model, vkf_model_config *out_config);
 
 /* A batch of id sequences of possibly different lengths (each 1..max_len). */
 typedef struct vkf_sequences {
@@ -473,16 +482,16 @@ typedef struct vkf_sequences {
  * whole pass (encoder, decoder, final norms, generator) is one command buffer,
  * recorded once per (count, longest source, T) and reused. Sources are masked
  * past their lengths; targets are causal, so padding never reaches a real row. */
-vkf_status vkf_model_forward(vkf_model *model, const vkf_sequences *src, const vkf_sequences *tgt, float *out_logits,
-                             uint64_t out_floats);
+VKF_API vkf_status vkf_model_forward(vkf_model *model, const vkf_sequences *src, const vkf_sequences *tgt,
+                                     float *out_logits, uint64_t out_floats);
 
 /* Greedy decoding of every source at once: the encoder runs once, cross-attention
  * keys/values are computed once per layer, and each step (a command buffer
  * recorded once, its position read from GPU memory) extends a KV cache. Stops at
  * eos_id or after max_new tokens (1..max_len). out_ids is (src->count, max_new): row
  * i holds out_lengths[i] generated ids, without bos and without the final eos. */
-vkf_status vkf_model_generate(vkf_model *model, const vkf_sequences *src, uint32_t max_new, int32_t *out_ids,
-                              uint32_t *out_lengths);
+VKF_API vkf_status vkf_model_generate(vkf_model *model, const vkf_sequences *src, uint32_t max_new, int32_t *out_ids,
+                                      uint32_t *out_lengths);
 
 /* Attention variants. self_attention applies to the encoder's self-attention and
  * (in its causal form) the decoder's, in the forward pass and in every decode step:
@@ -506,14 +515,14 @@ vkf_status vkf_model_generate(vkf_model *model, const vkf_sequences *src, uint32
  * Variants other than dense-naive need head_dim <= 256; models whose head_dim
  * passes 256 run "dense" as dense-naive. Where a variant does not apply, the
  * context's log gets an info message saying what runs instead. */
-vkf_status vkf_model_set_attention(vkf_model *model, const char *self_attention, const char *cross_attention);
+VKF_API vkf_status vkf_model_set_attention(vkf_model *model, const char *self_attention, const char *cross_attention);
 /* The seed of bigbird's random blocks, lsh's rotations and lowrank's projection
  * (default 0). The same seed gives the same results. */
-vkf_status vkf_model_set_seed(vkf_model *model, uint64_t seed);
+VKF_API vkf_status vkf_model_set_seed(vkf_model *model, uint64_t seed);
 
 /* Profiling: with `on`, command lists the model records from now on carry
  * timestamps (cached ones are dropped and re-recorded). */
-vkf_status vkf_model_set_profiling(vkf_model *model, bool on);
+VKF_API vkf_status vkf_model_set_profiling(vkf_model *model, bool on);
 typedef enum vkf_model_pass {
     VKF_PASS_FORWARD = 0,               /* the last vkf_model_forward */
     VKF_PASS_ENCODE = 1,                /* the encoder run of the last vkf_model_generate */
@@ -521,18 +530,18 @@ typedef enum vkf_model_pass {
 } vkf_model_pass;
 /* The command list of that pass (borrowed, valid until the model records another
  * of its kind): read it with vkf_cmd_timings, vkf_cmd_op_name, vkf_cmd_gpu_ms. */
-vkf_status vkf_model_last_cmd(const vkf_model *model, vkf_model_pass pass, const vkf_cmd **out_cmd);
+VKF_API vkf_status vkf_model_last_cmd(const vkf_model *model, vkf_model_pass pass, const vkf_cmd **out_cmd);
 
 /* Text in and out, for models whose config has vocabularies. The source text is
  * split on whitespace (config "src_split": "whitespace", the default) or into
  * characters ("chars"), each piece looked up in src_vocab, and eos_id appended.
  * An unknown piece fails with VKF_ERROR_INVALID_ARGUMENT naming it. */
-vkf_status vkf_model_encode_text(const vkf_model *model, const char *text, int32_t *out_ids, uint32_t capacity,
-                                 uint32_t *out_count);
+VKF_API vkf_status vkf_model_encode_text(const vkf_model *model, const char *text, int32_t *out_ids, uint32_t capacity,
+                                         uint32_t *out_count);
 /* Joins tgt_vocab entries with config "tgt_join" (default " "); fails if the text
  * would not fit `capacity` bytes including the terminating NUL. */
-vkf_status vkf_model_decode_text(const vkf_model *model, const int32_t *ids, uint32_t count, char *out_text,
-                                 size_t capacity);
+VKF_API vkf_status vkf_model_decode_text(const vkf_model *model, const int32_t *ids, uint32_t count, char *out_text,
+                                         size_t capacity);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,169 @@
+#!/bin/sh
+# The library as a user gets it from `meson install`: installed into a temporary
+# destdir, it must hold the header, vkformer.pc and a versioned shared library
+# (SONAME libvkformer.so.MAJOR) that exports exactly the functions declared in
+# include/vkformer.h (none of the internal vkf_ helpers, none of volk's loader).
+# examples/translate.c is compiled against that tree with pkg-config, once with
+# the shared library and once with the static one (`pkg-config --static`, which
+# must name everything libvkformer.a needs); with --run it also translates with
+# both on the Vulkan driver of the environment (VK_ICD_FILENAMES).
+#
+# usage: test_install.sh [--run] MESON BUILD_DIR SOURCE_DIR
+# Environment: VKF_TEST_CC (default cc) and VKF_TEST_CFLAGS (the build's
+# sanitizer flags, if any) for compiling the example.
+# Exits 1 after printing every mismatch, 0 when all checks pass.
+
+set -u
+
+run=0
+if [ "${1:-}" = --run ]; then
+    run=1
+    shift
+fi
+if [ $# -ne 3 ]; then
+    echo "usage: $0 [--run] MESON BUILD_DIR SOURCE_DIR" >&2
+    exit 2
+fi
+MESON=$1
+BUILD=$2
+SRC=$3
+CC=${VKF_TEST_CC:-cc}
+CFLAGS=${VKF_TEST_CFLAGS:-}
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/vkformer-install.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+words() { printf '%s\n' "$1" | tr '\n' ' '; }
+
+# ------------------------------------------------------------------ install
+# Two of these tests may run at once: one install into the build tree's log at a time.
+ROOT=$TMP/root
+if ! flock "$BUILD/meson-private/test-install.lock" \
+        "$MESON" install -C "$BUILD" --no-rebuild --quiet --destdir "$ROOT" >"$TMP/install.log" 2>&1; then
+    cat "$TMP/install.log" >&2
+    echo "FAIL: meson install --destdir failed" >&2
+    exit 1
+fi
+PC=$(find "$ROOT" -name vkformer.pc | head -n 1)
+HEADER=$(find "$ROOT" -name vkformer.h | head -n 1)
+SO=$(find "$ROOT" -name 'libvkformer.so.*.*.*' | head -n 1)
+if [ -z "$PC" ] || [ -z "$HEADER" ] || [ -z "$SO" ]; then
+    echo "FAIL: the install lacks vkformer.pc, vkformer.h or libvkformer.so.X.Y.Z:" >&2
+    (cd "$ROOT" && find . -type f -o -type l) >&2
+    exit 1
+fi
+LIBDIR=$(dirname "$SO")
+[ -f "$LIBDIR/libvkformer.a" ] || fail "no libvkformer.a next to $SO"
+
+# ------------------------------------------------------------------ SONAME
+version=$(basename "$SO" | sed 's/^libvkformer\.so\.//')
+major=${version%%.*}
+soname=$(readelf -d "$SO" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
+[ "$soname" = "libvkformer.so.$major" ] || fail "SONAME is '$soname', expected libvkformer.so.$major"
+[ "$(readlink "$LIBDIR/libvkformer.so.$major")" = "libvkformer.so.$version" ] ||
+    fail "libvkformer.so.$major does not link to libvkformer.so.$version"
+[ -e "$LIBDIR/libvkformer.so" ] || fail "no libvkformer.so (the link-time name)"
+grep -q "VKF_VERSION_MAJOR $major\$" "$HEADER" || fail "the header's VKF_VERSION_MAJOR is not $major"
+
+# ------------------------------------------------------------------ exported symbols
+# Declared: every vkf_ name followed by '(' in the preprocessed header (comments
+# gone; function-pointer typedefs read "(*vkf_x)(" and do not match).
+$CC -E -P -x c "$HEADER" 2>"$TMP/cpp.err" | grep -o 'vkf_[A-Za-z0-9_]*[[:space:]]*(' |
+    sed 's/[[:space:]]*($//' | sort -u >"$TMP/declared"
+[ -s "$TMP/declared" ] || fail "no function declarations found in $HEADER: $(cat "$TMP/cpp.err")"
+# Exported: defined dynamic symbols of every kind (functions, data). A sanitizer
+# build adds its runtime's own hooks; those are not the library's.
+nm -D --defined-only --format=posix "$SO" | awk '{print $1 " " $2}' |
+    grep -vE '^(__asan|__ubsan|__sanitizer|__odr_asan|__lsan)' >"$TMP/exported_kinds"
+awk '{print $1}' "$TMP/exported_kinds" | sort -u >"$TMP/exported"
+extra=$(comm -13 "$TMP/declared" "$TMP/exported")
+missing=$(comm -23 "$TMP/declared" "$TMP/exported")
+[ -z "$extra" ] || fail "exported but not declared in vkformer.h: $(words "$extra")"
+[ -z "$missing" ] || fail "declared in vkformer.h but not exported: $(words "$missing")"
+nonfunc=$(awk '$2 != "T" {print $1}' "$TMP/exported_kinds")
+[ -z "$nonfunc" ] || fail "exported symbols that are not functions: $(words "$nonfunc")"
+volk=$(grep -E '^(volk|vk[A-Z])' "$TMP/exported" || true)
+[ -z "$volk" ] || fail "volk's symbols are exported: $(words "$volk")"
+[ -n "$extra$missing$nonfunc$volk" ] || echo "exported: $(wc -l <"$TMP/exported") functions, as declared in vkformer.h"
+
+# ------------------------------------------------------------------ pkg-config
+PCDIR=$(dirname "$PC")
+pc() { PKG_CONFIG_PATH=$PCDIR PKG_CONFIG_SYSROOT_DIR=$ROOT pkg-config "$@" vkformer; }
+pc --exists || fail "pkg-config cannot read $PC"
+[ "$(pc --modversion)" = "$version" ] || fail "vkformer.pc says version $(pc --modversion), the library $version"
+static_libs=$(pc --static --libs)
+for want in -ljansson -lm -ldl -pthread; do
+    case " $static_libs " in
+    *" $want "*) ;;
+    *) fail "pkg-config --static --libs vkformer lacks $want: $static_libs" ;;
+    esac
+done
+case " $(pc --libs) " in
+*" -ljansson "*) fail "pkg-config --libs vkformer (shared) names jansson: $(pc --libs)" ;;
+esac
+
+# ------------------------------------------------------------------ the example
+EXAMPLE=$SRC/examples/translate.c
+# shellcheck disable=SC2046,SC2086 # the flags are words
+if ! $CC -std=c11 -Wall -Wextra -Wpedantic -Werror $CFLAGS "$EXAMPLE" -o "$TMP/translate-shared" \
+        $(pc --cflags --libs) 2>"$TMP/cc.err"; then
+    fail "examples/translate.c does not build against the installed shared library: $(head -n 8 "$TMP/cc.err")"
+fi
+# The static library alone (no .so beside it), as `pkg-config --static` links it.
+STATIC_ROOT=$TMP/static-root
+cp -a "$ROOT" "$STATIC_ROOT"
+rm -f "$STATIC_ROOT${LIBDIR#"$ROOT"}"/libvkformer.so*
+# shellcheck disable=SC2046,SC2086
+if ! $CC -std=c11 -Wall -Wextra -Wpedantic -Werror $CFLAGS "$EXAMPLE" -o "$TMP/translate-static" \
+        $(PKG_CONFIG_PATH=$STATIC_ROOT${PCDIR#"$ROOT"} PKG_CONFIG_SYSROOT_DIR=$STATIC_ROOT \
+          pkg-config --static --cflags --libs vkformer) 2>"$TMP/cc-static.err"; then
+    fail "examples/translate.c does not link the static library with pkg-config --static: $(head -n 8 "$TMP/cc-static.err")"
+fi
+# The public header in C++ (extern "C", no C-only syntax), where there is a C++ compiler.
+if command -v c++ >/dev/null 2>&1; then
+    printf '#include <vkformer.h>\nint main() { return vkf_version() == 0; }\n' >"$TMP/cxx.cc"
+    # shellcheck disable=SC2046
+    c++ -Wall -Wextra -Werror -fsyntax-only $(pc --cflags) "$TMP/cxx.cc" 2>"$TMP/cxx.err" ||
+        fail "vkformer.h does not compile as C++: $(head -n 8 "$TMP/cxx.err")"
+fi
+
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\].*/\1/p'; }
+if [ -f "$TMP/translate-shared" ]; then
+    needed "$TMP/translate-shared" | grep -qx "libvkformer.so.$major" ||
+        fail "the example does not need libvkformer.so.$major: $(needed "$TMP/translate-shared" | tr '\n' ' ')"
+fi
+if [ -f "$TMP/translate-static" ]; then
+    ! needed "$TMP/translate-static" | grep -q libvkformer ||
+        fail "the static example still needs libvkformer.so"
+fi
+
+# ------------------------------------------------------------------ running it
+if [ "$run" = 1 ]; then
+    MODEL=$SRC/models/demo.safetensors
+    for kind in shared static; do
+        exe=$TMP/translate-$kind
+        [ -f "$exe" ] || continue
+        out=$(LD_LIBRARY_PATH=$LIBDIR "$exe" "$MODEL" "three hundred forty two" 2>"$TMP/run.err")
+        code=$?
+        { [ "$code" = 0 ] && [ "$out" = 342 ]; } ||
+            fail "$kind example: 'three hundred forty two' gave '$out' (exit $code): $(cat "$TMP/run.err")"
+        out=$(LD_LIBRARY_PATH=$LIBDIR "$exe" "$TMP/no-such-model.safetensors" "two" 2>"$TMP/run.err")
+        code=$?
+        { [ "$code" = 1 ] && [ -z "$out" ] && grep -q "no-such-model.safetensors" "$TMP/run.err"; } ||
+            fail "$kind example on a missing model: exit $code, stdout '$out', stderr: $(cat "$TMP/run.err")"
+        out=$(LD_LIBRARY_PATH=$LIBDIR "$exe" "$MODEL" "three zillion" 2>"$TMP/run.err")
+        code=$?
+        { [ "$code" = 1 ] && grep -q "zillion" "$TMP/run.err"; } ||
+            fail "$kind example on an unknown word: exit $code, stderr: $(cat "$TMP/run.err")"
+    done
+fi
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures check(s) failed" >&2
+    exit 1
+fi
+echo "all install checks passed"

@@ -1,0 +1,152 @@
+"""python/vkformer.py on the build tree's shared library, against the CLI on the
+same driver: translations of held-out lines, generated ids, forward logits
+(single and batched), the ways of finding the library, and errors (exceptions
+carrying the library's message). Run with Debian's /usr/bin/python3 (numpy).
+
+usage: test_python.py LIBVKFORMER.so VKFORMER MODEL HELDOUT.tsv
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import vkformer  # noqa: E402
+
+LIB, CLI, MODEL, HELDOUT = sys.argv[1:5]
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL: " + what, file=sys.stderr)
+
+
+def cli(*args):
+    r = subprocess.run([CLI] + list(args), capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("vkformer %s failed (%d): %s" % (" ".join(args), r.returncode, r.stderr.strip()))
+    return r.stdout
+
+
+def expect_error(fn, status_name, *fragments):
+    """fn() raises VkformerError with that status and a message holding every fragment."""
+    try:
+        fn()
+    except vkformer.VkformerError as e:
+        check(e.status_name == status_name, "status %s, expected %s (%s)" % (e.status_name, status_name, e))
+        for f in fragments:
+            check(f in str(e), "the message %r does not name %r" % (str(e), f))
+        return e
+    check(False, "no VkformerError (expected %s naming %s)" % (status_name, fragments))
+    return None
+
+
+# ---------------------------------------------------------------- finding the library
+e = None
+try:
+    vkformer.load(MODEL, library="/nonexistent/libvkformer.so")
+except vkformer.VkformerError as err:
+    e = err
+check(e is not None and e.status is None and "/nonexistent/libvkformer.so" in str(e),
+      "a missing library is a VkformerError naming its path: %r" % e)
+os.environ["VKFORMER_LIBRARY"] = LIB
+check(vkformer.library_version() == vkformer.library_version(LIB), "VKFORMER_LIBRARY finds the library")
+del os.environ["VKFORMER_LIBRARY"]
+
+messages = []
+ctx = vkformer.Context(library=LIB, log=lambda level, message: messages.append((level, message)))
+model = ctx.load(MODEL)
+cfg = model.config
+print("library %s on %s; model d_model %d, max_len %d" % (vkformer.library_version(LIB), ctx.device_name,
+                                                          cfg.d_model, cfg.max_len))
+check(cfg.has_vocab and cfg.activation in ("relu", "gelu"), "config: %s" % (cfg,))
+
+# ---------------------------------------------------------------- translate vs the CLI
+with open(HELDOUT) as f:
+    rows = [line.rstrip("\n").split("\t") for line in f][:24]
+texts = [r[0] for r in rows]
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "texts.txt")
+    with open(path, "w") as f:
+        f.write("".join(t + "\n" for t in texts))
+    want = cli("translate", "--model", MODEL, "--input", path, "--batch", "8").splitlines()
+got = model.translate(texts)
+check(got == want, "translate of %d held-out lines differs from the CLI: %s"
+      % (len(texts), [(t, g, w) for t, g, w in zip(texts, got, want) if g != w][:5]))
+correct = sum(g == r[1] for g, r in zip(got, rows))
+check(correct >= len(rows) - 2, "only %d of %d held-out lines right" % (correct, len(rows)))
+check(model.translate("three hundred forty two") == "342", "translate of one text")
+print("translate: %d lines as the CLI, %d exact" % (len(texts), correct))
+
+# ---------------------------------------------------------------- generate vs the CLI
+for text in ["forty one thousand thirty nine", "seven hundred eighty seven", "two"]:
+    src = model.encode(text)
+    check(src.dtype == np.int32 and src[-1] == cfg.eos_id, "encode gives int32 ids ending in eos: %s" % src)
+    ids = model.generate(src)
+    want = [int(x) for x in cli("generate", "--model", MODEL, "--src", ",".join(map(str, src))).split(",")]
+    check(ids.dtype == np.int32 and ids.tolist() == want, "generate %r: %s, the CLI %s" % (text, ids.tolist(), want))
+    short = model.generate(src.tolist(), max_new=2)
+    check(short.tolist() == want[:2], "generate with max_new 2: %s" % short.tolist())
+batch = model.generate([model.encode(t) for t in texts[:5]])
+check([model.decode(b) for b in batch] == got[:5], "generate on a batch of 5 agrees with translate")
+
+# ---------------------------------------------------------------- forward vs the CLI
+pairs = []
+with tempfile.TemporaryDirectory() as tmp:
+    for text in ["two hundred", "one hundred ninety two"]:
+        src = model.encode(text)
+        tgt = np.concatenate([[cfg.bos_id], model.generate(src)]).astype(np.int64)
+        logits = model.forward(src, tgt)
+        out = os.path.join(tmp, "logits.npy")
+        cli("forward", "--model", MODEL, "--src", ",".join(map(str, src)), "--tgt", ",".join(map(str, tgt)),
+            "--out", out)
+        want = np.load(out)
+        check(logits.dtype == np.float32 and logits.shape == (len(tgt), cfg.tgt_vocab_size),
+              "forward shape %s dtype %s" % (logits.shape, logits.dtype))
+        err = float(np.max(np.abs(logits - want))) if logits.shape == want.shape else float("inf")
+        check(err <= 1e-4 * max(1.0, float(np.max(np.abs(want)))), "forward %r: max |python - cli| = %g" % (text, err))
+        check(np.argmax(logits[:-1], axis=1).tolist() == tgt[1:].tolist(), "forward's argmax follows generate")
+        pairs.append((src, tgt, logits))
+b = model.forward([p[0] for p in pairs], [p[1] for p in pairs])
+check(b.shape == (2, max(len(p[1]) for p in pairs), cfg.tgt_vocab_size), "batched forward shape %s" % (b.shape,))
+for i, (src, tgt, logits) in enumerate(pairs):
+    n = len(tgt)
+    check(np.allclose(b[i, :n], logits, rtol=1e-4, atol=1e-4), "batched forward row %d equals its single run" % i)
+    check(not np.any(b[i, n:]), "batched forward: rows past target %d's length are zero" % i)
+print("forward: logits as the CLI's .npy; generate: ids as the CLI's")
+
+# ---------------------------------------------------------------- errors
+missing = os.path.join(tempfile.gettempdir(), "no-such-vkformer-model.safetensors")
+expect_error(lambda: ctx.load(missing), "VKF_ERROR_IO", missing)
+expect_error(lambda: vkformer.load(missing, library=LIB), "VKF_ERROR_IO", missing)
+expect_error(lambda: model.translate("three zillion"), "VKF_ERROR_INVALID_ARGUMENT", "zillion")
+expect_error(lambda: model.generate([1, cfg.src_vocab_size + 5]), "VKF_ERROR_INVALID_ARGUMENT",
+             str(cfg.src_vocab_size + 5))
+expect_error(lambda: model.generate([1] * (cfg.max_len + 1)), "VKF_ERROR_INVALID_ARGUMENT", "max_len")
+expect_error(lambda: model.set_attention("sparse"), "VKF_ERROR_INVALID_ARGUMENT", "sparse")
+for bad, kind in [([], ValueError), ([1.5, 2.0], TypeError)]:
+    try:
+        model.generate(bad)
+        check(False, "generate(%r) raised nothing" % (bad,))
+    except kind:
+        pass
+
+# ---------------------------------------------------------------- validation, closing
+errors, warnings, on = ctx.validation_counts()
+check(errors == 0 and warnings == 0, "validation messages: %d errors, %d warnings: %s" % (errors, warnings, messages))
+if os.environ.get("VKFORMER_VALIDATE") == "1":
+    check(on, "VKFORMER_VALIDATE=1 but the validation layer is off")
+ctx.close()
+expect_error(lambda: model.translate("two"), "VKF_ERROR_STATE", "closed")
+with vkformer.load(MODEL, library=LIB, attention="local:2", seed=3) as m2:
+    check(m2.translate("two") == "2", "load() with attention and seed")
+
+if failures:
+    print("%d check(s) failed" % len(failures), file=sys.stderr)
+    sys.exit(1)
+print("all python binding checks passed")
