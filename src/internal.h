@@ -121,7 +121,7 @@ typedef enum vkf_variant_id {
 } vkf_variant_id;
 
 #define VKF_MAX_BINDINGS 8
-#define VKF_MAX_SPEC 8
+#define VKF_MAX_SPEC 12              /* matmul_coopmat uses 9 */
 
 typedef struct vkf_pipeline {
     vkf_variant_id variant;
@@ -171,6 +171,13 @@ typedef struct vkf_tuning {
      * instead of matmul_subgroup, whose compile time (about 120 ms on lavapipe)
      * small models would pay at start-up for no gain. */
     uint64_t matmul_min_macs;
+    /* Cooperative-matrix matmul (ops.c): its variant (VKF_VARIANT_MATMUL_COOPMAT or
+     * _COOPMAT2) and tiles, and which matmuls use it: 0 none, 1 those with an F16
+     * operand (the built-in rule on GPUs, or a tune file), 2 every matmul (set by
+     * vkf_tuning_set_matmul: tests, bench). The other matmuls use matmul_variant. */
+    vkf_variant_id coopmat_variant;
+    vkf_matmul_tiles coopmat;
+    uint8_t coopmat_use;
     uint32_t row_workgroup;             /* softmax / layernorm invocations per row */
     uint32_t elementwise_workgroup;
     /* Fused-attention tiles from a tune file (tune.c), for head_dim
@@ -189,6 +196,12 @@ void vkf_tuning_for_device(const vkf_device_info *info, vkf_tuning *out);
  * do not divide. */
 bool vkf_matmul_subgroup_tiles(const vkf_device_info *d, uint32_t bm, uint32_t bn, uint32_t tm, uint32_t tn,
                                vkf_matmul_tiles *out);
+/* Tiles of the cooperative-matrix kernel `family` (VKF_VARIANT_MATMUL_COOPMAT or
+ * _COOPMAT2) on ctx: wg_m x wg_n subgroup tiles of tm x tn, K stages of bk (ops.c
+ * documents the fragment shapes); false where ctx has no such kernel or the tiles
+ * do not fit the device. */
+bool vkf_matmul_coopmat_tiles(const vkf_context *ctx, vkf_variant_id family, uint32_t wg_m, uint32_t wg_n, uint32_t tm,
+                              uint32_t tn, uint32_t bk, vkf_matmul_tiles *out);
 /* What precision AUTO means on this device (model.c): true for F16 weights and
  * activations (GPUs with 16-bit storage), false for the file's weights with F32
  * activations. */
@@ -419,6 +432,18 @@ typedef struct vkf_attention_tiles {
 } vkf_attention_tiles;
 _Static_assert(sizeof(vkf_attention_tiles) == 5 * sizeof(uint32_t), "spec constants are uint32");
 
+/* Which fused kernel runs a vkf_attention_desc. AUTO: the cooperative-matrix one
+ * (attention_fused_coopmat.comp) for F16 q, k, v on a context with coopmat that is
+ * not a CPU driver, when its tiles fit and no scalar tiles are given; else the
+ * scalar one. COOPMAT forces it (tests, bench on CPU drivers; fails with a message
+ * where the context has no coopmat or head_dim does not fit; F32 q, k, v are then
+ * rounded to f16 in the kernel); SCALAR forbids it. `tiles` apply to the scalar one. */
+typedef enum vkf_attention_kernel {
+    VKF_ATTENTION_KERNEL_AUTO = 0,
+    VKF_ATTENTION_KERNEL_SCALAR = 1,
+    VKF_ATTENTION_KERNEL_COOPMAT = 2,
+} vkf_attention_kernel;
+
 /* (batch, rows, heads * head_dim) inside a tensor: element (b, r, h, c) is at
  * offset + b * batch_stride + r * row_stride + h * head_dim + c (in elements).
  * row_stride 0: heads * head_dim; batch_stride 0: rows * row_stride. A fused QKV
@@ -452,6 +477,7 @@ typedef struct vkf_attention_desc {
     const vkf_attention_tiles *tiles;   /* borrowed; NULL: vkf_attention_tiles_choose */
     vkf_dtype dtype;                    /* of q, k, v and out: F32 (0, the default) or F16 (16-bit
                                            storage only; arithmetic stays fp32) */
+    vkf_attention_kernel kernel;        /* AUTO (0): see vkf_attention_kernel */
 } vkf_attention_desc;
 
 /* Zeros everything; scale 1. */
@@ -467,8 +493,11 @@ bool vkf_tensors_overlap(const vkf_tensor *a, const vkf_tensor *b);
 void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_attention_tiles *out_tiles);
 /* Shared memory the kernel declares with these tiles, in bytes. */
 uint64_t vkf_attention_shared_bytes(const vkf_attention_tiles *tiles, uint32_t head_dim);
-/* Appends one fused-attention dispatch (label "attention_fused"). */
+/* Appends one fused-attention dispatch (label "attention_fused" or
+ * "attention_fused_coopmat"). */
 vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *desc);
+/* The kernel desc->kernel resolves to on ctx: "fused-coopmat" or "fused". */
+const char *vkf_attention_kernel_name(const vkf_context *ctx, const vkf_attention_desc *desc);
 
 /* An attention variant as users name it (vkf_model_set_attention, --attention). */
 typedef enum vkf_attention_kind {

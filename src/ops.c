@@ -3,6 +3,7 @@
  * workgroup grid. Also the per-device choice of tile and workgroup sizes. */
 #include "internal.h"
 #include "push.h"
+#include "tune.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -91,13 +92,134 @@ void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
     }
 }
 
+/* ------------------------------------------------------------------ cooperative matrix */
+
+/* The fragment shape (FM, FN, FK: spec constants 6-8 of matmul_coopmat) of a
+ * coopmat kernel with these tiles: KHR uses the one shape the context chose from
+ * those the device reports; NV2 (flexible dimensions) makes each subgroup tile one
+ * fragment, tm x tn, bk deep. */
+static void coopmat_fragment(const vkf_context *ctx, vkf_variant_id family, const vkf_matmul_tiles *t, uint32_t out[3])
+{
+    if (family == VKF_VARIANT_MATMUL_COOPMAT2) {
+        out[0] = t->tm, out[1] = t->tn, out[2] = t->bk;
+    } else {
+        out[0] = ctx->coopmat_shape.m, out[1] = ctx->coopmat_shape.n, out[2] = ctx->coopmat_shape.k;
+    }
+}
+
+/* Shared memory of matmul_coopmat: fp16 A and B stages with rows padded by 8
+ * halves, and per subgroup tile one fp32 row of fragments (fragment rows x tn)
+ * with rows padded by 4 floats (the shader's header). */
+static uint64_t coopmat_shared_bytes(const vkf_matmul_tiles *t, const uint32_t fragment[3])
+{
+    return 2ull * (t->bm + t->bn) * (t->bk + 8) + 4ull * (t->bm / t->tm) * (t->bn / t->tn) * fragment[0] * (t->tn + 4);
+}
+
+/* Why coopmat tiles cannot run on ctx (a static string), or NULL. */
+static const char *coopmat_tiles_problem(const vkf_context *ctx, vkf_variant_id family, const vkf_matmul_tiles *t)
+{
+    if (!ctx->coopmat) return "cooperative matrix is off or missing on this context";
+    if (family == VKF_VARIANT_MATMUL_COOPMAT2 && !ctx->coopmat2)
+        return "matmul_coopmat2 needs VK_NV_cooperative_matrix2 flexible dimensions";
+    uint32_t f[3];
+    coopmat_fragment(ctx, family, t, f);
+    if (!f[0] || !f[1] || !f[2] || !t->tm || !t->tn || !t->bk || !t->bm || !t->bn)
+        return "coopmat tiles must be positive";
+    if (t->tm % f[0] || t->tn % f[1] || t->bk % f[2] || t->bk % 8 || t->bm % t->tm || t->bn % t->tn)
+        return "coopmat tiles need tm, tn, bk multiples of the fragment, bk of 8, bm of tm and bn of tn";
+    if (family == VKF_VARIANT_MATMUL_COOPMAT2) {
+        const uint32_t *g = ctx->info.coopmat2_granularity, max = ctx->info.coopmat2_max_dimension;
+        if (!g[0] || !g[1] || !g[2] || t->tm % g[0] || t->tn % g[1] || t->bk % g[2])
+            return "matmul_coopmat2 fragments must be multiples of the device's granularity";
+        if (t->tm > max || t->tn > max || t->bk > max) return "matmul_coopmat2 fragments exceed the device's largest";
+    }
+    /* Per-subgroup accumulators live in registers: more than 64 fragments would
+     * spill on any device (and take long to compile). */
+    if ((t->tm / f[0]) * (t->tn / f[1]) > 64) return "more than 64 accumulator fragments per subgroup";
+    uint64_t wg = (uint64_t)(t->bm / t->tm) * (t->bn / t->tn) * ctx->info.subgroup_size;
+    if (!ctx->info.subgroup_size || t->workgroup != wg) return "coopmat workgroup must be subgroup tiles x subgroup size";
+    if (t->workgroup > ctx->info.max_workgroup_invocations || t->workgroup > ctx->info.max_workgroup_size[0])
+        return "coopmat workgroup exceeds the device's limit";
+    if (coopmat_shared_bytes(t, f) > ctx->info.max_shared_memory) return "coopmat tiles need more shared memory than the device has";
+    return NULL;
+}
+
+bool vkf_matmul_coopmat_tiles(const vkf_context *ctx, vkf_variant_id family, uint32_t wg_m, uint32_t wg_n, uint32_t tm,
+                              uint32_t tn, uint32_t bk, vkf_matmul_tiles *out)
+{
+    *out = (vkf_matmul_tiles){.workgroup = wg_m * wg_n * ctx->info.subgroup_size, .bm = wg_m * tm, .bn = wg_n * tn,
+                              .bk = bk, .tm = tm, .tn = tn};
+    return coopmat_tiles_problem(ctx, family, out) == NULL;
+}
+
+/* The built-in coopmat kernel: NV2 where the context has flexible dimensions, else
+ * KHR; the first of these shapes that fits the device, each rounded up to the
+ * fragment (KHR: the device's shape; NV2: its granularity) and bk to 8:
+ *  - GPUs: 2 x 2 subgroups of 64 x 64 (KHR; 16 accumulators of 16 x 16 per
+ *    subgroup on NVIDIA and AMD), K stages of 32: each fp16 value staged feeds
+ *    64 / fragment multiply-adds per subgroup; 37 KiB of shared memory with
+ *    16 x 16 fragments (devices with 48 KiB). Not yet measured on a GPU.
+ *  - then 2 x 2 subgroups of 32 x 32 (NV2: one 32 x 32 x 32 fragment each; CPU
+ *    drivers), 1 x 1 of 32 x 32, 1 x 1 of one fragment. */
+static void coopmat_builtin(vkf_context *ctx)
+{
+    vkf_tuning *t = &ctx->tuning;
+    t->coopmat_use = 0;
+    t->coopmat_variant = VKF_VARIANT_MATMUL_COOPMAT;
+    memset(&t->coopmat, 0, sizeof t->coopmat);
+    if (!ctx->coopmat) return;
+    vkf_variant_id family = ctx->coopmat2 ? VKF_VARIANT_MATMUL_COOPMAT2 : VKF_VARIANT_MATMUL_COOPMAT;
+    uint32_t fm, fn, fk;
+    if (family == VKF_VARIANT_MATMUL_COOPMAT2) {
+        const uint32_t *g = ctx->info.coopmat2_granularity;
+        fm = g[0], fn = g[1], fk = g[2];
+    } else {
+        fm = ctx->coopmat_shape.m, fn = ctx->coopmat_shape.n, fk = ctx->coopmat_shape.k;
+    }
+    if (!fm || !fn || !fk) return;
+    uint32_t kunit = fk;
+    while (kunit % 8) kunit += fk;
+    bool cpu = ctx->info.type == VKF_DEVICE_CPU;
+    static const uint32_t shapes[][5] = {/* wg_m, wg_n, tm, tn, bk */
+                                         {2, 2, 64, 64, 32}, {2, 2, 32, 32, 32}, {1, 1, 32, 32, 32}, {1, 1, 1, 1, 1}};
+    for (size_t i = cpu ? 1 : 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const uint32_t *c = shapes[i];
+        uint32_t tm = (c[2] + fm - 1) / fm * fm, tn = (c[3] + fn - 1) / fn * fn, bk = (c[4] + kunit - 1) / kunit * kunit;
+        if (vkf_matmul_coopmat_tiles(ctx, family, c[0], c[1], tm, tn, bk, &t->coopmat)) {
+            t->coopmat_variant = family;
+            /* CPU drivers (lavapipe) keep the scalar kernels: there each fragment
+             * multiply-add becomes subgroup operations, 0.2x matmul_subgroup at
+             * 256^3-1024^3 f16 on Mesa 26.2; tests and `vkformer tune` select
+             * coopmat explicitly. */
+            t->coopmat_use = cpu ? 0 : 1;
+            return;
+        }
+    }
+    memset(&t->coopmat, 0, sizeof t->coopmat);
+}
+
 void vkf_tuning_choose(vkf_context *ctx)
 {
     vkf_tuning_for_device(&ctx->info, &ctx->tuning);
+    coopmat_builtin(ctx);
 }
 
 vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const vkf_matmul_tiles *tiles)
 {
+    if (variant == VKF_VARIANT_MATMUL_COOPMAT || variant == VKF_VARIANT_MATMUL_COOPMAT2) {
+        /* Every matmul on this context uses it from now on (F32 ones too). */
+        const char *problem = coopmat_tiles_problem(ctx, variant, tiles);
+        if (problem)
+            return vkf_fail(!ctx->coopmat || (variant == VKF_VARIANT_MATMUL_COOPMAT2 && !ctx->coopmat2)
+                                ? VKF_ERROR_UNSUPPORTED : VKF_ERROR_INVALID_ARGUMENT,
+                            "%s tiles %ux%u/%ux%u bk %u workgroup %u on \"%s\": %s", vkf_variant(variant)->name,
+                            tiles->bm, tiles->bn, tiles->tm, tiles->tn, tiles->bk, tiles->workgroup, ctx->info.name,
+                            problem);
+        ctx->tuning.coopmat_variant = variant;
+        ctx->tuning.coopmat = *tiles;
+        ctx->tuning.coopmat_use = 2;
+        return VKF_OK;
+    }
     if (variant != VKF_VARIANT_MATMUL_TILED && variant != VKF_VARIANT_MATMUL_DIRECT &&
         variant != VKF_VARIANT_MATMUL_SUBGROUP)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "not a matmul variant");
@@ -127,6 +249,9 @@ vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const
     ctx->tuning.matmul_variant = variant;
     ctx->tuning.matmul = *m;
     ctx->tuning.matmul_min_macs = variant == VKF_VARIANT_MATMUL_SUBGROUP ? VKF_SUBGROUP_MIN_MACS : 0;
+    /* A scalar kernel chosen explicitly: F16 matmuls go back to the built-in
+     * coopmat rule (a forced coopmat kernel no longer applies). */
+    if (ctx->tuning.coopmat_use == 2) coopmat_builtin(ctx);
     return VKF_OK;
 }
 
@@ -286,6 +411,64 @@ void vkf_embed_desc_init(vkf_embed_desc *d)
     d->scale = 1.0f;
 }
 
+/* The kernel family and tiles of a matmul with m rows and macs multiply-adds
+ * (batches included); f16_operand: A or B is F16. fragment: the coopmat fragment
+ * shape (spec constants 6-8) when the family is a coopmat one. */
+static vkf_variant_id matmul_choose(const vkf_context *ctx, uint32_t m, double macs, bool f16_operand,
+                                    const vkf_matmul_tiles **out_tiles, uint32_t fragment[3])
+{
+    const vkf_matmul_tiles *t = &ctx->tuning.matmul;
+    vkf_variant_id family = ctx->tuning.matmul_variant;
+    /* Fewer rows than one invocation's (decode steps: one per sequence) on a
+     * CPU-driver kernel: the direct kernel with one row per invocation and more
+     * columns per workgroup, instead of a tile whose clamped rows would repeat the
+     * same work. Small matmuls leave matmul_subgroup for the direct kernel too. */
+    static const vkf_matmul_tiles skinny = {.workgroup = 64, .bm = 1, .bn = 256, .bk = 1, .tm = 1, .tn = 4};
+    if (family == VKF_VARIANT_MATMUL_SUBGROUP && (m < t->tm || macs < (double)ctx->tuning.matmul_min_macs) &&
+        cpu_direct.workgroup <= ctx->info.max_workgroup_invocations) {
+        family = VKF_VARIANT_MATMUL_DIRECT;
+        t = &cpu_direct;
+    }
+    if (family == VKF_VARIANT_MATMUL_DIRECT && m < t->tm && skinny.workgroup <= ctx->info.max_workgroup_invocations)
+        t = &skinny;
+
+    /* Cooperative matrix (tensor cores), when:
+     *  - the context has it (ctx->coopmat: never when off, missing or not built);
+     *  - coopmat_use 2, set explicitly (tests, bench, tune candidates): every matmul;
+     *  - coopmat_use 1 (the built-in rule on GPUs, or a tune file): matmuls with an
+     *    F16 operand. The user chose f16 storage, so the kernel's rounding of A and
+     *    B to f16 costs little more; F32 x F32 matmuls keep the fp32 scalar kernels
+     *    and their accuracy. Not when m is below one fragment's rows (decode steps,
+     *    one row per sequence): most of every fragment would multiply zero padding,
+     *    where the scalar kernels above do only the real rows.
+     * CPU drivers get coopmat_use 0 (coopmat_builtin): slower there than the scalar kernels. */
+    const vkf_tuning *tu = &ctx->tuning;
+    fragment[0] = fragment[1] = fragment[2] = 0;
+    if (ctx->coopmat && tu->coopmat_use) {
+        coopmat_fragment(ctx, tu->coopmat_variant, &tu->coopmat, fragment);
+        if (tu->coopmat_use == 2 || (f16_operand && m >= fragment[0])) {
+            family = tu->coopmat_variant;
+            t = &tu->coopmat;
+        }
+    }
+    *out_tiles = t;
+    return family;
+}
+
+const char *vkf_matmul_kernel_family(const vkf_context *ctx, uint32_t m, uint32_t n, uint32_t k, uint64_t batch,
+                                     bool a_f16, bool b_f16)
+{
+    const vkf_matmul_tiles *t;
+    uint32_t fragment[3];
+    switch (matmul_choose(ctx, m, (double)m * n * k * (double)(batch ? batch : 1), a_f16 || b_f16, &t, fragment)) {
+    case VKF_VARIANT_MATMUL_COOPMAT: return "coopmat";
+    case VKF_VARIANT_MATMUL_COOPMAT2: return "coopmat2";
+    case VKF_VARIANT_MATMUL_TILED: return "tiled";
+    case VKF_VARIANT_MATMUL_SUBGROUP: return "subgroup";
+    default: return "direct";
+    }
+}
+
 vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
 {
     static const char fn[] = "vkf_cmd_matmul";
@@ -323,37 +506,42 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
                     (p.b.offset | p.b.row | p.b.batch0 | p.b.batch1) % 4 == 0;
     if (aligned4 && !d->b_is_k_by_n) p.flags |= VKF_MATMUL_FLAG_VEC4;
 
-    const vkf_matmul_tiles *t = &ctx->tuning.matmul;
-    vkf_variant_id family = ctx->tuning.matmul_variant;
-    /* Fewer rows than one invocation's (decode steps: one per sequence) on a
-     * CPU-driver kernel: the direct kernel with one row per invocation and more
-     * columns per workgroup, instead of a tile whose clamped rows would repeat the
-     * same work. Small matmuls leave matmul_subgroup for the direct kernel too. */
-    static const vkf_matmul_tiles skinny = {.workgroup = 64, .bm = 1, .bn = 256, .bk = 1, .tm = 1, .tn = 4};
-    if (family == VKF_VARIANT_MATMUL_SUBGROUP &&
-        (d->m < t->tm || (double)d->m * d->n * d->k * (double)(b0 * b1) < (double)ctx->tuning.matmul_min_macs) &&
-        cpu_direct.workgroup <= ctx->info.max_workgroup_invocations) {
-        family = VKF_VARIANT_MATMUL_DIRECT;
-        t = &cpu_direct;
-    }
-    if (family == VKF_VARIANT_MATMUL_DIRECT && d->m < t->tm && skinny.workgroup <= ctx->info.max_workgroup_invocations)
-        t = &skinny;
     if (b0 * b1 > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: batch count passes 2^32", fn);
+    const vkf_matmul_tiles *t;
+    uint32_t fragment[3];
+    vkf_variant_id family = matmul_choose(ctx, d->m, (double)d->m * d->n * d->k * (double)(b0 * b1),
+                                          act == VKF_DTYPE_F16 || d->b.tensor->dtype == VKF_DTYPE_F16, &t, fragment);
     uint32_t groups[3] = {(uint32_t)vkf_div_up(d->n, t->bn), (uint32_t)vkf_div_up(d->m, t->bm), (uint32_t)(b0 * b1)};
     VKF_TRY(check_grid(ctx, groups, fn));
     const vkf_pipeline *pipe;
-    /* family x the activations' dtype x B's dtype */
-    static const vkf_variant_id variants[3][2][2] = {
-        {{VKF_VARIANT_MATMUL_DIRECT, VKF_VARIANT_MATMUL_DIRECT_F16B},
-         {VKF_VARIANT_MATMUL_DIRECT_ACT16, VKF_VARIANT_MATMUL_DIRECT_ACT16_F16B}},
-        {{VKF_VARIANT_MATMUL_TILED, VKF_VARIANT_MATMUL_TILED_F16B},
-         {VKF_VARIANT_MATMUL_TILED_ACT16, VKF_VARIANT_MATMUL_TILED_ACT16_F16B}},
-        {{VKF_VARIANT_MATMUL_SUBGROUP, VKF_VARIANT_MATMUL_SUBGROUP_F16B},
-         {VKF_VARIANT_MATMUL_SUBGROUP_ACT16, VKF_VARIANT_MATMUL_SUBGROUP_ACT16_F16B}},
-    };
-    int f = family == VKF_VARIANT_MATMUL_TILED ? 1 : family == VKF_VARIANT_MATMUL_SUBGROUP ? 2 : 0;
-    vkf_variant_id variant = variants[f][act == VKF_DTYPE_F16][d->b.tensor->dtype == VKF_DTYPE_F16];
-    VKF_TRY(vkf_pipeline_get(ctx, variant, (const uint32_t *)t, 6, &pipe));
+    if (family == VKF_VARIANT_MATMUL_COOPMAT || family == VKF_VARIANT_MATMUL_COOPMAT2) {
+        static const vkf_variant_id coopmat_variants[2][2][2] = {
+            {{VKF_VARIANT_MATMUL_COOPMAT, VKF_VARIANT_MATMUL_COOPMAT_F16B},
+             {VKF_VARIANT_MATMUL_COOPMAT_ACT16, VKF_VARIANT_MATMUL_COOPMAT_ACT16_F16B}},
+            {{VKF_VARIANT_MATMUL_COOPMAT2, VKF_VARIANT_MATMUL_COOPMAT2_F16B},
+             {VKF_VARIANT_MATMUL_COOPMAT2_ACT16, VKF_VARIANT_MATMUL_COOPMAT2_ACT16_F16B}},
+        };
+        /* spec constants: the six tiles, then the fragment FM, FN, FK */
+        uint32_t spec[9];
+        memcpy(spec, t, sizeof *t);
+        memcpy(spec + 6, fragment, sizeof fragment);
+        vkf_variant_id v = coopmat_variants[family == VKF_VARIANT_MATMUL_COOPMAT2][act == VKF_DTYPE_F16]
+                                           [d->b.tensor->dtype == VKF_DTYPE_F16];
+        VKF_TRY(vkf_pipeline_get(ctx, v, spec, 9, &pipe));
+    } else {
+        /* family x the activations' dtype x B's dtype */
+        static const vkf_variant_id variants[3][2][2] = {
+            {{VKF_VARIANT_MATMUL_DIRECT, VKF_VARIANT_MATMUL_DIRECT_F16B},
+             {VKF_VARIANT_MATMUL_DIRECT_ACT16, VKF_VARIANT_MATMUL_DIRECT_ACT16_F16B}},
+            {{VKF_VARIANT_MATMUL_TILED, VKF_VARIANT_MATMUL_TILED_F16B},
+             {VKF_VARIANT_MATMUL_TILED_ACT16, VKF_VARIANT_MATMUL_TILED_ACT16_F16B}},
+            {{VKF_VARIANT_MATMUL_SUBGROUP, VKF_VARIANT_MATMUL_SUBGROUP_F16B},
+             {VKF_VARIANT_MATMUL_SUBGROUP_ACT16, VKF_VARIANT_MATMUL_SUBGROUP_ACT16_F16B}},
+        };
+        int f = family == VKF_VARIANT_MATMUL_TILED ? 1 : family == VKF_VARIANT_MATMUL_SUBGROUP ? 2 : 0;
+        vkf_variant_id variant = variants[f][act == VKF_DTYPE_F16][d->b.tensor->dtype == VKF_DTYPE_F16];
+        VKF_TRY(vkf_pipeline_get(ctx, variant, (const uint32_t *)t, 6, &pipe));
+    }
     vkf_binding b[5] = {
         {d->a.tensor, VKF_READ},
         {d->b.tensor, VKF_READ},

@@ -1,10 +1,12 @@
 /* Tuning on the device and tune files (see tune.h). A run times each candidate
- * tile shape of the matmul kernels (direct and tiled) and of the fused attention
+ * tile shape of the matmul kernels (direct, tiled, subgroup; with coopmat also
+ * matmul_coopmat and matmul_coopmat2 on F16 matmuls) and of the fused attention
  * kernel with GPU timestamps, checks every output element against a plain host
  * computation, and keeps the fastest correct one; the file records the winners
  * and every measurement. Loading checks the file's device and every tile against
  * the device's limits; anything wrong leaves the built-in choices (ops.c,
- * attention.c) and says why in the log. */
+ * attention.c) and says why in the log. A coopmat choice that this context cannot
+ * use (coopmat off) is skipped alone, with an info message. */
 #include "internal.h"
 #include "tune.h"
 
@@ -60,6 +62,72 @@ static const char *attention_tiles_problem(const vkf_context *ctx, const vkf_att
     if (vkf_attention_shared_bytes(t, head_dim) > ctx->info.max_shared_memory)
         return "tiles need more shared memory than the device has";
     return NULL;
+}
+
+/* ------------------------------------------------------------------ cooperative matrix */
+
+static uint32_t round_up(uint32_t v, uint32_t unit) { return unit ? (v + unit - 1) / unit * unit : v; }
+
+/* Coopmat tiles of `family` near the targets: tm, tn rounded up to the fragment
+ * (KHR: the device's shape; NV2: its granularity), bk to the fragment depth and 8;
+ * wg_m x wg_n subgroups. False where they do not fit ctx. */
+static bool coopmat_candidate(const vkf_context *ctx, vkf_variant_id family, uint32_t wg_m, uint32_t wg_n, uint32_t tm,
+                              uint32_t tn, uint32_t bk, vkf_matmul_tiles *out)
+{
+    if (!ctx->coopmat) return false;
+    uint32_t fm = ctx->coopmat_shape.m, fn = ctx->coopmat_shape.n, fk = ctx->coopmat_shape.k;
+    if (family == VKF_VARIANT_MATMUL_COOPMAT2) {
+        fm = ctx->info.coopmat2_granularity[0], fn = ctx->info.coopmat2_granularity[1];
+        fk = ctx->info.coopmat2_granularity[2];
+    }
+    if (!fm || !fn || !fk) return false;
+    uint32_t kunit = fk;
+    while (kunit % 8) kunit += fk;
+    return vkf_matmul_coopmat_tiles(ctx, family, wg_m, wg_n, round_up(tm, fm), round_up(tn, fn), round_up(bk, kunit),
+                                    out);
+}
+
+vkf_status vkf_tune_force_matmul(vkf_context *ctx, const char *family)
+{
+    if (!ctx || !family) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_tune_force_matmul: NULL argument");
+    if (strcmp(family, "auto") == 0) {
+        vkf_tuning_choose(ctx);
+        return VKF_OK;
+    }
+    vkf_matmul_tiles t;
+    if (strcmp(family, "coopmat") == 0 || strcmp(family, "coopmat2") == 0) {
+        vkf_variant_id v = family[7] == '2' ? VKF_VARIANT_MATMUL_COOPMAT2 : VKF_VARIANT_MATMUL_COOPMAT;
+        if (!ctx->coopmat || (v == VKF_VARIANT_MATMUL_COOPMAT2 && !ctx->coopmat2))
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: cooperative matrix%s is off or missing on \"%s\"",
+                            vkf_variant(v)->name, v == VKF_VARIANT_MATMUL_COOPMAT2 ? " 2" : "", ctx->info.name);
+        /* the built-in tiles when they are of this family, else the same targets */
+        vkf_tuning saved = ctx->tuning;
+        vkf_tuning_choose(ctx);
+        vkf_tuning builtin = ctx->tuning;
+        ctx->tuning = saved;
+        if (builtin.coopmat_variant == v && builtin.coopmat.workgroup) t = builtin.coopmat;
+        else if (!coopmat_candidate(ctx, v, 2, 2, 32, 32, 32, &t) && !coopmat_candidate(ctx, v, 1, 1, 16, 16, 16, &t))
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: no tiles fit \"%s\"", vkf_variant(v)->name, ctx->info.name);
+        return vkf_tuning_set_matmul(ctx, v, &t);
+    }
+    if (strcmp(family, "tiled") == 0) {
+        t = (vkf_matmul_tiles){.workgroup = 64, .bm = 32, .bn = 32, .bk = 16, .tm = 4, .tn = 4};
+        if (ctx->info.max_workgroup_invocations >= 256)
+            t = (vkf_matmul_tiles){.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
+        return vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_TILED, &t);
+    }
+    if (strcmp(family, "direct") == 0) {
+        t = (vkf_matmul_tiles){.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
+        return vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_DIRECT, &t);
+    }
+    if (strcmp(family, "subgroup") == 0) {
+        uint32_t sg = ctx->info.subgroup_size;
+        if (!vkf_matmul_subgroup_tiles(&ctx->info, 64, 128, 32 > sg ? 32 : sg, 4, &t))
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "matmul_subgroup does not run on \"%s\"", ctx->info.name);
+        return vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_SUBGROUP, &t);
+    }
+    return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "unknown matmul kernel \"%s\" (auto, coopmat, coopmat2, tiled, "
+                    "direct, subgroup)", family);
 }
 
 /* ------------------------------------------------------------------ loading */
@@ -139,6 +207,46 @@ static bool parse_tune_file(vkf_context *ctx, json_t *root, vkf_variant_id *out_
     return true;
 }
 
+/* The file's "matmul_coopmat" (absent: the built-in rule). A context without
+ * coopmat (turned off, or a driver without it) ignores it and keeps the rest of
+ * the file; so does one whose device refuses the tiles. */
+static void load_coopmat(vkf_context *ctx, json_t *root, const char *path)
+{
+    json_t *cm = json_object_get(root, "matmul_coopmat"), *kernel = json_object_get(cm, "kernel");
+    if (!cm || json_is_null(cm)) return;
+    const char *name = json_is_string(kernel) ? json_string_value(kernel) : "";
+    vkf_variant_id v = strcmp(name, "matmul_coopmat") == 0    ? VKF_VARIANT_MATMUL_COOPMAT
+                       : strcmp(name, "matmul_coopmat2") == 0 ? VKF_VARIANT_MATMUL_COOPMAT2
+                                                              : VKF_VARIANT_COUNT;
+    if (strcmp(name, "none") != 0 && v == VKF_VARIANT_COUNT) {
+        vkf_log(ctx, VKF_LOG_INFO, "tune file %s: unknown \"matmul_coopmat\" kernel \"%s\" ignored", path, name);
+        return;
+    }
+    if (!ctx->coopmat) {
+        vkf_log(ctx, VKF_LOG_INFO, "tune file %s: its cooperative-matrix choice is ignored (coopmat is off on this "
+                "context)", path);
+        return;
+    }
+    if (v == VKF_VARIANT_COUNT) {
+        ctx->tuning.coopmat_use = 0; /* tuned: the scalar kernel was faster for F16 matmuls */
+        return;
+    }
+    vkf_matmul_tiles t;
+    vkf_tuning saved = ctx->tuning;
+    if (!get_tile(cm, "workgroup", &t.workgroup) || !get_tile(cm, "bm", &t.bm) || !get_tile(cm, "bn", &t.bn) ||
+        !get_tile(cm, "bk", &t.bk) || !get_tile(cm, "tm", &t.tm) || !get_tile(cm, "tn", &t.tn)) {
+        vkf_log(ctx, VKF_LOG_INFO, "tune file %s: \"matmul_coopmat\" ignored: it needs workgroup, bm, bn, bk, tm, tn",
+                path);
+        return;
+    }
+    if (vkf_tuning_set_matmul(ctx, v, &t) != VKF_OK) {
+        vkf_log(ctx, VKF_LOG_INFO, "tune file %s: \"matmul_coopmat\" ignored: %s", path, vkf_last_error());
+        ctx->tuning = saved;
+        return;
+    }
+    ctx->tuning.coopmat_use = 1; /* matmuls with an F16 operand */
+}
+
 void vkf_tune_load(vkf_context *ctx)
 {
     char path[1024];
@@ -158,7 +266,6 @@ void vkf_tune_load(vkf_context *ctx)
     uint32_t head_dim = 0;
     char why[512];
     bool ok = parse_tune_file(ctx, root, &variant, &matmul, &head_dim, &attention, why, sizeof why);
-    json_decref(root);
     if (ok) {
         vkf_tuning saved = ctx->tuning;
         if (vkf_tuning_set_matmul(ctx, variant, &matmul) != VKF_OK) {
@@ -167,6 +274,8 @@ void vkf_tune_load(vkf_context *ctx)
             ok = false;
         }
     }
+    if (ok) load_coopmat(ctx, root, path);
+    json_decref(root);
     if (!ok) {
         vkf_log(ctx, VKF_LOG_INFO, "tune file %s ignored: %s", path, why);
         return;
@@ -255,28 +364,80 @@ static vkf_status tensor_from(vkf_context *ctx, const float *data, uint64_t rows
     return VKF_OK;
 }
 
-/* Every element within 1e-3 + 1e-3 |ref|; the worst index otherwise. */
-static bool matches(const float *got, const double *want, size_t n, size_t *out_worst)
+/* Every element within tol + tol |ref|; the worst index otherwise. */
+static bool matches(const float *got, const double *want, size_t n, double tol, size_t *out_worst)
 {
     bool ok = true;
     double worst = -1;
     *out_worst = 0;
     for (size_t i = 0; i < n; i++) {
         double err = fabs(got[i] - want[i]);
-        if (!(err <= 1e-3 + 1e-3 * fabs(want[i]))) ok = false;
+        if (!(err <= tol + tol * fabs(want[i]))) ok = false;
         if (!(err <= worst)) worst = err, *out_worst = i;
     }
     return ok;
+}
+
+/* IEEE half of x, rounded to nearest even (model.c has the same for weights). */
+static uint16_t half_from_float(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xffu, mant = u & 0x7fffffu;
+    if (exp == 0xffu) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10) return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e), h = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rest > half || (rest == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+
+static float float_from_half(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
+    if (exp == 0x1fu) u = sign | 0x7f800000u | (mant << 13);
+    else if (exp) u = sign | ((exp + 112u) << 23) | (mant << 13);
+    else if (!mant) u = sign;
+    else { /* subnormal: normalise */
+        exp = 113;
+        while (!(mant & 0x400u)) mant <<= 1, exp--;
+        u = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+    }
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
 }
 
 /* ------------------------------------------------------------------ matmul candidates */
 
 typedef struct matmul_case {
     uint32_t m, n, k;
+    bool f16;                           /* A, B and C stored as F16 (a and b hold the rounded values) */
     float *a, *b;                       /* (m, k), (n, k) */
     double *ref;                        /* (m, n) = A·Bᵀ */
     vkf_tensor *ta, *tb, *tc;
 } matmul_case;
+
+static vkf_status tensor_from_f16(vkf_context *ctx, const float *data, uint64_t rows, uint64_t cols, vkf_tensor **out)
+{
+    uint64_t shape[2] = {rows, cols};
+    VKF_TRY(vkf_tensor_create(ctx, VKF_DTYPE_F16, 2, shape, out));
+    if (!data) return VKF_OK;
+    uint16_t *h = malloc(rows * cols * 2);
+    vkf_status st = h ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
+    for (uint64_t e = 0; h && e < rows * cols; e++) h[e] = half_from_float(data[e]);
+    if (st == VKF_OK) st = vkf_tensor_upload(*out, h, rows * cols * 2);
+    free(h);
+    if (st != VKF_OK) vkf_tensor_destroy(*out), *out = NULL;
+    return st;
+}
 
 static void matmul_case_free(matmul_case *c)
 {
@@ -285,14 +446,17 @@ static void matmul_case_free(matmul_case *c)
     memset(c, 0, sizeof *c);
 }
 
-static vkf_status matmul_case_make(vkf_context *ctx, uint32_t m, uint32_t n, uint32_t k, matmul_case *c)
+/* f16: A, B and C F16, the inputs rounded to f16 before the reference is taken. */
+static vkf_status matmul_case_make(vkf_context *ctx, uint32_t m, uint32_t n, uint32_t k, bool f16, matmul_case *c)
 {
     memset(c, 0, sizeof *c);
-    c->m = m, c->n = n, c->k = k;
+    c->m = m, c->n = n, c->k = k, c->f16 = f16;
     c->a = random_floats((size_t)m * k);
     c->b = random_floats((size_t)n * k);
     c->ref = malloc((size_t)m * n * sizeof *c->ref);
     if (!c->a || !c->b || !c->ref) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
+    for (size_t e = 0; f16 && e < (size_t)m * k; e++) c->a[e] = float_from_half(half_from_float(c->a[e]));
+    for (size_t e = 0; f16 && e < (size_t)n * k; e++) c->b[e] = float_from_half(half_from_float(c->b[e]));
     for (uint32_t i = 0; i < m; i++)
         for (uint32_t j = 0; j < n; j++) {
             const float *x = c->a + (size_t)i * k, *y = c->b + (size_t)j * k;
@@ -300,6 +464,11 @@ static vkf_status matmul_case_make(vkf_context *ctx, uint32_t m, uint32_t n, uin
             for (uint32_t p = 0; p < k; p++) s += (double)x[p] * y[p];
             c->ref[(size_t)i * n + j] = s;
         }
+    if (f16) {
+        VKF_TRY(tensor_from_f16(ctx, c->a, m, k, &c->ta));
+        VKF_TRY(tensor_from_f16(ctx, c->b, n, k, &c->tb));
+        return tensor_from_f16(ctx, NULL, m, n, &c->tc);
+    }
     VKF_TRY(tensor_from(ctx, c->a, m, k, &c->ta));
     VKF_TRY(tensor_from(ctx, c->b, n, k, &c->tb));
     return tensor_from(ctx, NULL, m, n, &c->tc);
@@ -322,12 +491,22 @@ static vkf_status matmul_measure(const tune_run *run, matmul_case *c, bool timed
     if (st == VKF_OK && timed) st = time_cmd(run, cmd, out_ms);
     else if (st == VKF_OK) st = vkf_cmd_submit(cmd);
     vkf_cmd_destroy(cmd);
-    float *got = malloc((size_t)c->m * c->n * 4);
+    size_t count = (size_t)c->m * c->n;
+    float *got = malloc(count * 4);
     if (st == VKF_OK && !got) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
-    if (st == VKF_OK) st = vkf_tensor_download(c->tc, got, (uint64_t)c->m * c->n * 4);
+    if (st == VKF_OK && c->f16) {
+        uint16_t *h = malloc(count * 2);
+        st = h ? vkf_tensor_download(c->tc, h, (uint64_t)count * 2)
+               : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
+        for (size_t e = 0; st == VKF_OK && e < count; e++) got[e] = float_from_half(h[e]);
+        free(h);
+    } else if (st == VKF_OK) {
+        st = vkf_tensor_download(c->tc, got, (uint64_t)count * 4);
+    }
     if (st == VKF_OK) {
         size_t worst;
-        *out_ok = matches(got, c->ref, (size_t)c->m * c->n, &worst);
+        /* F16 C: its rounding (2^-11 relative) comes on top */
+        *out_ok = matches(got, c->ref, count, c->f16 ? 3e-3 : 1e-3, &worst);
         if (!*out_ok)
             progress(run, "    wrong result at (%zu, %zu): %g, expected %g", worst / c->n, worst % c->n, got[worst],
                      c->ref[worst]);
@@ -373,7 +552,10 @@ static const matmul_candidate gpu_matmul_quick[] = {
 
 static void tiles_label(const matmul_candidate *c, char *out, size_t cap)
 {
-    if (c->variant == VKF_VARIANT_MATMUL_SUBGROUP)
+    if (c->variant == VKF_VARIANT_MATMUL_COOPMAT || c->variant == VKF_VARIANT_MATMUL_COOPMAT2)
+        snprintf(out, cap, "%s %ux%u tile, %ux%u per subgroup, bk %u, %u invocations", vkf_variant(c->variant)->name,
+                 c->t.bm, c->t.bn, c->t.tm, c->t.tn, c->t.bk, c->t.workgroup);
+    else if (c->variant == VKF_VARIANT_MATMUL_SUBGROUP)
         snprintf(out, cap, "%s %ux%u tile, %u rows x %u columns per lane, subgroup %u, %u invocations",
                  vkf_variant(c->variant)->name, c->t.bm, c->t.bn, c->t.tm, c->t.tn, c->t.bk, c->t.workgroup);
     else
@@ -388,38 +570,25 @@ static json_t *matmul_tiles_json(vkf_variant_id variant, const vkf_matmul_tiles 
                      (json_int_t)t->bk, "tm", (json_int_t)t->tm, "tn", (json_int_t)t->tn);
 }
 
-/* Times every candidate on every shape; the winner has the least total time
- * relative to the first (built-in) candidate, over the shapes it ran correctly. */
-static vkf_status tune_matmul(tune_run *run, const uint32_t *sizes, uint32_t size_count, matmul_candidate *out_best)
+static bool is_coopmat(vkf_variant_id v) { return v == VKF_VARIANT_MATMUL_COOPMAT || v == VKF_VARIANT_MATMUL_COOPMAT2; }
+
+/* Times every candidate on every shape (square sizes; f16: A, B and C F16) after
+ * an untimed odd shape; the winner has the least total time relative to the first
+ * candidate (the baseline), over the shapes it ran correctly. Leaves ctx's tuning
+ * as it found it. */
+static vkf_status race(tune_run *run, const matmul_candidate *cands, size_t n, const uint32_t *sizes,
+                       uint32_t size_count, bool f16, matmul_candidate *out_best)
 {
     vkf_context *ctx = run->ctx;
-    bool cpu = ctx->info.type == VKF_DEVICE_CPU;
-    const matmul_candidate *list = cpu ? (run->o->quick ? cpu_matmul_quick : cpu_matmul)
-                                       : (run->o->quick ? gpu_matmul_quick : gpu_matmul);
-    size_t count = cpu ? (run->o->quick ? sizeof cpu_matmul_quick : sizeof cpu_matmul) / sizeof *list
-                       : (run->o->quick ? sizeof gpu_matmul_quick : sizeof gpu_matmul) / sizeof *list;
-    /* The built-in choice first (the baseline), unless it is on the list already. */
-    matmul_candidate *cands = calloc(count + 1, sizeof *cands);
-    if (!cands) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
-    vkf_tuning builtin = ctx->tuning;
-    size_t n = 0;
-    cands[n++] = (matmul_candidate){builtin.matmul_variant, builtin.matmul};
-    for (size_t i = 0; i < count; i++) {
-        matmul_candidate c = list[i];
-        if (c.variant == VKF_VARIANT_MATMUL_SUBGROUP &&
-            !vkf_matmul_subgroup_tiles(&ctx->info, c.t.bm, c.t.bn, c.t.tm, c.t.tn, &c.t))
-            continue; /* no shuffles, or not this subgroup size */
-        if (c.variant != builtin.matmul_variant || memcmp(&c.t, &builtin.matmul, sizeof builtin.matmul) != 0)
-            cands[n++] = c;
-    }
-
+    vkf_tuning saved = ctx->tuning;
     matmul_case cases[4], odd;
     vkf_status st = VKF_OK;
     uint32_t made = 0;
-    for (; st == VKF_OK && made < size_count; made++) st = matmul_case_make(ctx, sizes[made], sizes[made], sizes[made], &cases[made]);
+    for (; st == VKF_OK && made < size_count; made++)
+        st = matmul_case_make(ctx, sizes[made], sizes[made], sizes[made], f16, &cases[made]);
     /* Not a multiple of any tile and K not a multiple of 4 (no vec4 loads): the edges. */
     bool odd_made = false;
-    if (st == VKF_OK) st = matmul_case_make(ctx, 100, 257, 63, &odd), odd_made = true;
+    if (st == VKF_OK) st = matmul_case_make(ctx, 100, 257, 63, f16, &odd), odd_made = true;
     double *base = calloc(size_count, sizeof *base);
     double best_score = INFINITY;
     for (size_t c = 0; st == VKF_OK && c < n; c++) {
@@ -431,6 +600,7 @@ static vkf_status tune_matmul(tune_run *run, const uint32_t *sizes, uint32_t siz
             continue;
         }
         ctx->tuning.matmul_min_macs = 0; /* the candidate itself on every case, the small odd one too */
+        if (!is_coopmat(cands[c].variant)) ctx->tuning.coopmat_use = 0; /* F16 cases on the scalar kernel too */
         bool ok = true;
         double score = 0;
         vkf_status rs = matmul_measure(run, &odd, /*timed=*/false, &ok, &(double){0});
@@ -439,9 +609,11 @@ static vkf_status tune_matmul(tune_run *run, const uint32_t *sizes, uint32_t siz
             rs = matmul_measure(run, &cases[s], /*timed=*/true, &ok, &ms);
             if (rs != VKF_OK) break;
             double gflops = 2.0 * sizes[s] * sizes[s] * sizes[s] / (ms * 1e-3) / 1e9;
-            progress(run, "  %s: %u^3 %.3f ms, %.2f GFLOP/s%s", label, sizes[s], ms, gflops, ok ? "" : ", WRONG");
+            progress(run, "  %s: %u^3 %s %.3f ms, %.2f GFLOP/s%s", label, sizes[s], f16 ? "f16" : "f32", ms, gflops,
+                     ok ? "" : ", WRONG");
             json_t *m = matmul_tiles_json(cands[c].variant, &cands[c].t);
             json_object_set_new(m, "op", json_string("matmul"));
+            json_object_set_new(m, "dtype", json_string(f16 ? "f16" : "f32"));
             json_object_set_new(m, "size", json_integer(sizes[s]));
             json_object_set_new(m, "ms", json_real(ms));
             json_object_set_new(m, "gflops", json_real(gflops));
@@ -460,18 +632,85 @@ static vkf_status tune_matmul(tune_run *run, const uint32_t *sizes, uint32_t siz
             progress(run, "  %s: wrong result, disqualified", label);
             continue;
         }
-        /* Another candidate must beat the best so far by 5%: the built-in choice
-         * stays unless something is clearly faster (timings on a busy machine are noisy). */
+        /* Another candidate must beat the best so far by 5%: the baseline stays
+         * unless something is clearly faster (timings on a busy machine are noisy). */
         if (score < best_score * (c == 0 ? 1.0 : 0.95)) best_score = score, *out_best = cands[c];
     }
-    ctx->tuning = builtin;
+    ctx->tuning = saved;
     if (st == VKF_OK && !isfinite(best_score))
         st = vkf_fail(VKF_ERROR_VULKAN, "tune: no matmul candidate ran correctly on \"%s\"", ctx->info.name);
     for (uint32_t s = 0; s < made; s++) matmul_case_free(&cases[s]);
     if (odd_made) matmul_case_free(&odd);
     free(base);
+    return st;
+}
+
+/* The scalar kernels on F32 matmuls: the built-in choice first (the baseline). */
+static vkf_status tune_matmul(tune_run *run, const uint32_t *sizes, uint32_t size_count, matmul_candidate *out_best)
+{
+    vkf_context *ctx = run->ctx;
+    bool cpu = ctx->info.type == VKF_DEVICE_CPU;
+    const matmul_candidate *list = cpu ? (run->o->quick ? cpu_matmul_quick : cpu_matmul)
+                                       : (run->o->quick ? gpu_matmul_quick : gpu_matmul);
+    size_t count = cpu ? (run->o->quick ? sizeof cpu_matmul_quick : sizeof cpu_matmul) / sizeof *list
+                       : (run->o->quick ? sizeof gpu_matmul_quick : sizeof gpu_matmul) / sizeof *list;
+    /* The built-in choice first (the baseline), unless it is on the list already. */
+    matmul_candidate *cands = calloc(count + 1, sizeof *cands);
+    if (!cands) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
+    const vkf_tuning *builtin = &ctx->tuning;
+    size_t n = 0;
+    cands[n++] = (matmul_candidate){builtin->matmul_variant, builtin->matmul};
+    for (size_t i = 0; i < count; i++) {
+        matmul_candidate c = list[i];
+        if (c.variant == VKF_VARIANT_MATMUL_SUBGROUP &&
+            !vkf_matmul_subgroup_tiles(&ctx->info, c.t.bm, c.t.bn, c.t.tm, c.t.tn, &c.t))
+            continue; /* no shuffles, or not this subgroup size */
+        if (c.variant != builtin->matmul_variant || memcmp(&c.t, &builtin->matmul, sizeof builtin->matmul) != 0)
+            cands[n++] = c;
+    }
+    vkf_status st = race(run, cands, n, sizes, size_count, /*f16=*/false, out_best);
     free(cands);
     return st;
+}
+
+/* Coopmat candidates: wg_m x wg_n subgroups of tm x tn, K stages of bk (rounded up
+ * to the device's fragment or granularity by coopmat_candidate). */
+typedef struct coopmat_shape {
+    vkf_variant_id family;
+    uint32_t wg_m, wg_n, tm, tn, bk;
+} coopmat_shape;
+#define KHR(wm, wn, tm_, tn_, bk_) {VKF_VARIANT_MATMUL_COOPMAT, wm, wn, tm_, tn_, bk_}
+#define NV2(wm, wn, tm_, tn_, bk_) {VKF_VARIANT_MATMUL_COOPMAT2, wm, wn, tm_, tn_, bk_}
+static const coopmat_shape coopmat_list[] = {
+    KHR(2, 2, 32, 32, 32), KHR(2, 2, 16, 16, 32), KHR(1, 1, 32, 32, 32), KHR(2, 2, 32, 32, 16),
+    KHR(4, 2, 16, 32, 32), KHR(2, 2, 32, 64, 16), KHR(4, 4, 16, 16, 16),
+    NV2(2, 2, 32, 32, 32), NV2(2, 2, 64, 32, 16), NV2(2, 2, 16, 16, 32), NV2(1, 1, 32, 32, 32),
+    NV2(4, 2, 32, 32, 16), NV2(2, 2, 32, 64, 16), NV2(1, 1, 64, 64, 16),
+};
+static const coopmat_shape coopmat_list_quick[] = {KHR(2, 2, 32, 32, 32), NV2(2, 2, 32, 32, 32)};
+#undef KHR
+#undef NV2
+
+/* Which kernel F16 matmuls (A, B, C F16) should run: the F32 winner `scalar` (the
+ * baseline) against the coopmat candidates this context can run. *out_best is a
+ * coopmat candidate, or `scalar` when none beat it. */
+static vkf_status tune_coopmat(tune_run *run, const uint32_t *sizes, uint32_t size_count, const matmul_candidate *scalar,
+                               matmul_candidate *out_best)
+{
+    vkf_context *ctx = run->ctx;
+    const coopmat_shape *list = run->o->quick ? coopmat_list_quick : coopmat_list;
+    size_t count = run->o->quick ? sizeof coopmat_list_quick / sizeof *list : sizeof coopmat_list / sizeof *list;
+    matmul_candidate cands[1 + sizeof coopmat_list / sizeof *coopmat_list];
+    size_t n = 0;
+    cands[n++] = *scalar;
+    for (size_t i = 0; i < count; i++) {
+        const coopmat_shape *c = &list[i];
+        matmul_candidate m = {c->family, {0}};
+        if (coopmat_candidate(ctx, c->family, c->wg_m, c->wg_n, c->tm, c->tn, c->bk, &m.t)) cands[n++] = m;
+    }
+    progress(run, "F16 matmuls (A, B, C F16): the F32 winner against %zu cooperative-matrix candidates", n - 1);
+    *out_best = *scalar;
+    return race(run, cands, n, sizes, size_count, /*f16=*/true, out_best);
 }
 
 /* ------------------------------------------------------------------ attention candidates */
@@ -548,7 +787,7 @@ static vkf_status attention_measure(const tune_run *run, attention_case *c, cons
     if (st == VKF_OK) st = vkf_tensor_download(c->tout, got, all * 4);
     if (st == VKF_OK) {
         size_t worst;
-        *out_ok = matches(got, c->ref, all, &worst);
+        *out_ok = matches(got, c->ref, all, 1e-3, &worst);
         if (!*out_ok) progress(run, "    wrong result at element %zu: %g, expected %g", worst, got[worst], c->ref[worst]);
     }
     free(got);
@@ -652,9 +891,11 @@ vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_p
 
     progress(&run, "tuning on %s (%s candidates, median of %u)", ctx->info.name, o->quick ? "quick" : "all",
              run.repeat);
-    matmul_candidate mm = {0};
+    matmul_candidate mm = {0}, cm = {0};
     vkf_attention_tiles at = {0};
     vkf_status st = tune_matmul(&run, sizes, size_count, &mm);
+    /* Cooperative matrix, where the context has it: which kernel F16 matmuls run. */
+    if (st == VKF_OK && ctx->coopmat) st = tune_coopmat(&run, sizes, size_count, &mm, &cm);
     if (st == VKF_OK) st = tune_attention(&run, att_n, att_heads, att_head_dim, &at);
     if (st != VKF_OK) {
         json_decref(run.measurements);
@@ -671,6 +912,12 @@ vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_p
                              "workgroup", (json_int_t)at.workgroup, "bq", (json_int_t)at.bq, "bk", (json_int_t)at.bk,
                              "td", (json_int_t)at.td, "tq", (json_int_t)at.tq, "measurements", run.measurements);
     if (!root) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory writing the tune file");
+    /* "matmul_coopmat": the kernel of matmuls with an F16 operand, "none" for the
+     * scalar one above; absent when coopmat was off (later contexts then use the
+     * built-in rule). Readers that predate it ignore the key. */
+    if (ctx->coopmat)
+        json_object_set_new(root, "matmul_coopmat", is_coopmat(cm.variant) ? matmul_tiles_json(cm.variant, &cm.t)
+                                                                           : json_pack("{s:s}", "kernel", "none"));
     char *text = json_dumps(root, JSON_INDENT(1));
     json_decref(root);
     if (!text) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory writing the tune file");
@@ -682,12 +929,22 @@ vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_p
     if (!written) return vkf_fail(VKF_ERROR_IO, "tune file not written: %s", error);
     /* The winners apply to this context from now on, as to later ones. */
     VKF_TRY(vkf_tuning_set_matmul(ctx, mm.variant, &mm.t));
+    if (ctx->coopmat && is_coopmat(cm.variant)) {
+        VKF_TRY(vkf_tuning_set_matmul(ctx, cm.variant, &cm.t));
+        ctx->tuning.coopmat_use = 1; /* F16 matmuls only */
+    } else if (ctx->coopmat) {
+        ctx->tuning.coopmat_use = 0;
+    }
     ctx->tuning.attention_head_dim = att_head_dim;
     memcpy(ctx->tuning.attention_tiles, &at, sizeof ctx->tuning.attention_tiles);
     char label[160];
     tiles_label(&mm, label, sizeof label);
     progress(&run, "matmul: %s; attention (head_dim %u): %u invocations, bq %u, bk %u, td %u, tq %u", label, att_head_dim,
              at.workgroup, at.bq, at.bk, at.td, at.tq);
+    if (ctx->coopmat) {
+        tiles_label(&cm, label, sizeof label);
+        progress(&run, "F16 matmuls: %s", is_coopmat(cm.variant) ? label : "the scalar kernel above (no coopmat)");
+    }
     if (out_path && capacity) snprintf(out_path, capacity, "%s", path);
     return VKF_OK;
 }

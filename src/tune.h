@@ -1,9 +1,12 @@
-/* `vkformer tune` and tune files (tune.c): candidate tiles of both matmul kernel
- * families and of the fused attention kernel are timed on the context's device
- * at representative shapes, each checked against a host reference (a wrong result
- * disqualifies it), and the winners are written to a JSON file per device (vendor,
- * device id and name, driver version) in the cache directory, which later
- * contexts load (vkf_context_options.tune, VKFORMER_TUNE=0 to turn off).
+/* `vkformer tune` and tune files (tune.c): candidate tiles of the scalar matmul
+ * kernel families (on F32 matmuls), of the cooperative-matrix kernels (on F16
+ * matmuls, against the scalar winner; where the context has coopmat) and of the
+ * fused attention kernel are timed on the context's device at representative
+ * shapes, each checked against a host reference (a wrong result disqualifies it),
+ * and the winners are written to a JSON file per device (vendor, device id and
+ * name, driver version) in the cache directory, which later contexts load
+ * (vkf_context_options.tune, VKFORMER_TUNE=0 to turn off). The coopmat choice is
+ * its own key, "matmul_coopmat", which a context without coopmat ignores.
  * Internal to the library and its tool; no Vulkan types. */
 #ifndef VKF_TUNE_H
 #define VKF_TUNE_H
@@ -35,5 +38,15 @@ bool vkf_tune_from_file(const vkf_context *ctx);
  * the tuned head_dim, *out_attention_head_dim 0 when none were tuned. */
 void vkf_tune_current(const vkf_context *ctx, const char **out_matmul_kernel, uint32_t out_matmul[6],
                       uint32_t *out_attention_head_dim, uint32_t out_attention[5]);
+
+/* The kernel family a matmul of these sizes and dtypes would run on ctx now (the
+ * rule in ops.c): "coopmat", "coopmat2", "tiled", "subgroup" or "direct". */
+const char *vkf_matmul_kernel_family(const vkf_context *ctx, uint32_t m, uint32_t n, uint32_t k, uint64_t batch,
+                                     bool a_f16, bool b_f16);
+/* Makes every matmul on ctx use one kernel family ("coopmat", "coopmat2",
+ * "tiled", "direct", "subgroup") with its built-in tiles for the device, or
+ * "auto": the built-in rule (bench matmul --kernel). Fails with
+ * VKF_ERROR_UNSUPPORTED where the device or the context lacks it (coopmat off). */
+vkf_status vkf_tune_force_matmul(vkf_context *ctx, const char *family);
 
 #endif /* VKF_TUNE_H */

@@ -1,12 +1,17 @@
 /* Every GPU op against the plain-C reference, on sizes 1, 3, 17, 64, 100, 257 and
- * 1000 in each dimension, both matmul kernel families, and every option (bias,
- * residual, activations, strided and batched views, masks, in-place). */
+ * 1000 in each dimension, the scalar matmul kernel families, and every option (bias,
+ * residual, activations, strided and batched views, masks, in-place). The
+ * cooperative-matrix matmuls (KHR and NV2, every dtype variant) where the context
+ * has them, else a line saying why and a check that asking for them fails cleanly. */
 #include "harness.h"
 #include "internal.h"
+#include "tune.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const uint32_t SIZES[] = {1, 3, 17, 64, 100, 257, 1000};
 #define NSIZES (sizeof SIZES / sizeof SIZES[0])
@@ -604,6 +609,317 @@ static void test_act16(vkf_context *ctx, const vkf_device_info *info)
     free(got_y), free(got_s), free(want_y), free(want_s), free(got_e), free(got_e16), free(want_e);
 }
 
+/* ------------------------------------------------------------------ cooperative matrix */
+
+/* Error bounds of the coopmat kernels, with A and B rounded to f16 on the host
+ * first (so the kernel's conversion is exact on any driver and the reference sees
+ * what the fragments hold). Products of f16 values are exact in fp32, so against
+ * the double reference only fp32 accumulation differs: abs 1e-5 + 4e-7 k, rel 2e-4
+ * (twice the scalar kernels' bound: hardware accumulators may round less well).
+ * C stored as F16 adds its rounding, 2^-11 relative: abs 1e-3, rel 1e-3. */
+#define CM_ATOL(k) (1e-5 + 4e-7 * (k))
+#define CM_RTOL 2e-4
+#define CM16_ATOL 1e-3
+#define CM16_RTOL 1e-3
+
+typedef struct cm_case {
+    uint32_t m, n, k;
+    uint32_t b0, b1;                    /* batch (0: 1) */
+    bool b_kn, bias, residual;
+    vkf_activation act;
+    float alpha;
+} cm_case;
+
+/* The worst error seen, relative to the bound it had to meet, for the report. */
+static double cm_worst_abs[2], cm_worst_ratio[2];  /* [C F16] */
+
+static void round_f16(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = ref_f16_to_f32(ref_f32_to_f16(x[i]));
+}
+
+/* One matmul on the coopmat kernel set on ctx: A F16 or F32 (act16: C and the
+ * residual too), B F16 or F32, either layout, batches, every epilogue option. */
+static void run_coopmat(vkf_context *ctx, const char *family, const cm_case *c, bool act16, bool b16, uint64_t seed)
+{
+    uint32_t b0 = c->b0 ? c->b0 : 1, b1 = c->b1 ? c->b1 : 1, items = b0 * b1;
+    size_t na = (size_t)c->m * c->k, nb = (size_t)c->n * c->k, nc = (size_t)c->m * c->n;
+    float *a = harness_random(na * items, seed), *b = harness_random(nb * items, seed + 1);
+    float *bias = harness_random(c->n, seed + 2), *r = harness_random(nc * items, seed + 3);
+    round_f16(a, na * items), round_f16(b, nb * items);
+    vkf_tensor *ta = act16 ? f16_tensor(ctx, a, na * items) : harness_tensor(ctx, a, 1, na * items);
+    vkf_tensor *tb = b16 ? f16_tensor(ctx, b, nb * items) : harness_tensor(ctx, b, 1, nb * items);
+    vkf_tensor *tr = act16 ? f16_tensor(ctx, r, nc * items) : harness_tensor(ctx, r, 1, nc * items);
+    vkf_tensor *tbias = harness_tensor(ctx, bias, 1, c->n), *tc = NULL;
+    uint64_t cn = nc * items;
+    CHECK_OK(vkf_tensor_create(ctx, act16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, 1, &cn, &tc));
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_matmul_desc d;
+    vkf_matmul_desc_init(&d);
+    d.m = c->m, d.n = c->n, d.k = c->k;
+    d.batch[0] = b0, d.batch[1] = b1;
+    /* batch items packed one after another: (b0, b1, rows, cols) */
+    d.a = (vkf_matrix_view){.tensor = ta, .row_stride = c->k, .batch_stride = {na * b1, na}};
+    d.b = (vkf_matrix_view){.tensor = tb, .row_stride = c->b_kn ? c->n : c->k, .batch_stride = {nb * b1, nb}};
+    d.b_is_k_by_n = c->b_kn;
+    d.c = (vkf_matrix_view){.tensor = tc, .row_stride = c->n, .batch_stride = {nc * b1, nc}};
+    if (c->residual) d.residual = (vkf_matrix_view){.tensor = tr, .row_stride = c->n, .batch_stride = {nc * b1, nc}};
+    d.bias = c->bias ? tbias : NULL;
+    d.alpha = c->alpha;
+    d.activation = c->act;
+    const char *kernel = vkf_matmul_kernel_family(ctx, c->m, c->n, c->k, items, act16, b16);
+    CHECK(strncmp(kernel, "coopmat", 7) == 0);
+    CHECK_OK(vkf_cmd_matmul(cmd, &d));
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got = act16 ? download_f16(tc, cn) : harness_download(tc), *want = harness_alloc(cn * 4);
+    for (uint32_t z = 0; z < items; z++)
+        ref_matmul(want + z * nc, c->n, a + z * na, c->k, b + z * nb, c->b_kn ? c->n : c->k, c->b_kn,
+                   c->bias ? bias : NULL, c->residual ? r + z * nc : NULL, c->n, c->m, c->n, c->k, c->alpha,
+                   (int)c->act);
+    double atol = act16 ? CM16_ATOL : CM_ATOL(c->k), rtol = act16 ? CM16_RTOL : CM_RTOL;
+    for (size_t i = 0; i < cn; i++) {
+        double err = fabs((double)got[i] - want[i]), ratio = err / (atol + rtol * fabs(want[i]));
+        if (err > cm_worst_abs[act16]) cm_worst_abs[act16] = err;
+        if (!(ratio <= cm_worst_ratio[act16])) cm_worst_ratio[act16] = ratio;
+    }
+    char what[200];
+    snprintf(what, sizeof what, "%s (%s) A %s B %s%s m=%u n=%u k=%u batch %ux%u%s%s act=%d alpha=%g", family, kernel,
+             act16 ? "F16" : "F32", b16 ? "F16" : "F32", c->b_kn ? " (k,n)" : "", c->m, c->n, c->k, b0, b1,
+             c->bias ? " bias" : "", c->residual ? " residual" : "", (int)c->act, c->alpha);
+    harness_compare(what, got, want, cn, atol, rtol);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(ta), vkf_tensor_destroy(tb), vkf_tensor_destroy(tbias), vkf_tensor_destroy(tr);
+    vkf_tensor_destroy(tc);
+    free(a), free(b), free(bias), free(r), free(got), free(want);
+}
+
+/* Odd sizes on every axis (1, 7, 17, 1000, 1023), both B layouts, the epilogue
+ * and batches, on one coopmat variant (dtypes) with the tiles set on ctx. */
+static void coopmat_cases(vkf_context *ctx, const char *family, bool act16, bool b16, uint64_t *seed)
+{
+    static const cm_case shapes[] = {
+        {.m = 1, .n = 17, .k = 7, .alpha = 1.0f},
+        {.m = 7, .n = 1000, .k = 17, .bias = true, .act = VKF_ACTIVATION_RELU, .alpha = 1.0f},
+        {.m = 17, .n = 7, .k = 1023, .residual = true, .alpha = 0.5f},
+        {.m = 1023, .n = 17, .k = 1000, .bias = true, .residual = true, .act = VKF_ACTIVATION_GELU, .alpha = 0.25f},
+        {.m = 64, .n = 64, .k = 64, .alpha = 1.0f},                     /* whole tiles */
+        {.m = 17, .n = 33, .k = 40, .b0 = 2, .b1 = 3, .bias = true, .alpha = 1.0f},   /* batched */
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int kn = 0; kn < 2; kn++) {
+            cm_case c = shapes[i];
+            c.b_kn = kn;
+            run_coopmat(ctx, family, &c, act16, b16, *seed += 4);
+        }
+}
+
+/* Why ctx has no coopmat kernels, for the line that says so. */
+static const char *coopmat_absent_reason(const vkf_device_info *info)
+{
+    const char *env = getenv("VKFORMER_COOPMAT");
+    vkf_coopmat_shape shape;
+    if (!vkf_build_has_coopmat()) return "this build has no cooperative-matrix shaders (glslc too old)";
+    if (env && strcmp(env, "0") == 0) return "VKFORMER_COOPMAT=0";
+    if (!info->cooperative_matrix) return "no VK_KHR_cooperative_matrix";
+    if (!vkf_coopmat_choose_shape(info, &shape)) return "no f16 x f16 -> f32 subgroup shape";
+    if (!info->float16 || !info->storage_16bit || !info->vulkan_memory_model)
+        return "no shaderFloat16, 16-bit storage or Vulkan memory model";
+    return "driver not vetted (set vkf_context_options.coopmat = 1)";
+}
+
+static void test_coopmat(vkf_context *ctx, const vkf_device_info *info)
+{
+    /* Any tiles: without coopmat the request fails for that reason first. */
+    const vkf_matmul_tiles any = {.workgroup = 4 * info->subgroup_size, .bm = 32, .bn = 32, .bk = 32, .tm = 16, .tn = 16};
+    if (!info->coopmat_in_use) {
+        printf("coopmat: not available on %s (%s), coopmat cases not run\n", info->name, coopmat_absent_reason(info));
+        CHECK_FAIL(vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_COOPMAT, &any), VKF_ERROR_UNSUPPORTED, "cooperative");
+        CHECK_FAIL(vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_COOPMAT2, &any), VKF_ERROR_UNSUPPORTED, "cooperative");
+        CHECK_FAIL(vkf_tune_force_matmul(ctx, "coopmat"), VKF_ERROR_UNSUPPORTED, "cooperative");
+        /* the pipeline itself is refused too, with the reason */
+        const vkf_pipeline *pipe = NULL;
+        uint32_t spec[9] = {any.workgroup, any.bm, any.bn, any.bk, any.tm, any.tn, 16, 16, 16};
+        CHECK_FAIL(vkf_pipeline_get(ctx, VKF_VARIANT_MATMUL_COOPMAT_ACT16_F16B, spec, 9, &pipe), VKF_ERROR_UNSUPPORTED,
+                   "cooperative");
+        CHECK(pipe == NULL);
+        /* and the built-in rule never picks it */
+        CHECK(strncmp(vkf_matmul_kernel_family(ctx, 256, 256, 256, 1, true, true), "coopmat", 7) != 0);
+        return;
+    }
+    printf("coopmat: %s, shape %ux%ux%u, subgroup %u%s\n", info->name, ctx->coopmat_shape.m, ctx->coopmat_shape.n,
+           ctx->coopmat_shape.k, info->subgroup_size, info->coopmat2_in_use ? ", NV2 flexible dimensions" : "");
+    /* The built-in rule: F32 x F32 keeps the scalar kernels; F16 operands use
+     * coopmat on GPUs only; a skinny (decode) matmul stays scalar. */
+    vkf_tuning_choose(ctx);
+    bool cpu = info->type == VKF_DEVICE_CPU;
+    CHECK(strncmp(vkf_matmul_kernel_family(ctx, 256, 256, 256, 1, false, false), "coopmat", 7) != 0);
+    CHECK((strncmp(vkf_matmul_kernel_family(ctx, 256, 256, 256, 1, true, true), "coopmat", 7) == 0) == !cpu);
+    CHECK((strncmp(vkf_matmul_kernel_family(ctx, 256, 256, 256, 1, false, true), "coopmat", 7) == 0) == !cpu);
+    CHECK(strncmp(vkf_matmul_kernel_family(ctx, 1, 256, 256, 1, true, true), "coopmat", 7) != 0);
+
+    uint64_t seed = 9000;
+    const struct {
+        const char *name;
+        vkf_variant_id variant;
+    } families[] = {{"coopmat", VKF_VARIANT_MATMUL_COOPMAT}, {"coopmat2", VKF_VARIANT_MATMUL_COOPMAT2}};
+    for (int f = 0; f < 2; f++) {
+        if (families[f].variant == VKF_VARIANT_MATMUL_COOPMAT2 && !info->coopmat2_in_use) {
+            printf("coopmat2: not available on %s (no VK_NV_cooperative_matrix2 flexible dimensions), "
+                   "coopmat2 cases not run\n", info->name);
+            CHECK_FAIL(vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_COOPMAT2, &any), VKF_ERROR_UNSUPPORTED, "coopmat2");
+            continue;
+        }
+        /* Small tiles (one fragment per subgroup, two subgroups, K stages of 8) on
+         * every variant (dtypes), then the family's built-in tiles on F16 x F16:
+         * the dtypes do not change the tile code, and on lavapipe each big
+         * pipeline costs seconds to compile. */
+        uint32_t fm = ctx->coopmat_shape.m, fn = ctx->coopmat_shape.n, fk = ctx->coopmat_shape.k;
+        if (families[f].variant == VKF_VARIANT_MATMUL_COOPMAT2)
+            fm = info->coopmat2_granularity[0], fn = 2 * info->coopmat2_granularity[1], fk = info->coopmat2_granularity[2];
+        uint32_t bk = fk;
+        while (bk % 8) bk += fk;
+        vkf_matmul_tiles small;
+        char name[64];
+        if (vkf_matmul_coopmat_tiles(ctx, families[f].variant, 1, 2, fm, fn, bk, &small)) {
+            CHECK_OK(vkf_tuning_set_matmul(ctx, families[f].variant, &small));
+            snprintf(name, sizeof name, "%s-%ux%u-bk%u", families[f].name, small.bm, small.bn, small.bk);
+            for (int act16 = 0; act16 < 2; act16++)
+                for (int b16 = 0; b16 < 2; b16++) coopmat_cases(ctx, name, act16, b16, &seed);
+            /* A driver may run other subgroup sizes than it reports: fewer subgroups
+             * than tiles (the shader makes two passes over K) and more (some only
+             * help staging) must give the same results. Set past the checks. */
+            uint32_t workgroups[2] = {small.workgroup / 2, small.workgroup * 2};
+            for (int w = 0; w < 2; w++) {
+                if (workgroups[w] > info->max_workgroup_invocations) continue;
+                ctx->tuning.coopmat.workgroup = workgroups[w];
+                snprintf(name, sizeof name, "%s-%ux%u-bk%u, %u invocations", families[f].name, small.bm, small.bn,
+                         small.bk, workgroups[w]);
+                coopmat_cases(ctx, name, false, true, &seed);
+            }
+        } else {
+            fprintf(stderr, "%s: small tiles do not fit %s\n", families[f].name, info->name);
+            harness_failures++;
+        }
+        CHECK_OK(vkf_tune_force_matmul(ctx, families[f].name));
+        const vkf_matmul_tiles *t = &ctx->tuning.coopmat;
+        fprintf(stderr, "%s tiles: workgroup %u, %ux%u, %ux%u per subgroup, bk %u\n", families[f].name, t->workgroup,
+                t->bm, t->bn, t->tm, t->tn, t->bk);
+        snprintf(name, sizeof name, "%s-built-in", families[f].name);
+        coopmat_cases(ctx, name, true, true, &seed);
+        /* tiles that do not fit are refused with the reason */
+        vkf_matmul_tiles bad = *t;
+        bad.workgroup += 1;
+        CHECK_FAIL(vkf_tuning_set_matmul(ctx, families[f].variant, &bad), VKF_ERROR_INVALID_ARGUMENT, "workgroup");
+        bad = *t;
+        bad.tm += 1;
+        CHECK_STATUS(vkf_tuning_set_matmul(ctx, families[f].variant, &bad), VKF_ERROR_INVALID_ARGUMENT);
+    }
+    printf("coopmat: worst error, C F32: %.3g abs (%.2f of the bound); C F16: %.3g abs (%.2f of the bound)\n",
+           cm_worst_abs[0], cm_worst_ratio[0], cm_worst_abs[1], cm_worst_ratio[1]);
+    vkf_tuning_choose(ctx);
+}
+
+/* The switch: a context with options.coopmat = 0 has no coopmat on any device;
+ * with the default, a vetted device with an f16 -> f32 shape and this build's
+ * shaders has it. */
+static void test_coopmat_switch(const vkf_device_info *info)
+{
+    vkf_coopmat_shape shape;
+    const char *env = getenv("VKFORMER_COOPMAT");
+    bool expect = vkf_build_has_coopmat() && !(env && strcmp(env, "0") == 0) && vkf_coopmat_choose_shape(info, &shape) &&
+                  info->float16 && info->storage_16bit && info->vulkan_memory_model && info->api_version >= (1u << 22 | 2u << 12) &&
+                  (info->vendor_id == 0x10de || info->vendor_id == 0x1002 || info->vendor_id == 0x8086 ||
+                   info->vendor_id == 0x10005);
+    CHECK(info->coopmat_in_use == expect);
+    vkf_context_options o;
+    vkf_context_options_init(&o);
+    o.coopmat = 0;
+    vkf_context *off = harness_context_with(&o);
+    vkf_device_info off_info;
+    vkf_context_device_info(off, &off_info);
+    CHECK(!off_info.coopmat_in_use && !off_info.coopmat2_in_use);
+    const vkf_matmul_tiles any = {.workgroup = 4 * info->subgroup_size, .bm = 32, .bn = 32, .bk = 32, .tm = 16, .tn = 16};
+    CHECK_FAIL(vkf_tuning_set_matmul(off, VKF_VARIANT_MATMUL_COOPMAT, &any), VKF_ERROR_UNSUPPORTED, "cooperative");
+    CHECK_FAIL(vkf_tune_force_matmul(off, "coopmat2"), VKF_ERROR_UNSUPPORTED, "cooperative");
+    CHECK(strncmp(vkf_matmul_kernel_family(off, 256, 256, 256, 1, true, true), "coopmat", 7) != 0);
+    printf("coopmat switch: default %s on %s, off with options.coopmat = 0\n", info->coopmat_in_use ? "on" : "off",
+           info->name);
+    harness_close(off);
+}
+
+/* A tune file with a coopmat choice ("matmul_coopmat") stays valid everywhere: a
+ * context with coopmat runs F16 matmuls on the file's coopmat kernel; one with
+ * coopmat off (or a device without it) still takes the file's scalar kernel and
+ * ignores the coopmat entry, without failing. */
+static void test_coopmat_tune_file(const vkf_device_info *info)
+{
+    char dir[] = "/tmp/vkf_test_ops_XXXXXX";
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "mkdtemp failed: coopmat tune-file test not run\n");
+        harness_failures++;
+        return;
+    }
+    vkf_context_options o;
+    vkf_context_options_init(&o);
+    o.cache_dir = dir, o.pipeline_cache = 0, o.tune = 1;
+    vkf_context *on = NULL;
+    /* the file: the scalar direct kernel, and coopmat tiles for this device (or
+     * made-up KHR ones where it has none) */
+    char path[1024];
+    {
+        vkf_context *probe = harness_context_with(&o);
+        CHECK_OK(vkf_tune_file_path(probe, path, sizeof path));
+        vkf_matmul_tiles t = {.workgroup = 2 * info->subgroup_size, .bm = 8, .bn = 16, .bk = 8, .tm = 8, .tn = 8};
+        const char *kernel = "matmul_coopmat";
+        if (probe->coopmat) {
+            vkf_variant_id v = probe->coopmat2 ? VKF_VARIANT_MATMUL_COOPMAT2 : VKF_VARIANT_MATMUL_COOPMAT;
+            uint32_t fm = probe->coopmat_shape.m, fn = probe->coopmat_shape.n, fk = probe->coopmat_shape.k;
+            if (probe->coopmat2) /* the small tiles of test_coopmat: the driver's cache has the pipeline */
+                fm = info->coopmat2_granularity[0], fn = 2 * info->coopmat2_granularity[1], fk = info->coopmat2_granularity[2];
+            uint32_t bk = fk;
+            while (bk % 8) bk += fk;
+            CHECK(vkf_matmul_coopmat_tiles(probe, v, 1, 2, fm, fn, bk, &t));
+            kernel = vkf_variant(v)->name;
+        }
+        json_t *root = json_pack("{s:s, s:i, s:{s:I, s:I, s:I, s:s}, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:i}, "
+                                 "s:{s:s, s:I, s:I, s:I, s:I, s:I, s:I}}",
+                                 "format", "vkformer-tune", "version", 1, "device", "vendor_id",
+                                 (json_int_t)info->vendor_id, "device_id", (json_int_t)info->device_id,
+                                 "driver_version", (json_int_t)info->driver_version, "name", info->name, "matmul",
+                                 "kernel", "matmul_direct", "workgroup", 64, "bm", 64, "bn", 64, "bk", 1, "tm", 8, "tn", 8,
+                                 "matmul_coopmat", "kernel", kernel, "workgroup", (json_int_t)t.workgroup, "bm",
+                                 (json_int_t)t.bm, "bn", (json_int_t)t.bn, "bk", (json_int_t)t.bk, "tm",
+                                 (json_int_t)t.tm, "tn", (json_int_t)t.tn);
+        CHECK(root && json_dump_file(root, path, 0) == 0);
+        json_decref(root);
+        harness_close(probe);
+    }
+    /* coopmat on (where the device has it) */
+    on = harness_context_with(&o);
+    CHECK(vkf_tune_from_file(on));
+    CHECK(strcmp(vkf_matmul_kernel_family(on, 256, 256, 256, 1, false, false), "direct") == 0);
+    if (on->coopmat) {
+        const char *want = on->coopmat2 ? "coopmat2" : "coopmat";
+        CHECK(strcmp(vkf_matmul_kernel_family(on, 256, 256, 256, 1, true, true), want) == 0);
+        CHECK(strcmp(vkf_matmul_kernel_family(on, 256, 256, 256, 1, false, true), want) == 0);
+        uint64_t seed = 9900;
+        cm_case c = {.m = 17, .n = 33, .k = 40, .bias = true, .act = VKF_ACTIVATION_RELU, .alpha = 1.0f};
+        run_coopmat(on, "coopmat from a tune file", &c, true, true, seed);
+    } else {
+        CHECK(strcmp(vkf_matmul_kernel_family(on, 256, 256, 256, 1, true, true), "direct") == 0);
+    }
+    harness_close(on);
+    /* coopmat off: the file still applies, its coopmat entry does not */
+    o.coopmat = 0;
+    vkf_context *off = harness_context_with(&o);
+    CHECK(vkf_tune_from_file(off));
+    CHECK(strcmp(vkf_matmul_kernel_family(off, 256, 256, 256, 1, true, true), "direct") == 0);
+    harness_close(off);
+    remove(path);
+    rmdir(dir);
+}
+
 /* The built-in tiles for made-up devices of each kind: within the device's
  * limits, consistent, and (where they fit this device) correct when run here. */
 static void test_tuning_choices(vkf_context *ctx)
@@ -699,6 +1015,9 @@ int main(void)
         fprintf(stderr, "matmul family %s\n", families[f].name);
         test_matmul_family(ctx, families[f].name);
     }
+    test_coopmat(ctx, &info);
+    test_coopmat_switch(&info);
+    test_coopmat_tune_file(&info);
     test_tuning_choices(ctx);
     test_act16(ctx, &info);
     vkf_tuning_choose(ctx);

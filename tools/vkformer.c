@@ -42,6 +42,9 @@ static const char usage_text[] =
     "  info [--json]                         list Vulkan devices and their limits\n"
     "  check                                 run every GPU op against the C reference\n"
     "  bench matmul [--m M --n N --k K | --size S[,S...]] [--repeat R] [--json]\n"
+    "               [--dtype f32|f16] [--kernel auto|coopmat|coopmat2|tiled|direct|subgroup]\n"
+    "                                        f16: A, B and C stored as F16; --kernel forces one\n"
+    "                                        kernel family (default auto: the library's choice)\n"
     "  forward --model FILE --src IDS --tgt IDS --out FILE.npy\n"
     "                                        logits (len(tgt), tgt_vocab) as float32 .npy\n"
     "  generate --model FILE --src IDS [--max-new N]\n"
@@ -89,6 +92,8 @@ typedef struct options {
     bool quick;                         /* tune: few candidates, small shapes */
     unsigned long seed;                 /* --seed: bigbird, lsh, lowrank */
     const char *precision;              /* --precision auto|f32|f16: weight storage */
+    const char *dtype;                  /* bench matmul --dtype f32|f16 (NULL: f32) */
+    const char *kernel;                 /* bench matmul --kernel FAMILY (NULL: auto) */
     vkf_model_load_options load;        /* from --precision */
     bool verbose;                       /* --verbose: the library's info messages too */
 } options;
@@ -566,20 +571,45 @@ static int cmd_check(const options *o)
 
 /* ------------------------------------------------------------------ bench */
 
+/* An F16 tensor (rows, cols) from data, which is rounded in place to what the GPU reads. */
+static vkf_status tensor_from_f16(vkf_context *ctx, float *data, uint64_t rows, uint64_t cols, vkf_tensor **out)
+{
+    uint64_t shape[2] = {rows, cols};
+    vkf_status st = vkf_tensor_create(ctx, VKF_DTYPE_F16, 2, shape, out);
+    if (st != VKF_OK || !data) return st;
+    size_t n = (size_t)rows * cols;
+    uint16_t *h = xmalloc(n * 2);
+    for (size_t e = 0; e < n; e++) data[e] = ref_f16_to_f32(h[e] = ref_f32_to_f16(data[e]));
+    st = vkf_tensor_upload(*out, h, n * 2);
+    free(h);
+    if (st != VKF_OK) {
+        vkf_tensor_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 /* Times one m×n×k matmul: a warm-up submit, then `repeat` timed submits; the GPU
  * time of each comes from timestamp queries around the dispatch. Checks 64
- * sampled outputs against dot products on the host. */
+ * sampled outputs against dot products on the host (f16: of the f16-rounded
+ * inputs, so only the accumulation and the rounding of C differ). */
 static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsigned long m, unsigned long n,
-                            unsigned long k, unsigned long repeat, bool json)
+                            unsigned long k, unsigned long repeat, bool f16, bool json)
 {
     float *a = random_floats((size_t)m * k), *b = random_floats((size_t)n * k), *c = xmalloc((size_t)m * n * 4);
     double *ms = xmalloc(repeat * sizeof *ms);
     vkf_tensor *ta = NULL, *tb = NULL, *tc = NULL;
     vkf_cmd *cmd = NULL;
     vkf_status st = VKF_OK;
-    if (st == VKF_OK) st = tensor_from(ctx, a, m, k, &ta);
-    if (st == VKF_OK) st = tensor_from(ctx, b, n, k, &tb);
-    if (st == VKF_OK) st = tensor_from(ctx, NULL, m, n, &tc);
+    if (f16) {
+        if (st == VKF_OK) st = tensor_from_f16(ctx, a, m, k, &ta);
+        if (st == VKF_OK) st = tensor_from_f16(ctx, b, n, k, &tb);
+        if (st == VKF_OK) st = tensor_from_f16(ctx, NULL, m, n, &tc);
+    } else {
+        if (st == VKF_OK) st = tensor_from(ctx, a, m, k, &ta);
+        if (st == VKF_OK) st = tensor_from(ctx, b, n, k, &tb);
+        if (st == VKF_OK) st = tensor_from(ctx, NULL, m, n, &tc);
+    }
     if (st == VKF_OK) st = vkf_cmd_create(ctx, VKF_CMD_TIMESTAMPS, &cmd);
     if (st == VKF_OK) {
         vkf_matmul_desc d;
@@ -588,6 +618,8 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
         d.a.tensor = ta, d.b.tensor = tb, d.c.tensor = tc;
         st = vkf_cmd_matmul(cmd, &d);
     }
+    /* the kernel family vkf_cmd_matmul just chose, by the same rule */
+    const char *kernel = vkf_matmul_kernel_family(ctx, (uint32_t)m, (uint32_t)n, (uint32_t)k, 1, f16, f16);
     double t0 = now_s();
     if (st == VKF_OK) st = vkf_cmd_submit(cmd); /* warm-up: pipeline compile, caches */
     double warm = now_s() - t0;
@@ -598,12 +630,23 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
         uint32_t count;
         if (st == VKF_OK) st = vkf_cmd_timings(cmd, &ms[r], 1, &count);
     }
-    if (st == VKF_OK) st = vkf_tensor_download(tc, c, (uint64_t)m * n * 4);
+    if (st == VKF_OK && f16) {
+        uint16_t *h = xmalloc((size_t)m * n * 2);
+        st = vkf_tensor_download(tc, h, (uint64_t)m * n * 2);
+        for (size_t e = 0; e < (size_t)m * n; e++) c[e] = ref_f16_to_f32(h[e]);
+        free(h);
+    } else if (st == VKF_OK) {
+        st = vkf_tensor_download(tc, c, (uint64_t)m * n * 4);
+    }
     int code = 0;
     if (st != VKF_OK) {
         fprintf(stderr, "vkformer: %s\n", vkf_last_error());
         code = exit_code_for(st);
     } else {
+        /* coopmat kernels round F32 inputs to f16 (their contract): the host does too */
+        bool rounds = strncmp(kernel, "coopmat", 7) == 0 && !f16;
+        for (size_t e = 0; rounds && e < (size_t)m * k; e++) a[e] = ref_f16_to_f32(ref_f32_to_f16(a[e]));
+        for (size_t e = 0; rounds && e < (size_t)n * k; e++) b[e] = ref_f16_to_f32(ref_f32_to_f16(b[e]));
         double max_err = 0;
         for (int s = 0; s < 64; s++) {
             size_t i = (size_t)((s * 2654435761u) % m), j = (size_t)((s * 40503u + 7) % n);
@@ -615,17 +658,21 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
         qsort(ms, repeat, sizeof *ms, compare_doubles);
         double median = repeat % 2 ? ms[repeat / 2] : 0.5 * (ms[repeat / 2 - 1] + ms[repeat / 2]);
         double gflops = 2.0 * m * n * k / (median * 1e-3) / 1e9;
+        const char *dtype = f16 ? "f16" : "f32";
         if (json) {
-            printf("{\"op\":\"matmul\",\"m\":%lu,\"n\":%lu,\"k\":%lu,\"dtype\":\"f32\",\"ms\":%.4f,\"gflops\":%.3f,"
-                   "\"repeat\":%lu,\"max_rel_err\":%.3g,\"device\":",
-                   m, n, k, median, gflops, repeat, max_err);
+            printf("{\"op\":\"matmul\",\"m\":%lu,\"n\":%lu,\"k\":%lu,\"dtype\":\"%s\",\"kernel\":\"%s\",\"ms\":%.4f,"
+                   "\"gflops\":%.3f,\"repeat\":%lu,\"max_rel_err\":%.3g,\"device\":",
+                   m, n, k, dtype, kernel, median, gflops, repeat, max_err);
             json_string(info->name);
             printf("}\n");
         } else {
-            printf("matmul %lux%lux%lu f32: %.3f ms median of %lu, %.2f GFLOP/s on %s (sampled error %.2g)\n", m, n, k,
-                   median, repeat, gflops, info->name, max_err);
+            printf("matmul %lux%lux%lu %s (%s): %.3f ms median of %lu, %.2f GFLOP/s on %s (sampled error %.2g)\n", m, n,
+                   k, dtype, kernel, median, repeat, gflops, info->name, max_err);
         }
-        if (!(max_err < 1e-3)) {
+        /* f32: 1e-3. f16: the inputs are rounded alike on both sides; C's rounding
+         * to f16 is 2^-11 relative, accumulation order adds little: 2e-3. */
+        double bound = f16 ? 2e-3 : 1e-3; /* coopmat on F32: the inputs' rounding is on both sides */
+        if (!(max_err < bound)) {
             fprintf(stderr, "vkformer: matmul result is wrong (sampled relative error %.3g)\n", max_err);
             code = EXIT_WRONG;
         }
@@ -680,6 +727,11 @@ static int cmd_bench(const options *o, const char *what)
         fprintf(stderr, "vkformer: --repeat must be positive\n");
         return EXIT_USAGE;
     }
+    if (o->dtype && strcmp(o->dtype, "f32") != 0 && strcmp(o->dtype, "f16") != 0) {
+        fprintf(stderr, "vkformer: --dtype must be f32 or f16, not \"%s\"\n", o->dtype);
+        return EXIT_USAGE;
+    }
+    bool f16 = o->dtype && strcmp(o->dtype, "f16") == 0;
     vkf_context *ctx;
     vkf_status st = open_context(o, &ctx);
     if (st != VKF_OK) return fail(st);
@@ -689,9 +741,17 @@ static int cmd_bench(const options *o, const char *what)
         fprintf(stderr, "vkformer: device \"%s\" has no timestamp queries; cannot time on the GPU\n", info.name);
         return close_context(ctx, EXIT_ERROR);
     }
+    if (f16 && !info.storage_16bit) {
+        fprintf(stderr, "vkformer: device \"%s\" has no 16-bit storage: --dtype f16 cannot run\n", info.name);
+        return close_context(ctx, EXIT_ERROR);
+    }
+    if (o->kernel && (st = vkf_tune_force_matmul(ctx, o->kernel)) != VKF_OK) {
+        fprintf(stderr, "vkformer: --kernel %s: %s\n", o->kernel, vkf_last_error());
+        return close_context(ctx, st == VKF_ERROR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_ERROR);
+    }
     int code = 0;
     for (int i = 0; i < cases && code == 0; i++)
-        code = bench_matmul_one(ctx, &info, dims[i][0], dims[i][1], dims[i][2], o->repeat, o->json);
+        code = bench_matmul_one(ctx, &info, dims[i][0], dims[i][1], dims[i][2], o->repeat, f16, o->json);
     return close_context(ctx, code);
 }
 
@@ -1477,7 +1537,8 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--device") == 0 || strcmp(a, "--size") == 0 || strcmp(a, "--model") == 0 ||
                    strcmp(a, "--src") == 0 || strcmp(a, "--tgt") == 0 || strcmp(a, "--out") == 0 ||
                    strcmp(a, "--preset") == 0 || strcmp(a, "--input") == 0 || strcmp(a, "--attention") == 0 ||
-                   strcmp(a, "--cross-attention") == 0 || strcmp(a, "--precision") == 0) {
+                   strcmp(a, "--cross-attention") == 0 || strcmp(a, "--precision") == 0 ||
+                   strcmp(a, "--dtype") == 0 || strcmp(a, "--kernel") == 0) {
             if (!next) {
                 fprintf(stderr, "vkformer: %s needs a value\n", a);
                 return EXIT_USAGE;
@@ -1491,6 +1552,8 @@ int main(int argc, char **argv)
                                 : strcmp(a, "--attention") == 0 ? &o.attention
                                 : strcmp(a, "--cross-attention") == 0 ? &o.cross_attention
                                 : strcmp(a, "--precision") == 0 ? &o.precision
+                                : strcmp(a, "--dtype") == 0 ? &o.dtype
+                                : strcmp(a, "--kernel") == 0 ? &o.kernel
                                 : strcmp(a, "--tgt") == 0  ? &o.tgt
                                                            : &o.out;
             *slot = next;
