@@ -2,13 +2,7 @@
 // Fused attention for many queries at once (the forward pass), in the manner of
 // FlashAttention:
 //   out[b, i, h, :] = Σ_j softmax_j(scale · q[b, i, h, :]·k[b, j, h, :] + mask(b, i, j)) v[b, j, h, :]
-// mask(b, i, j) is 0 where key j is allowed for query i and -inf elsewhere:
-//   j < len[b]                      (key lengths, when given)
-//   j ≤ i + causal_offset           (causal)
-//   |i − j| ≤ W                     (pattern LOCAL:W)
-//   |i − j| ≤ W or j mod S = S − 1  (pattern STRIDED:W:S)
-//   block i/B sees block j/B         (pattern BIGBIRD:B:G:R: neighbours, G global
-//                                     blocks, R random blocks from the table)
+// mask(b, i, j): see attention_pattern.glsl.
 // A query with every key masked gets zeros.
 //
 // One workgroup per (batch·head, block of BQ queries). It walks its keys in tiles of
@@ -18,15 +12,8 @@
 // scores never reach memory. Work is in log2 units: q is pre-scaled by
 // scale · log2(e) and exp2 is used throughout.
 //
-// The keys a workgroup visits are a list: first the contiguous range any query of
-// the block can be allowed (every key; [i0 − W, i1 + W] for the patterns; cut at the
-// causal limit of the block's last query and at the key length), then, for STRIDED,
-// the stride keys S−1, 2S−1, ... outside that range, gathered into the same tiles.
-// Key blocks the pattern or the causal mask exclude for every query of the block
-// are never loaded. For BIGBIRD the host lists each workgroup's key blocks in the
-// table (every block any query of the workgroup may see, once, in order); the
-// tile load works out, per key, a bit for each query block of the workgroup
-// (at most 32) saying whether that block may see it.
+// The keys a workgroup visits: a list (attention_pattern.glsl); key blocks the
+// pattern or the causal mask exclude for every query of the block are never loaded.
 // Within a tile the mask is evaluated exactly per (i, j).
 //
 // Two forms, by TD (invocations per query row):
@@ -57,33 +44,6 @@ const uint SPT = (BK + TD - 1u) / TD;           // split form: scores per invoca
 const uint SPLIT_ROWS = TD > 1u ? BQ : 1u;      // q goes through shared memory in the split form only
 const uint ROW_REGS = TD > 1u ? 1u : TQ * D4;   // rows form: q and accumulators of TQ rows
 
-// Mirrored by vkf_push_attention_fused in push.h. Element (b, r, h, c) of Q is
-// q[q_offset + b * q_batch + r * q_row + h * head_dim + c]; likewise K, V. out is
-// (batch * lq, heads * head_dim) packed.
-layout(push_constant) uniform Push {
-    uint batch, heads, head_dim;
-    uint lq, lk;
-    float scale;                    // softmax scale × log2(e)
-    uint q_offset, q_row, q_batch;
-    uint k_offset, k_row, k_batch;
-    uint v_offset, v_row, v_batch;
-    uint flags;                     // bit 0: key lengths given; bit 1: causal
-    uint causal_offset;             // at most lk (the host clamps it)
-    uint pattern;                   // 0 dense, 1 local, 2 strided
-    uint window, stride;            // W (at most max(lq, lk)), S (>= 1)
-    uint q_blocks;                  // ceil(lq / BQ)
-    uint bb_block, bb_globals, bb_random;   // BIGBIRD: B, G, R
-    uint bb_offsets, bb_lists;      // table: random blocks (ceil(lq / B), R) at 0, then each
-                                    // workgroup's first list entry at bb_offsets + w, lists at bb_lists
-    uint table_len;                 // elements in the table (>= 1); every read is clamped to it
-} pc;
-
-const uint FLAG_LENGTHS = 1u;
-const uint FLAG_CAUSAL = 2u;
-const uint PATTERN_DENSE = 0u;
-const uint PATTERN_STRIDED = 2u;
-const uint PATTERN_BIGBIRD = 3u;
-
 #ifdef IO_F16
 // Q, K, V and out stored as F16 (16-bit storage); scores, softmax and the
 // accumulators stay fp32.
@@ -107,56 +67,7 @@ shared float p_tile[BQ * BK];           // scores, then probabilities: (BQ, BK) 
 shared vec4 q_tile[SPLIT_ROWS * D4];    // split form: (BQ, D4) pre-scaled queries
 shared float row_part[SPLIT_ROWS * TD]; // split form: per-invocation partial max, then partial sum
 
-#define NEG_INF uintBitsToFloat(0xff800000u)
-
-// A slot of the key tile: bits 0-30 the key j, bit 31 set iff j mod S = S - 1
-// (worked out once per tile, not per query). Past the key list: NO_KEY, which
-// every key length excludes (lk < 2^31).
-const uint NO_KEY = 0x7fffffffu;
-const uint STRIDE_KEY = 0x80000000u;
-
-// The workgroup's (b, h, query block) and its key list: [ja, jb), then the stride
-// keys s·S + S − 1 for s in [0, s_lo) ∪ [s_hi, jend / S); BIGBIRD: the blocks of
-// table entries list0 .. list0 + n_keys / B - 1. qa: BIGBIRD block of query i0.
-uint b, h, i0, len, ja, n1, s_lo, s_hi, n_keys, list0, qa, span;
-uint qbase, kbase, vbase, obase0;
-
-// The exact mask: may query i (< lq or not) see the key of this slot? No branches.
-bool allowed(uint i, uint slot_word, uint bits, uint len)
-{
-    uint j = slot_word & NO_KEY;
-    uint dist = i > j ? i - j : j - i;
-    uint t = pc.pattern == PATTERN_BIGBIRD ? min(i / pc.bb_block - qa, 31u) : 0u;
-    bool in_pattern = pc.pattern == PATTERN_DENSE ||
-                      (pc.pattern == PATTERN_BIGBIRD ? ((bits >> t) & 1u) != 0u
-                                                     : dist <= pc.window ||
-                                                       (pc.pattern == PATTERN_STRIDED && (slot_word & STRIDE_KEY) != 0u));
-    bool before_limit = (pc.flags & FLAG_CAUSAL) == 0u || j <= i + pc.causal_offset;
-    return i < pc.lq && j < len && before_limit && in_pattern;
-}
-
-int table_at(uint index)
-{
-    return table[min(index, pc.table_len - 1u)];
-}
-
-// BIGBIRD: may query block qb see key block kb?
-bool block_allowed(uint qb, uint kb)
-{
-    if (qb < pc.bb_globals || kb < pc.bb_globals || (qb > kb ? qb - kb : kb - qb) <= 1u) return true;
-    for (uint t = 0u; t < pc.bb_random; t++)
-        if (table_at(qb * pc.bb_random + t) == int(kb)) return true;
-    return false;
-}
-
-// The key of list entry x < n_keys (for BIGBIRD possibly past the keys: masked).
-uint key_of(uint x)
-{
-    if (pc.pattern == PATTERN_BIGBIRD) return uint(table_at(list0 + x / pc.bb_block)) * pc.bb_block + x % pc.bb_block;
-    if (x < n1) return ja + x;
-    uint y = x - n1;
-    return (y < s_lo ? y : s_hi + (y - s_lo)) * pc.stride + pc.stride - 1u;
-}
+#include "attention_pattern.glsl"
 
 // k_tile, v_tile, key_slot = list entries x0 .. x0 + BK - 1. Between barriers.
 void load_tile(uint x0)
@@ -167,10 +78,8 @@ void load_tile(uint x0)
         uint word = NO_KEY, bits = 0u;
         uint j = x < n_keys ? key_of(x) : NO_KEY;
         if (j < len) {  // loads only inside the sequence, whatever a table says
-            word = j | (pc.pattern == PATTERN_STRIDED && j % pc.stride == pc.stride - 1u ? STRIDE_KEY : 0u);
-            if (pc.pattern == PATTERN_BIGBIRD && c4 == 0u)
-                for (uint t = 0u; t < span; t++)
-                    bits |= block_allowed(qa + t, j / pc.bb_block) ? 1u << t : 0u;
+            word = slot_word_of(j);
+            if (c4 == 0u) bits = slot_bits_of(j);
             uint kb = kbase + j * pc.k_row + c4 * 4u, vb = vbase + j * pc.v_row + c4 * 4u;
             for (uint c = 0u; c < 4u; c++)
                 if (c4 * 4u + c < pc.head_dim) {
@@ -339,46 +248,7 @@ void main()
 {
     const uint wg = linear_workgroup();
     if (wg >= pc.q_blocks * pc.batch * pc.heads) return;   // padding of the 2-D grid: whole workgroup
-    const uint qblock = wg % pc.q_blocks, bh = wg / pc.q_blocks;
-    b = bh / pc.heads;
-    h = bh % pc.heads;
-    i0 = qblock * BQ;
-    const uint i_last = min(i0 + BQ, pc.lq) - 1u;
-
-    len = pc.lk;
-    if ((pc.flags & FLAG_LENGTHS) != 0u) len = uint(clamp(lengths[b], 0, int(pc.lk)));
-    uint jend = len;
-    if ((pc.flags & FLAG_CAUSAL) != 0u) jend = min(jend, i_last + pc.causal_offset + 1u);
-    ja = 0u;
-    uint jb = jend;
-    if (pc.pattern != PATTERN_DENSE) {
-        ja = min(i0 > pc.window ? i0 - pc.window : 0u, jend);
-        jb = max(min(jend, i_last + pc.window + 1u), ja);
-    }
-    n1 = jb - ja;
-    s_lo = 0u;
-    s_hi = 0u;
-    uint n2 = 0u;
-    if (pc.pattern == PATTERN_STRIDED) {
-        s_lo = ja / pc.stride;              // stride keys below ja
-        s_hi = jb / pc.stride;              // first stride key at or past jb
-        n2 = s_lo + (jend / pc.stride - s_hi);
-    }
-    n_keys = n1 + n2;
-    if (pc.pattern == PATTERN_BIGBIRD) {
-        qa = i0 / pc.bb_block;
-        span = min(i_last / pc.bb_block - qa + 1u, 32u);
-        list0 = uint(table_at(pc.bb_offsets + qblock));
-        uint list1 = uint(table_at(pc.bb_offsets + qblock + 1u));
-        n_keys = list1 > list0 && list1 - list0 <= (pc.lk + pc.bb_block - 1u) / pc.bb_block ? (list1 - list0) * pc.bb_block : 0u;
-        list0 += pc.bb_lists;
-    }
-
-    qbase = pc.q_offset + b * pc.q_batch + h * pc.head_dim;
-    kbase = pc.k_offset + b * pc.k_batch + h * pc.head_dim;
-    vbase = pc.v_offset + b * pc.v_batch + h * pc.head_dim;
-    obase0 = b * pc.lq * (pc.heads * pc.head_dim) + h * pc.head_dim;
-
+    setup_workgroup(wg);
     if (TD == 1u) rows_form();
     else split_form();
 }

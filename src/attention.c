@@ -3,8 +3,10 @@
  * block of queries) walks the keys in shared-memory tiles with an online softmax,
  * so no (lq, lk) score matrix is ever written — with key-length padding, causal
  * masking and the local / strided sparsity patterns, whose excluded key blocks are
- * skipped. This file chooses the kernel's tiles for the device, checks the
- * arguments against the tensors and limits, and records the dispatch. */
+ * skipped. The same attention runs on cooperative matrices (tensor cores,
+ * shaders/attention_fused_coopmat.comp) for F16 inputs on GPUs with them. This file
+ * chooses the kernel and its tiles for the device, checks the arguments against the
+ * tensors and limits, and records the dispatch. */
 #include "internal.h"
 #include "push.h"
 
@@ -73,6 +75,102 @@ void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_a
     *out = t;
 }
 
+/* ------------------------------------------------------------------ coopmat tiles */
+
+/* Specialization constants of attention_fused_coopmat.comp, in constant_id order. */
+typedef struct coopmat_tiles {
+    uint32_t workgroup;                 /* id 0: invocations, whole subgroups */
+    uint32_t bq;                        /* id 1: queries per workgroup, a multiple of cm */
+    uint32_t bk;                        /* id 2: keys per tile, a multiple of cn and ck */
+    uint32_t dp;                        /* id 3: head_dim rounded up to a multiple of ck and cn */
+    uint32_t cm, cn, ck;                /* id 4-6: the fragment shape, ctx->coopmat_shape */
+} coopmat_tiles;
+
+/* Mirrors the shared arrays of attention_fused_coopmat.comp. */
+static uint64_t coopmat_shared_bytes(const coopmat_tiles *t)
+{
+    uint64_t bq = t->bq, bk = t->bk, dp = t->dp;
+    return bq * dp * 2                  /* q_sh (f16) */
+           + 2 * bk * dp * 2            /* k_sh, v_sh (f16) */
+           + bq * bk * (4 + 2)          /* s_sh (fp32), p_sh (f16) */
+           + bq * dp * 4                /* o_sh (fp32) */
+           + bq * 2 * 4                 /* m_sh, l_sh */
+           + bk * 2 * 4;                /* key_slot, slot_bits */
+}
+
+static uint32_t gcd32(uint32_t a, uint32_t b)
+{
+    while (b) {
+        uint32_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+
+/* v halved, rounded down to a multiple of step, at least step. */
+static uint32_t halve_multiple(uint32_t v, uint32_t step)
+{
+    return v / 2 >= step ? v / 2 / step * step : step;
+}
+
+static uint64_t bigbird_span(uint32_t bq, uint32_t block);
+#define BIGBIRD_MAX_SPAN 32u
+
+/* The coopmat kernel's tiles for head_dim on ctx (bigbird_block: BigBird's B, or 0),
+ * or false with the reason in why ("needs ..."). 64 queries and 64 keys per tile on
+ * GPUs, 32 on CPU drivers, halved (keys first) until shared memory fits; one
+ * subgroup per cm queries, which it owns through scores, softmax and output. */
+static bool coopmat_tiles_choose(const vkf_context *ctx, uint32_t head_dim, uint32_t bigbird_block, coopmat_tiles *out,
+                                 char *why, size_t why_size)
+{
+    const vkf_device_info *info = &ctx->info;
+    if (!ctx->coopmat) {
+        snprintf(why, why_size, "needs cooperative matrix, which is off or missing on \"%.150s\"", info->name);
+        return false;
+    }
+    if (!vkf_variant(VKF_VARIANT_ATTENTION_FUSED_COOPMAT)->spirv) {
+        snprintf(why, why_size, "is not in this build (its glslc could not compile cooperative-matrix shaders)");
+        return false;
+    }
+    const vkf_coopmat_shape *sh = &ctx->coopmat_shape;
+    uint32_t max_wg = info->max_workgroup_invocations < info->max_workgroup_size[0] ? info->max_workgroup_invocations
+                                                                                   : info->max_workgroup_size[0];
+    uint32_t sg = info->subgroup_size ? info->subgroup_size : 32;
+    if (!sh->m || !sh->n || !sh->k || sg > max_wg || sh->m > 64 || sh->n > 64 || sh->k > 64) {
+        snprintf(why, why_size, "needs a fragment shape of at most 64 (device: %ux%ux%u, subgroup %u)", sh->m, sh->n,
+                 sh->k, sg);
+        return false;
+    }
+    uint32_t key_step = sh->n / gcd32(sh->n, sh->k) * sh->k; /* lcm(n, k): bk and dp steps */
+    uint32_t h = head_dim ? head_dim : 1;
+    coopmat_tiles t = {.cm = sh->m, .cn = sh->n, .ck = sh->k};
+    t.dp = (uint32_t)vkf_div_up(h, key_step) * key_step;
+    uint32_t start = info->type == VKF_DEVICE_CPU ? 32 : 64;
+    t.bq = (uint32_t)vkf_div_up(start, t.cm) * t.cm;
+    t.bk = (uint32_t)vkf_div_up(start, key_step) * key_step;
+    while (bigbird_block && t.bq > t.cm && bigbird_span(t.bq, bigbird_block) > BIGBIRD_MAX_SPAN)
+        t.bq = halve_multiple(t.bq, t.cm);
+    while (coopmat_shared_bytes(&t) > info->max_shared_memory) {
+        if (t.bk > key_step) t.bk = halve_multiple(t.bk, key_step);
+        else if (t.bq > t.cm) t.bq = halve_multiple(t.bq, t.cm);
+        else {
+            snprintf(why, why_size, "needs %llu bytes of shared memory for head_dim %u at its smallest tiles (bq %u, "
+                     "bk %u); the device has %u", (unsigned long long)coopmat_shared_bytes(&t), head_dim, t.bq, t.bk,
+                     info->max_shared_memory);
+            return false;
+        }
+    }
+    while (t.bq > t.cm && t.bq / t.cm * sg > max_wg) t.bq = halve_multiple(t.bq, t.cm);
+    t.workgroup = t.bq / t.cm * sg;
+    if (bigbird_block && bigbird_span(t.bq, bigbird_block) > BIGBIRD_MAX_SPAN) {
+        snprintf(why, why_size, "needs %u queries per workgroup, which span more than %u bigbird blocks of %u", t.bq,
+                 BIGBIRD_MAX_SPAN, bigbird_block);
+        return false;
+    }
+    *out = t;
+    return true;
+}
+
 /* ------------------------------------------------------------------ bigbird */
 
 static uint64_t splitmix64(uint64_t *state)
@@ -133,7 +231,6 @@ static uint64_t bigbird_span(uint32_t bq, uint32_t block)
 {
     return ((uint64_t)bq + 2 * (uint64_t)block - 2) / block;
 }
-#define BIGBIRD_MAX_SPAN 32u
 
 /* The tiles of this desc: given, or the device's, with fewer queries per
  * workgroup where BIGBIRD's blocks are small. */
@@ -150,6 +247,50 @@ static void tiles_for(const vkf_context *ctx, const vkf_attention_desc *d, vkf_a
         if (t->tq > t->bq) t->tq = t->bq;
         t->workgroup = t->bq * t->td / t->tq;
     }
+}
+
+/* The kernel of a desc and its tiles. */
+typedef struct fused_plan {
+    bool coopmat;                       /* attention_fused_coopmat.comp, else attention_fused.comp */
+    vkf_attention_tiles tiles;          /* scalar kernel */
+    coopmat_tiles ct;                   /* coopmat kernel */
+    uint32_t bq;                        /* queries per workgroup of the chosen one */
+} fused_plan;
+
+/* Resolves desc->kernel (see vkf_attention_kernel in internal.h). Fails only where
+ * the coopmat kernel is forced and cannot run, or the kernel value is unknown. */
+static vkf_status plan_for(const vkf_context *ctx, const vkf_attention_desc *d, fused_plan *p, const char *fn)
+{
+    memset(p, 0, sizeof *p);
+    if ((unsigned)d->kernel > VKF_ATTENTION_KERNEL_COOPMAT)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: unknown kernel %d", fn, (int)d->kernel);
+    uint32_t block = d->pattern == VKF_ATTENTION_BIGBIRD ? d->bigbird.block : 0;
+    char why[256];
+    if (d->kernel == VKF_ATTENTION_KERNEL_COOPMAT) {
+        if (!coopmat_tiles_choose(ctx, d->head_dim, block, &p->ct, why, sizeof why))
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: the cooperative-matrix kernel %s", fn, why);
+        p->coopmat = true;
+    } else if (d->kernel == VKF_ATTENTION_KERNEL_AUTO && !d->tiles && d->dtype == VKF_DTYPE_F16 &&
+               ctx->info.type != VKF_DEVICE_CPU) {
+        /* F16 q, k, v: the user chose f16 precision; f32 keeps the scalar kernel's
+         * accuracy. CPU drivers emulate coopmat, slower than the scalar kernel. */
+        p->coopmat = coopmat_tiles_choose(ctx, d->head_dim, block, &p->ct, why, sizeof why);
+    }
+    if (p->coopmat) {
+        p->bq = p->ct.bq;
+        return VKF_OK;
+    }
+    tiles_for(ctx, d, &p->tiles);
+    p->bq = p->tiles.bq;
+    return VKF_OK;
+}
+
+const char *vkf_attention_kernel_name(const vkf_context *ctx, const vkf_attention_desc *d)
+{
+    if (!ctx || !d) return "fused";
+    if (d->kernel == VKF_ATTENTION_KERNEL_COOPMAT) return "fused-coopmat";
+    fused_plan p;
+    return plan_for(ctx, d, &p, "vkf_attention_kernel_name") == VKF_OK && p.coopmat ? "fused-coopmat" : "fused";
 }
 
 /* Table layout (I32): [0, nqb * R) random blocks of each query block; at
@@ -227,12 +368,12 @@ vkf_status vkf_attention_table_create(vkf_context *ctx, const vkf_attention_desc
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
                         "%s: bigbird needs block >= 1 (got %u), lq and lk >= 1, random <= %u (got %u)", fn,
                         d->bigbird.block, VKF_BIGBIRD_MAX_RANDOM, d->bigbird.random);
-    vkf_attention_tiles tiles;
-    tiles_for(ctx, d, &tiles);
-    if (!tiles.bq) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: tiles with bq 0", fn);
+    fused_plan plan;
+    VKF_TRY(plan_for(ctx, d, &plan, fn));
+    if (!plan.bq) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: tiles with bq 0", fn);
     int32_t *host = NULL;
     bigbird_layout lay = {0};
-    VKF_TRY(bigbird_table(d, tiles.bq, &host, &lay, fn));
+    VKF_TRY(bigbird_table(d, plan.bq, &host, &lay, fn));
     uint64_t shape[1] = {lay.total};
     vkf_status st = vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, shape, out);
     if (st == VKF_OK) st = vkf_tensor_upload(*out, host, lay.total * sizeof *host);
@@ -444,15 +585,16 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
         return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: out (%llu elements) passes 2^32", fn,
                         (unsigned long long)out_elements);
 
-    vkf_attention_tiles tiles;
-    tiles_for(ctx, d, &tiles);
-    VKF_TRY(check_tiles(ctx, &tiles, d->head_dim, fn));
+    fused_plan plan;
+    VKF_TRY(plan_for(ctx, d, &plan, fn));
+    if (!plan.coopmat) VKF_TRY(check_tiles(ctx, &plan.tiles, d->head_dim, fn));
+    const uint32_t bq = plan.bq;
     if (d->pattern == VKF_ATTENTION_BIGBIRD) {
-        if (bigbird_span(tiles.bq, bb->block) > BIGBIRD_MAX_SPAN)
+        if (bigbird_span(bq, bb->block) > BIGBIRD_MAX_SPAN)
             return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: %u queries per workgroup span more than %u bigbird blocks of %u",
-                            fn, tiles.bq, BIGBIRD_MAX_SPAN, bb->block);
+                            fn, bq, BIGBIRD_MAX_SPAN, bb->block);
         uint64_t nqb = vkf_div_up(d->lq, bb->block), offsets = nqb * bb->random;
-        uint64_t lists = offsets + vkf_div_up(d->lq, tiles.bq) + 1;
+        uint64_t lists = offsets + vkf_div_up(d->lq, bq) + 1;
         VKF_TRY(vkf_check_tensor(cmd, d->table, VKF_DTYPE_I32, lists, fn, "table"));
         if (d->table->elements > UINT32_MAX)
             return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: table passes 2^32 elements", fn);
@@ -465,7 +607,7 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
 
     /* Grid: (batch · heads) × query blocks workgroups, laid out in 2-D past the x
      * limit; the shader undoes it with linear_workgroup() and skips the padding. */
-    p.q_blocks = (uint32_t)vkf_div_up(d->lq, tiles.bq);
+    p.q_blocks = (uint32_t)vkf_div_up(d->lq, bq);
     uint64_t count = (uint64_t)p.q_blocks * d->batch * d->heads;
     uint64_t max_x = ctx->info.max_workgroup_count[0];
     uint64_t gx = count < max_x ? count : max_x, gy = vkf_div_up(count, gx);
@@ -490,14 +632,23 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
         (d->pattern == VKF_ATTENTION_BIGBIRD && vkf_tensors_overlap(d->out, d->table)))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias q, k, v, key_lengths or table", fn);
 
-    uint32_t spec[6] = {tiles.workgroup, tiles.bq, tiles.bk, tiles.td, tiles.tq, (uint32_t)vkf_div_up(d->head_dim, 4)};
     const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, d->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_ATTENTION_FUSED_F16 : VKF_VARIANT_ATTENTION_FUSED,
-                             spec, 6, &pipe));
+    bool f16 = d->dtype == VKF_DTYPE_F16;
+    if (plan.coopmat) {
+        const coopmat_tiles *c = &plan.ct;
+        uint32_t spec[7] = {c->workgroup, c->bq, c->bk, c->dp, c->cm, c->cn, c->ck};
+        VKF_TRY(vkf_pipeline_get(ctx, f16 ? VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16 : VKF_VARIANT_ATTENTION_FUSED_COOPMAT,
+                                 spec, 7, &pipe));
+    } else {
+        const vkf_attention_tiles *t = &plan.tiles;
+        uint32_t spec[6] = {t->workgroup, t->bq, t->bk, t->td, t->tq, (uint32_t)vkf_div_up(d->head_dim, 4)};
+        VKF_TRY(vkf_pipeline_get(ctx, f16 ? VKF_VARIANT_ATTENTION_FUSED_F16 : VKF_VARIANT_ATTENTION_FUSED, spec, 6, &pipe));
+    }
     vkf_binding b[6] = {
         {d->q.tensor, VKF_READ}, {d->k.tensor, VKF_READ}, {d->v.tensor, VKF_READ},
         {d->key_lengths, VKF_READ}, {d->out, VKF_WRITE},
         {d->pattern == VKF_ATTENTION_BIGBIRD ? d->table : NULL, VKF_READ},
     };
-    return vkf_cmd_dispatch(cmd, pipe, b, 6, &p, sizeof p, groups, "attention_fused");
+    return vkf_cmd_dispatch(cmd, pipe, b, 6, &p, sizeof p, groups,
+                            plan.coopmat ? "attention_fused_coopmat" : "attention_fused");
 }

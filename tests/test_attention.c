@@ -3,9 +3,10 @@
  * 1..256, 1..8 heads, batches of 1..3, key padding, causal masks with and without
  * an offset, the local and strided patterns, fused-QKV and cross-attention layouts,
  * and the CPU (one invocation per query) and GPU (several per query) forms of the
- * kernel with odd tile sizes. Then: fused equals the dense-naive path
- * (matmul → softmax with the same mask as an additive tensor → matmul), and bad
- * arguments fail with a status and a message. */
+ * kernel with odd tile sizes; the cooperative-matrix kernel (attention_fused_coopmat.comp)
+ * on the same masks where the context has coopmat (else: that forcing it fails).
+ * Then: fused equals the dense-naive path (matmul → softmax with the same mask as
+ * an additive tensor → matmul), and bad arguments fail with a status and a message. */
 #include "harness.h"
 #include "internal.h"
 
@@ -430,7 +431,8 @@ static void test_dense_equality(vkf_context *ctx)
 /* Q, K, V and out stored as F16 (the fused kernel's IO_F16 variant), fp32 inside:
  * against the reference run on the same F16-rounded inputs, within the rounding
  * of the output to F16 (relative 2^-11) plus fp32 summation noise. Devices without
- * 16-bit storage refuse it. */
+ * 16-bit storage refuse it. The scalar kernel, forced (AUTO would choose the coopmat
+ * one on GPUs with it). */
 static void run_f16(vkf_context *ctx, const vkf_device_info *info, uint32_t B, uint32_t H, uint32_t hd, uint32_t lq,
                     uint32_t lk, bool causal, vkf_attention_pattern pattern, uint32_t window, uint64_t seed)
 {
@@ -454,6 +456,7 @@ static void run_f16(vkf_context *ctx, const vkf_device_info *info, uint32_t B, u
     a.batch = B, a.heads = H, a.head_dim = hd, a.lq = lq, a.lk = lk, a.scale = 2.0f / sqrtf((float)hd);
     a.q.tensor = tq, a.k.tensor = tk, a.v.tensor = tv, a.out = to, a.dtype = VKF_DTYPE_F16;
     a.causal = causal, a.pattern = pattern, a.window = window;
+    a.kernel = VKF_ATTENTION_KERNEL_SCALAR; /* on GPUs AUTO picks coopmat for F16: tested in test_coopmat */
     vkf_cmd *cmd;
     CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
     char what[128];
@@ -493,6 +496,223 @@ static void test_f16(vkf_context *ctx, const vkf_device_info *info)
     run_f16(ctx, info, 1, 1, 3, 257, 257, true, VKF_ATTENTION_DENSE, 0, 953);
     run_f16(ctx, info, 2, 2, 64, 300, 300, true, VKF_ATTENTION_LOCAL, 16, 954);
     run_f16(ctx, info, 1, 4, 256, 17, 33, false, VKF_ATTENTION_DENSE, 0, 955);
+}
+
+/* ------------------------------------------------------------------ cooperative matrix */
+
+/* The cooperative-matrix kernel (attention_fused_coopmat.comp, forced with
+ * kernel = VKF_ATTENTION_KERNEL_COOPMAT) against the reference run on the same
+ * f16-rounded q, k, v, with F32 and F16 storage. Q·Kᵀ of f16 values is exact in
+ * fp32 products, and the softmax is fp32, so the differences are:
+ *  - P rounded to f16 before P·V (relative u = 2^-11 per weight; l sums the rounded
+ *    weights, so the output stays a convex combination of v rows and moves by at
+ *    most 2u/(1-u)·max|v| <= 2^-10, as |v| < 1 here);
+ *  - weights below f16's normal range (2^-14) round absolutely by 2^-25 each,
+ *    against l >= 1: at most lk·2^-25;
+ *  - fp32 summation order: 1e-5;
+ *  - with F16 output, its rounding: relative 2^-11.
+ * atol = 2^-10 + lk·2^-25 + 1e-5, rtol 2^-11 (F16 out) or 0 (F32 out). */
+static double coopmat_worst[2];         /* largest error seen, F32 and F16 storage */
+
+/* n random values rounded to f16 (*host: as floats), in a tensor of dtype. */
+static vkf_tensor *rounded_tensor(vkf_context *ctx, vkf_dtype dtype, uint64_t n, uint64_t seed, float **host)
+{
+    float *x = harness_random(n, seed);
+    uint16_t *h = harness_alloc(n * 2);
+    for (uint64_t e = 0; e < n; e++) x[e] = ref_f16_to_f32(h[e] = ref_f32_to_f16(x[e]));
+    vkf_tensor *t = NULL;
+    CHECK_OK(vkf_tensor_create(ctx, dtype, 1, &n, &t));
+    CHECK_OK(vkf_tensor_upload(t, dtype == VKF_DTYPE_F16 ? (void *)h : (void *)x, n * (dtype == VKF_DTYPE_F16 ? 2 : 4)));
+    free(h);
+    *host = x;
+    return t;
+}
+
+static void run_coopmat(vkf_context *ctx, const att_case *c, vkf_dtype dtype, uint64_t seed)
+{
+    uint64_t dm = (uint64_t)c->heads * c->head_dim;
+    uint64_t nq = (uint64_t)c->batch * c->lq * dm, nk = (uint64_t)c->batch * c->lk * dm;
+    bool f16 = dtype == VKF_DTYPE_F16;
+    /* packed q, k, v; or LAYOUT_QKV: one (batch * n, 3d) tensor, offsets 0, d, 2d (lq == lk) */
+    bool fused = c->layout == LAYOUT_QKV;
+    uint64_t row = fused ? 3 * dm : dm, q_batch = c->lq * row, k_batch = c->lk * row;
+    float *q, *k, *v;
+    vkf_tensor *tq = rounded_tensor(ctx, dtype, fused ? 3 * nq : nq, seed, &q), *tk = tq, *tv = tq;
+    if (fused) k = q + dm, v = q + 2 * dm;
+    else tk = rounded_tensor(ctx, dtype, nk, seed + 1, &k), tv = rounded_tensor(ctx, dtype, nk, seed + 2, &v);
+    vkf_tensor *to = NULL;
+    CHECK_OK(vkf_tensor_create(ctx, dtype, 1, &nq, &to));
+    /* a sentinel in out: an element the kernel misses shows as a mismatch */
+    float *sentinel = harness_random(nq, seed + 3);
+    uint16_t *sentinel16 = harness_alloc(nq * 2);
+    for (uint64_t e = 0; e < nq; e++) sentinel16[e] = ref_f32_to_f16(sentinel[e] + 5.0f);
+    for (uint64_t e = 0; e < nq; e++) sentinel[e] += 5.0f;
+    CHECK_OK(vkf_tensor_upload(to, f16 ? (void *)sentinel16 : (void *)sentinel, nq * (f16 ? 2 : 4)));
+    int32_t lengths[3] = {0, 0, 0};
+    for (uint32_t b = 0; b < c->batch && b < 3; b++)
+        lengths[b] = b == 0 ? (int32_t)c->lk + 5 : b == 1 ? (int32_t)(c->lk + 1) / 2 : c->lk > 3 ? (int32_t)c->lk / 3 : -1;
+    vkf_tensor *tl = c->lengths ? lengths_tensor(ctx, lengths, c->batch) : NULL;
+
+    vkf_attention_desc d;
+    vkf_attention_desc_init(&d);
+    d.batch = c->batch, d.heads = c->heads, d.head_dim = c->head_dim, d.lq = c->lq, d.lk = c->lk;
+    d.scale = 3.0f / sqrtf((float)c->head_dim); /* peaky enough that the running max moves */
+    d.q = (vkf_attention_view){tq, 0, row, q_batch};
+    d.k = (vkf_attention_view){tk, fused ? dm : 0, row, k_batch};
+    d.v = (vkf_attention_view){tv, fused ? 2 * dm : 0, row, k_batch};
+    d.out = to, d.dtype = dtype;
+    d.key_lengths = tl;
+    d.causal = c->causal, d.causal_offset = c->causal_offset;
+    d.pattern = c->pattern, d.window = c->window, d.stride = c->stride;
+    d.bigbird = (vkf_bigbird){c->bb_block, c->bb_globals, c->bb_random, c->causal, seed * 31};
+    d.kernel = VKF_ATTENTION_KERNEL_COOPMAT;
+    CHECK(strcmp(vkf_attention_kernel_name(ctx, &d), "fused-coopmat") == 0);
+    vkf_tensor *table = NULL;
+    unsigned char *bb_mask = NULL;
+    if (c->pattern == VKF_ATTENTION_BIGBIRD) {
+        CHECK_OK(vkf_attention_table_create(ctx, &d, &table));
+        d.table = table;
+        bb_mask = bigbird_matrix(&d.bigbird, c->lq, c->lk);
+    }
+    char what[256];
+    describe(what, sizeof what, c, f16 ? "coopmat-f16" : "coopmat-f32");
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_status st = vkf_op_attention_fused(cmd, &d);
+    if (st == VKF_ERROR_UNSUPPORTED && c->head_dim > 64 && strstr(vkf_last_error(), "shared memory")) {
+        /* a wide head on a device whose shared memory its tiles do not fit: refused, as documented */
+        fprintf(stderr, "%s: refused: %s\n", what, vkf_last_error());
+    } else if (st != VKF_OK) {
+        fprintf(stderr, "%s: %s: %s\n", what, vkf_status_string(st), vkf_last_error());
+        harness_failures++;
+    } else {
+        CHECK_OK(vkf_cmd_submit(cmd));
+        float *got = harness_alloc(nq * 4), *want = harness_alloc(nq * 4);
+        if (f16) {
+            CHECK_OK(vkf_tensor_download(to, sentinel16, nq * 2));
+            for (uint64_t e = 0; e < nq; e++) got[e] = ref_f16_to_f32(sentinel16[e]);
+        } else {
+            CHECK_OK(vkf_tensor_download(to, got, nq * 4));
+        }
+        ref_attention_mask mask = {
+            .lengths = c->lengths ? lengths : NULL,
+            .causal = c->causal,
+            .causal_offset = c->causal_offset,
+            .pattern = (int)c->pattern,
+            .window = c->window,
+            .stride = c->stride,
+            .allowed = bb_mask,
+            .allowed_cols = c->lk,
+        };
+        ref_attention(want, q, row, q_batch, k, row, k_batch, v, row, k_batch, c->batch, c->heads, c->head_dim, c->lq,
+                      c->lk, d.scale, &mask);
+        double atol = 1.0 / 1024 + c->lk / 33554432.0 + 1e-5, rtol = f16 ? 1.0 / 2048 : 0.0;
+        harness_compare(what, got, want, nq, atol, rtol);
+        for (uint64_t e = 0; e < nq; e++) {
+            double err = fabs((double)got[e] - want[e]);
+            if (err > coopmat_worst[f16] || err != err) coopmat_worst[f16] = err;
+        }
+        free(got), free(want);
+    }
+    vkf_cmd_destroy(cmd);
+    if (!fused) vkf_tensor_destroy(tk), vkf_tensor_destroy(tv), free(k), free(v);
+    vkf_tensor_destroy(tq), vkf_tensor_destroy(to), vkf_tensor_destroy(tl), vkf_tensor_destroy(table);
+    free(q), free(sentinel), free(sentinel16), free(bb_mask);
+}
+
+#define L VKF_ATTENTION_LOCAL
+#define S VKF_ATTENTION_STRIDED
+#define B VKF_ATTENTION_BIGBIRD
+/* Lengths 1, 7, 17, 64, 100, 257, 1000; head_dim 64, 256 and the odd 40 (a multiple
+ * of 8, not of 16), 24 and 17 (padded inside the kernel); packed q, k, v and a fused
+ * QKV tensor. Each runs with F32 and F16 storage. */
+static const att_case COOPMAT_CASES[] = {
+    {1, 1, 64, 1, 1},
+    {2, 3, 64, 7, 17},
+    {1, 2, 40, 17, 7},
+    {1, 2, 17, 17, 100},
+    {1, 1, 64, 1000, 17},
+    {1, 1, 24, 7, 1000},
+    {1, 2, 64, 257, 257},
+    {3, 2, 64, 64, 100, .lengths = true},
+    {3, 1, 40, 17, 17, .lengths = true, .causal = true},
+    {1, 2, 64, 257, 257, .causal = true},
+    {1, 1, 40, 17, 100, .causal = true, .causal_offset = 47},
+    {1, 1, 64, 1000, 1000, .pattern = L, .window = 16, .causal = true},
+    {1, 2, 24, 100, 100, .pattern = L, .window = 0},
+    {1, 2, 64, 257, 257, .pattern = S, .window = 4, .stride = 16},
+    {2, 1, 40, 100, 100, .pattern = S, .window = 0, .stride = 7, .causal = true, .lengths = true},
+    {1, 2, 64, 257, 257, .pattern = B, .bb_block = 16, .bb_globals = 1, .bb_random = 2},
+    {2, 1, 24, 100, 100, .pattern = B, .bb_block = 7, .bb_globals = 2, .bb_random = 3, .causal = true, .lengths = true},
+    {1, 2, 40, 64, 64, .pattern = B, .bb_block = 1, .bb_globals = 1, .bb_random = 4},
+    {1, 1, 256, 17, 33, .causal = true, .causal_offset = 10},  /* the widest head: the smallest tiles on lavapipe */
+    {2, 4, 64, 100, 100, .layout = LAYOUT_QKV, .causal = true},
+    {2, 2, 40, 64, 64, .layout = LAYOUT_QKV, .pattern = L, .window = 16, .lengths = true},
+};
+#undef L
+#undef S
+#undef B
+
+/* Why a context has no coopmat kernel, for the line saying the cases are skipped. */
+static const char *coopmat_absent_reason(const vkf_device_info *info)
+{
+    const char *env = getenv("VKFORMER_COOPMAT");
+    if (env && strcmp(env, "0") == 0) return "VKFORMER_COOPMAT=0 turns it off";
+    if (!vkf_build_has_coopmat()) return "this build has no cooperative-matrix shaders (its glslc is too old)";
+    if (!info->coopmat_shape_count) return "the device reports no VK_KHR_cooperative_matrix shapes";
+    return "the context did not enable it (a vendor not vetted, or no f16 x f16 -> f32 subgroup shape, or a missing "
+           "feature)";
+}
+
+static void test_coopmat(vkf_context *ctx, const vkf_device_info *info)
+{
+    /* a small dense case, forced onto the coopmat kernel */
+    uint32_t n = 17, dm = 2 * 64;
+    vkf_tensor *tq = harness_tensor(ctx, NULL, n, dm), *tk = harness_tensor(ctx, NULL, n, dm);
+    vkf_tensor *tv = harness_tensor(ctx, NULL, n, dm), *to = harness_tensor(ctx, NULL, n, dm);
+    vkf_attention_desc d;
+    vkf_attention_desc_init(&d);
+    d.batch = 1, d.heads = 2, d.head_dim = 64, d.lq = n, d.lk = n, d.scale = 0.125f;
+    d.q.tensor = tq, d.k.tensor = tk, d.v.tensor = tv, d.out = to;
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    /* The automatic choice: never coopmat for F32 storage, nor on CPU drivers. */
+    CHECK(strcmp(vkf_attention_kernel_name(ctx, &d), "fused") == 0);
+    d.dtype = VKF_DTYPE_F16;
+    bool auto_coopmat = info->coopmat_in_use && info->type != VKF_DEVICE_CPU;
+    CHECK(strcmp(vkf_attention_kernel_name(ctx, &d), auto_coopmat ? "fused-coopmat" : "fused") == 0);
+    d.kernel = VKF_ATTENTION_KERNEL_SCALAR;
+    CHECK(strcmp(vkf_attention_kernel_name(ctx, &d), "fused") == 0);
+    d.dtype = VKF_DTYPE_F32;
+    d.kernel = (vkf_attention_kernel)3;
+    CHECK_FAIL(vkf_op_attention_fused(cmd, &d), VKF_ERROR_INVALID_ARGUMENT, "kernel");
+    d.kernel = VKF_ATTENTION_KERNEL_COOPMAT;
+    if (!info->coopmat_in_use) {
+        CHECK_FAIL(vkf_op_attention_fused(cmd, &d), VKF_ERROR_UNSUPPORTED, "cooperative");
+        fprintf(stderr, "test_attention: coopmat cases not run on \"%s\": %s (forcing the coopmat kernel fails as it "
+                "should: %s)\n", info->name, coopmat_absent_reason(info), vkf_last_error());
+        d.pattern = VKF_ATTENTION_BIGBIRD, d.bigbird = (vkf_bigbird){.block = 4, .globals = 1, .random = 1};
+        vkf_tensor *none = tq;
+        CHECK_FAIL(vkf_attention_table_create(ctx, &d, &none), VKF_ERROR_UNSUPPORTED, "cooperative");
+        CHECK(none == NULL);
+        CHECK(vkf_cmd_op_count(cmd) == 0);
+    } else {
+        /* head_dim past the kernel's limit is refused like the scalar kernel's */
+        d.head_dim = VKF_ATTENTION_MAX_HEAD_DIM + 1;
+        CHECK_FAIL(vkf_op_attention_fused(cmd, &d), VKF_ERROR_UNSUPPORTED, "head_dim");
+        uint64_t seed = 5000;
+        size_t count = sizeof COOPMAT_CASES / sizeof COOPMAT_CASES[0];
+        for (size_t i = 0; i < count; i++) {
+            run_coopmat(ctx, &COOPMAT_CASES[i], VKF_DTYPE_F32, seed += 8);
+            run_coopmat(ctx, &COOPMAT_CASES[i], VKF_DTYPE_F16, seed += 8);
+        }
+        fprintf(stderr, "test_attention: coopmat kernel (%ux%ux%u fragments), %zu cases x F32/F16 storage: largest error "
+                "%.3g (F32 storage), %.3g (F16 storage); bound 2^-10 + lk 2^-25 + 1e-5 (+ 2^-11 relative for F16)\n",
+                ctx->coopmat_shape.m, ctx->coopmat_shape.n, ctx->coopmat_shape.k, count,
+                coopmat_worst[0], coopmat_worst[1]);
+    }
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(tq), vkf_tensor_destroy(tk), vkf_tensor_destroy(tv), vkf_tensor_destroy(to);
 }
 
 /* ------------------------------------------------------------------ lowrank */
@@ -741,6 +961,7 @@ int main(void)
     test_bigbird_random();
     test_lowrank(ctx);
     test_f16(ctx, &info);
+    test_coopmat(ctx, &info);
     test_dense_equality(ctx);
     test_bad_arguments(ctx, &info);
     harness_close(ctx);

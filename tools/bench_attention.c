@@ -9,7 +9,11 @@
  * fused dense kernel on the same input, the largest absolute difference and the
  * mean cosine similarity of the output rows. With --model, also the share of
  * greedy ids that each variant leaves as dense attention chose them. Sizes past
- * the device's limits are skipped with a note. */
+ * the device's limits are skipped with a note. Each case names the kernel that ran
+ * it ("kernel": fused, fused-coopmat, naive, lsh); --kernel chooses the fused
+ * kernel (auto: the library's rule; coopmat forces the cooperative-matrix one,
+ * also on CPU drivers; scalar forbids it). The reference is always the scalar
+ * fused kernel in fp32. */
 #include "vkformer.h"
 #include "internal.h"
 #include "attention_lsh.h"
@@ -26,12 +30,13 @@ static const char usage[] =
     "usage: vkformer bench attention [--n N[,N...]] [--variants V[,V...]] [--heads H] [--head-dim D]\n"
     "                                [--batch B] [--repeat R] [--seed S] [--model FILE] [--json]\n"
     "                                [--plot FILE.png] [--precision f32|f16] [--device D]\n"
-    "                                [--max-device-memory BYTES] [--verbose]\n"
+    "                                [--max-device-memory BYTES] [--kernel auto|coopmat|scalar] [--verbose]\n"
     "defaults: --n 256,1024,4096,16384 --heads 8 --head-dim 64 --batch 1 --repeat 3\n"
     "          --variants dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,lsh:2:64,lowrank:256\n";
 
 typedef struct bench_opts {
-    const char *device, *n_list, *variants, *plot, *model, *precision;
+    const char *device, *n_list, *variants, *plot, *model, *precision, *kernel_name;
+    vkf_attention_kernel kernel;        /* --kernel: of the fused variants (the reference stays scalar) */
     bool f16;                           /* --precision f16: Q, K, V and out stored as F16 */
     unsigned long heads, head_dim, batch, repeat, seed, max_device_memory;
     bool json, verbose;
@@ -40,6 +45,7 @@ typedef struct bench_opts {
 /* One (variant, n) case. */
 typedef struct result {
     const char *variant;
+    const char *kernel;                 /* fused, fused-coopmat, naive, lsh; NULL: not recorded */
     uint32_t n;
     bool ran;
     double ms;
@@ -150,13 +156,15 @@ static vkf_status record_naive(vkf_context *ctx, const shape *s, const vkf_devic
 
 /* Records the variant into r->cmd, writing out (B*n, d). */
 static vkf_status record_variant(vkf_context *ctx, const vkf_attention_spec *v, const shape *s, uint64_t seed,
-                                 const vkf_device_info *info, bool f16, vkf_tensor *qkv, vkf_tensor *out, case_res *r,
-                                 uint64_t *bytes, char *note, size_t note_size)
+                                 const vkf_device_info *info, bool f16, vkf_attention_kernel kernel, vkf_tensor *qkv,
+                                 vkf_tensor *out, case_res *r, uint64_t *bytes, const char **kernel_out, char *note,
+                                 size_t note_size)
 {
     if (f16 && v->kind != VKF_ATTN_FUSED) {
         snprintf(note, note_size, "no F16 path: only the fused kernel (dense, local, strided, bigbird) has one");
         return VKF_ERROR_UNSUPPORTED;
     }
+    *kernel_out = v->kind == VKF_ATTN_NAIVE ? "naive" : v->kind == VKF_ATTN_LSH ? "lsh" : NULL;
     if (v->kind == VKF_ATTN_NAIVE) return record_naive(ctx, s, info, qkv, out, r, bytes, note, note_size);
     uint64_t d = s->d, n = s->n;
     vkf_attention_view q = {qkv, 0, 3 * d, n * 3 * d}, k = {qkv, d, 3 * d, n * 3 * d}, val = {qkv, 2 * d, 3 * d, n * 3 * d};
@@ -175,6 +183,8 @@ static vkf_status record_variant(vkf_context *ctx, const vkf_attention_spec *v, 
     a.batch = s->B, a.heads = s->H, a.head_dim = s->hd, a.lq = s->n, a.lk = s->n, a.scale = scale;
     a.q = q, a.k = k, a.v = val, a.out = out;
     a.dtype = f16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+    a.kernel = kernel;
+    *kernel_out = vkf_attention_kernel_name(ctx, &a); /* lowrank: of its attention over the projected rows */
     if (v->kind == VKF_ATTN_LOWRANK) {
         /* K, V projected along the sequence to `rank` rows, then dense over those */
         uint32_t K = v->rank;
@@ -212,7 +222,8 @@ static vkf_status record_variant(vkf_context *ctx, const vkf_attention_spec *v, 
 
 /* Runs one case: records, warms up, times; fills res (ran, ms, bytes or note). */
 static void run_case(vkf_context *ctx, const bench_opts *o, const char *name, const shape *s,
-                     const vkf_device_info *info, bool f16, vkf_tensor *qkv, vkf_tensor *out, result *res)
+                     const vkf_device_info *info, bool f16, vkf_attention_kernel kernel, vkf_tensor *qkv,
+                     vkf_tensor *out, result *res)
 {
     vkf_attention_spec v;
     case_res r = {0};
@@ -220,7 +231,8 @@ static void run_case(vkf_context *ctx, const bench_opts *o, const char *name, co
     vkf_status st = vkf_attention_parse(name, false, &v);
     if (st == VKF_OK) st = vkf_cmd_create(ctx, VKF_CMD_TIMESTAMPS, &r.cmd);
     if (st == VKF_OK)
-        st = record_variant(ctx, &v, s, o->seed, info, f16, qkv, out, &r, &res->bytes, res->note, sizeof res->note);
+        st = record_variant(ctx, &v, s, o->seed, info, f16, kernel, qkv, out, &r, &res->bytes, &res->kernel, res->note,
+                            sizeof res->note);
     double *ms = calloc(o->repeat, sizeof *ms);
     if (st == VKF_OK && !ms) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "timings");
     if (st == VKF_OK) st = vkf_cmd_submit(r.cmd); /* warm-up: pipelines compiled, memory touched */
@@ -269,8 +281,11 @@ static void print_json_number(double x, int digits)
 static void print_result(const bench_opts *o, const shape *s, const result *r)
 {
     if (o->json) {
-        printf("{\"variant\":\"%s\",\"n\":%u,\"heads\":%u,\"head_dim\":%u,\"batch\":%u,\"precision\":\"%s\",\"ms\":",
-               r->variant, r->n, s->H, s->hd, s->B, o->f16 ? "f16" : "f32");
+        printf("{\"variant\":\"%s\",\"n\":%u,\"heads\":%u,\"head_dim\":%u,\"batch\":%u,\"precision\":\"%s\","
+               "\"kernel\":", r->variant, r->n, s->H, s->hd, s->B, o->f16 ? "f16" : "f32");
+        if (r->kernel) printf("\"%s\"", r->kernel);
+        else printf("null");
+        printf(",\"ms\":");
         print_json_number(r->ran ? r->ms : NAN, 6);
         printf(",\"bytes\":");
         if (r->ran) printf("%llu", (unsigned long long)r->bytes);
@@ -289,8 +304,8 @@ static void print_result(const bench_opts *o, const shape *s, const result *r)
         }
         printf("}\n");
     } else if (r->ran) {
-        printf("%-18s %7u %12.2f %12.1f %12.3g %10.6f\n", r->variant, r->n, r->ms, r->bytes / 1048576.0, r->max_abs_err,
-               r->cos_sim);
+        printf("%-18s %7u %12.2f %12.1f %12.3g %10.6f  %s\n", r->variant, r->n, r->ms, r->bytes / 1048576.0,
+               r->max_abs_err, r->cos_sim, r->kernel ? r->kernel : "");
     } else {
         printf("%-18s %7u   skipped: %s\n", r->variant, r->n, r->note);
     }
@@ -434,6 +449,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         else if (strcmp(a, "--model") == 0) text = &o->model;
         else if (strcmp(a, "--device") == 0) text = &o->device;
         else if (strcmp(a, "--precision") == 0) text = &o->precision;
+        else if (strcmp(a, "--kernel") == 0) text = &o->kernel_name;
         else if (strcmp(a, "--heads") == 0) number = &o->heads;
         else if (strcmp(a, "--head-dim") == 0) number = &o->head_dim;
         else if (strcmp(a, "--batch") == 0) number = &o->batch;
@@ -462,6 +478,14 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         return EXIT_USAGE;
     }
     o->f16 = o->precision && strcmp(o->precision, "f16") == 0;
+    if (!o->kernel_name || strcmp(o->kernel_name, "auto") == 0) o->kernel = VKF_ATTENTION_KERNEL_AUTO;
+    else if (strcmp(o->kernel_name, "coopmat") == 0) o->kernel = VKF_ATTENTION_KERNEL_COOPMAT;
+    else if (strcmp(o->kernel_name, "scalar") == 0) o->kernel = VKF_ATTENTION_KERNEL_SCALAR;
+    else {
+        fprintf(stderr, "vkformer: bench attention: --kernel must be auto, coopmat or scalar, not \"%s\"\n",
+                o->kernel_name);
+        return EXIT_USAGE;
+    }
     if (!o->heads || !o->head_dim || !o->batch || !o->repeat || o->heads > 4096 || o->head_dim > 4096 ||
         o->batch > 4096 || o->repeat > 1000) {
         fprintf(stderr, "vkformer: bench attention: --heads, --head-dim, --batch (1..4096) and --repeat (1..1000) "
@@ -530,8 +554,9 @@ int cmd_bench_attention(int argc, char **argv)
     fprintf(stderr, "bench attention: device %s (%s)\n", info.name, info.driver_name);
     if (!o.json)
         printf("# device: %s; batch %lu, %lu heads of %lu; GPU ms median of %lu; error against dense\n"
-               "%-18s %7s %12s %12s %12s %10s\n",
-               info.name, o.batch, o.heads, o.head_dim, o.repeat, "variant", "n", "ms", "MiB", "max_abs_err", "cos_sim");
+               "%-18s %7s %12s %12s %12s %10s  %s\n",
+               info.name, o.batch, o.heads, o.head_dim, o.repeat, "variant", "n", "ms", "MiB", "max_abs_err", "cos_sim",
+               "kernel");
 
     result *res = calloc(n_count * v_count, sizeof *res);
     size_t done = 0;
@@ -568,7 +593,7 @@ int cmd_bench_attention(int argc, char **argv)
         result dense_ref = {.variant = "dense", .n = ns[ni]};
         if (in_st == VKF_OK) {
             fprintf(stderr, "bench attention: n=%u: dense reference\n", ns[ni]);
-            run_case(ctx, &o, "dense", &s, &info, false, qkv, ref, &dense_ref);
+            run_case(ctx, &o, "dense", &s, &info, false, VKF_ATTENTION_KERNEL_SCALAR, qkv, ref, &dense_ref);
             if (dense_ref.ran) in_st = vkf_tensor_download(ref, ref_host, rows * s.d * sizeof *ref_host);
         }
         for (size_t v = 0; v < v_count; v++) {
@@ -577,11 +602,12 @@ int cmd_bench_attention(int argc, char **argv)
             fprintf(stderr, "bench attention: [%zu/%zu] n=%u %s\n", done, n_count * v_count, ns[ni], names[v]);
             if (in_st != VKF_OK) {
                 snprintf(r->note, sizeof r->note, "inputs: %s: %s", vkf_status_string(in_st), vkf_last_error());
-            } else if (strcmp(names[v], "dense") == 0 && dense_ref.ran && !o.f16) {
+            } else if (strcmp(names[v], "dense") == 0 && dense_ref.ran && !o.f16 &&
+                       o.kernel != VKF_ATTENTION_KERNEL_COOPMAT) {
                 *r = dense_ref; /* the reference itself: timed once */
                 r->max_abs_err = 0, r->cos_sim = 1;
             } else {
-                run_case(ctx, &o, names[v], &s, &info, o.f16, o.f16 ? qkv16 : qkv, o.f16 ? out16 : out, r);
+                run_case(ctx, &o, names[v], &s, &info, o.f16, o.kernel, o.f16 ? qkv16 : qkv, o.f16 ? out16 : out, r);
                 r->max_abs_err = r->cos_sim = NAN;
                 bool fetched = false;
                 if (r->ran && dense_ref.ran && !o.f16)
