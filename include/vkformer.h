@@ -223,7 +223,8 @@ typedef struct vkf_context_options {
     /* 1: use cooperative-matrix kernels (tensor cores) where the device reports
      * f16 x f16 -> f32 shapes, even on a driver vkformer has not vetted; 0: never;
      * -1 (default): on vetted drivers (NVIDIA, AMD, Intel, Mesa) unless
-     * VKFORMER_COOPMAT=0 (VKFORMER_COOPMAT=1 acts as 1). */
+     * VKFORMER_COOPMAT=0 (VKFORMER_COOPMAT=1 acts as 1; VKFORMER_COOPMAT=everywhere
+     * also uses the kernels on CPU drivers wherever a GPU would, for tests). */
     int coopmat;
 } vkf_context_options;
 

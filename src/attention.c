@@ -271,7 +271,7 @@ static vkf_status plan_for(const vkf_context *ctx, const vkf_attention_desc *d, 
             return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: the cooperative-matrix kernel %s", fn, why);
         p->coopmat = true;
     } else if (d->kernel == VKF_ATTENTION_KERNEL_AUTO && !d->tiles && d->dtype == VKF_DTYPE_F16 &&
-               ctx->info.type != VKF_DEVICE_CPU) {
+               (ctx->info.type != VKF_DEVICE_CPU || ctx->coopmat_everywhere)) {
         /* F16 q, k, v: the user chose f16 precision; f32 keeps the scalar kernel's
          * accuracy. CPU drivers emulate coopmat, slower than the scalar kernel. */
         p->coopmat = coopmat_tiles_choose(ctx, d->head_dim, block, &p->ct, why, sizeof why);

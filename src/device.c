@@ -684,6 +684,7 @@ vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **
         const char *env = getenv("VKFORMER_COOPMAT");
         if (env && strcmp(env, "0") == 0) ctx->coopmat_request = 0;
         else if (env && strcmp(env, "1") == 0) ctx->coopmat_request = 1;
+        else if (env && strcmp(env, "everywhere") == 0) ctx->coopmat_request = 1, ctx->coopmat_everywhere = true;
     }
     ctx->log = options->log;
     ctx->log_user = options->log_user;

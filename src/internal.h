@@ -295,6 +295,10 @@ struct vkf_context {
      * tiles of coopmat_shape (subgroup scope); coopmat2: NV2 flexible dimensions. */
     int coopmat_request;
     bool coopmat, coopmat2;
+    /* VKFORMER_COOPMAT=everywhere: coopmat also where the GPU rule would use it on
+     * CPU drivers (F16 matmuls and attention), so tests can run a model's coopmat
+     * path on lavapipe; off by default, where the scalar kernels are faster. */
+    bool coopmat_everywhere;
     vkf_coopmat_shape coopmat_shape;
 };
 

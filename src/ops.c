@@ -191,7 +191,7 @@ static void coopmat_builtin(vkf_context *ctx)
              * multiply-add becomes subgroup operations, 0.2x matmul_subgroup at
              * 256^3-1024^3 f16 on Mesa 26.2; tests and `vkformer tune` select
              * coopmat explicitly. */
-            t->coopmat_use = cpu ? 0 : 1;
+            t->coopmat_use = cpu && !ctx->coopmat_everywhere ? 0 : 1;
             return;
         }
     }

@@ -73,6 +73,34 @@ print(devices[default]["name"])
     sed 's/^/    stdout: /' "$TMP/info.json" | head -n 5 >&2
 fi
 NAME=$(cat "$TMP/name")
+
+# Cooperative matrix: each device's reported shapes are well-formed, and
+# --no-coopmat (like VKFORMER_COOPMAT=0) leaves the chosen device without coopmat.
+if ! "$PYTHON" -c '
+import json, sys
+d = json.load(sys.stdin)
+assert isinstance(d["coopmat_in_use"], bool) and isinstance(d["coopmat2_in_use"], bool), "coopmat_in_use"
+assert d["coopmat_in_use"] or not d["coopmat2_in_use"], "NV2 in use without KHR"
+types = {"f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "other"}
+for dev in d["devices"]:
+    for s in dev["coopmat_shapes"]:
+        assert s["m"] > 0 and s["n"] > 0 and s["k"] > 0 and {s["a"], s["b"], s["c"], s["result"]} <= types, s
+    assert dev["cooperative_matrix"] or not dev["coopmat_shapes"], "shapes without the extension"
+    if dev["cooperative_matrix2"]:
+        assert all(g > 0 for g in dev["coopmat2_granularity"]) and dev["coopmat2_max_dimension"] > 0
+' <"$TMP/info.json" 2>"$TMP/py.err"; then
+    fail "'vkformer info --json' coopmat keys: $(tail -n 1 "$TMP/py.err")"
+fi
+for off in "--no-coopmat" "VKFORMER_COOPMAT=0"; do
+    if [ "$off" = --no-coopmat ]; then run 0 "$VKFORMER" info --json --no-coopmat
+    else run 0 env VKFORMER_COOPMAT=0 "$VKFORMER" info --json; fi
+    if ! "$PYTHON" -c 'import json, sys; d = json.load(sys.stdin); assert d["coopmat_in_use"] is False and d["coopmat2_in_use"] is False' \
+            <"$TMP/out" 2>/dev/null; then
+        fail "'$off': info --json still reports coopmat in use"
+    fi
+done
+run 0 "$VKFORMER" info --no-coopmat
+grep -q "runs cooperative-matrix kernels: no" "$TMP/out" || fail "'info --no-coopmat' does not say coopmat is off"
 if [ -z "$NAME" ]; then
     fail "no device name from 'vkformer info --json'; the remaining checks use a placeholder"
     NAME="(unknown device)"
