@@ -258,6 +258,8 @@ typedef enum vkf_dtype {
     VKF_DTYPE_I32 = 1,
     VKF_DTYPE_F16 = 2,                  /* IEEE half; shaders read it only where the device
                                            has 16-bit storage (storage_16bit) */
+    VKF_DTYPE_I8 = 3,                   /* signed 8-bit: quantized matmul weights (B with
+                                           b_scale); read as packed 32-bit words, every device */
 } vkf_dtype;
 
 #define VKF_MAX_RANK 4
@@ -335,13 +337,20 @@ typedef struct vkf_matmul_desc {
     uint32_t batch[2];                  /* 0 is read as 1 */
     vkf_matrix_view a;                  /* (m, k) */
     vkf_matrix_view b;                  /* (n, k), as nn.Linear.weight; (k, n) if b_is_k_by_n.
-                                           F32, or F16 on devices with 16-bit storage */
+                                           F32, F16 on devices with 16-bit storage, or I8
+                                           with b_scale (either layout) */
     bool b_is_k_by_n;                   /* true for P·V, where V is (seq, head_dim) */
     vkf_matrix_view c;                  /* (m, n), written */
     vkf_tensor *bias;                   /* (n) or NULL */
     vkf_matrix_view residual;           /* (m, n) or tensor NULL; may not alias c */
     float alpha;
     vkf_activation activation;
+    /* (n) F32, required iff B is I8: symmetric int8 weights with one scale per
+     * output channel, B[n][k] = b_scale[n] * q[n][k] (b_is_k_by_n: column n of q
+     * (k, n)); q from vkf_quantize_int8_rows. The same scales serve every batch
+     * item. A, C and the residual stay F32 or F16; the kernels accumulate q·a in
+     * fp32 and multiply by b_scale[n] before alpha, bias and activation. */
+    vkf_tensor *b_scale;
 } vkf_matmul_desc;
 
 /* Row-wise y = softmax(scale * x + mask) over rows of `cols` elements.
@@ -407,6 +416,15 @@ VKF_API void vkf_matmul_desc_init(vkf_matmul_desc *desc);
 VKF_API void vkf_softmax_desc_init(vkf_softmax_desc *desc);
 VKF_API void vkf_layernorm_desc_init(vkf_layernorm_desc *desc);
 VKF_API void vkf_embed_desc_init(vkf_embed_desc *desc);
+
+/* Symmetric per-row int8 quantization of w (rows, cols), row-major: out_scales[r]
+ * = max|w[r][:]| / 127 (0 for an all-zero row) and out_q[r][c] = w[r][c] /
+ * out_scales[r] rounded to nearest (halves away from zero), in -127..127. For
+ * nn.Linear weights (n, k) the rows are output channels: upload out_q as an I8 B
+ * and out_scales as b_scale. out_q holds rows * cols, out_scales rows values.
+ * Fails (INVALID_ARGUMENT) on NULL pointers, zero sizes or a non-finite weight. */
+VKF_API vkf_status vkf_quantize_int8_rows(const float *w, uint64_t rows, uint64_t cols, int8_t *out_q,
+                                          float *out_scales);
 
 /* Append one operation. Sizes and views are checked against the tensors; nothing
  * is recorded on failure. */

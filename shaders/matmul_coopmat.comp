@@ -64,13 +64,19 @@ const uint LDS = TN + 4;                        // scratch (subgroup tiles, FM, 
 // The vec4 views serve FLAG_VEC4 (k and every row start a multiple of 4, B (n, k)).
 layout(set = 0, binding = 0) readonly buffer BufA { ACT_T a[]; };
 layout(set = 0, binding = 0) readonly buffer BufA4 { ACT_T4 a4[]; };
-#ifdef B_F16
+#if defined(B_I8)
+#include "matmul_b_i8.glsl"
+#elif defined(B_F16)
 #extension GL_EXT_shader_16bit_storage : require
 layout(set = 0, binding = 1) readonly buffer BufB { float16_t b[]; };
 layout(set = 0, binding = 1) readonly buffer BufB4 { f16vec4 b4[]; };
+#define B_AT(i) float(b[i])
+#define B_AT4(i) vec4(b4[(i) >> 2])
 #else
 layout(set = 0, binding = 1) readonly buffer BufB { float b[]; };
 layout(set = 0, binding = 1) readonly buffer BufB4 { vec4 b4[]; };
+#define B_AT(i) float(b[i])
+#define B_AT4(i) vec4(b4[(i) >> 2])
 #endif
 layout(set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
 layout(set = 0, binding = 3) readonly buffer BufR { ACT_T res[]; };
@@ -118,7 +124,7 @@ void main()
                     uint n = i / (BK / 4), kk = i % (BK / 4) * 4;
                     uint gn = col0 + n, gk = k0 + kk;
                     f16vec4 v = f16vec4(0.0);
-                    if (gn < pc.n && gk < pc.k) v = f16vec4(b4[(b_base + gn * pc.b_row + gk) >> 2]);
+                    if (gn < pc.n && gk < pc.k) v = f16vec4(B_AT4(b_base + gn * pc.b_row + gk));
                     uint o = n * LDB + kk;
                     tile_b[o] = v.x, tile_b[o + 1] = v.y, tile_b[o + 2] = v.z, tile_b[o + 3] = v.w;
                 }
@@ -140,7 +146,7 @@ void main()
                     uint gn = col0 + n, gk = k0 + kk;
                     float16_t v = float16_t(0.0);
                     if (gn < pc.n && gk < pc.k)
-                        v = b_kn ? float16_t(b[b_base + gk * pc.b_row + gn]) : float16_t(b[b_base + gn * pc.b_row + gk]);
+                        v = float16_t(b_kn ? B_AT(b_base + gk * pc.b_row + gn) : B_AT(b_base + gn * pc.b_row + gk));
                     tile_b[n * LDB + kk] = v;
                 }
             }

@@ -19,14 +19,20 @@ layout(constant_id = 5) const uint TN = 4;
 
 layout(set = 0, binding = 0) readonly buffer BufA { ACT_T a[]; };
 layout(set = 0, binding = 0) readonly buffer BufA4 { ACT_T4 a4[]; };
-#ifdef B_F16
+#if defined(B_I8)
+#include "matmul_b_i8.glsl"
+#elif defined(B_F16)
 // F16 weights (16-bit storage), widened on load; accumulation stays fp32.
 #extension GL_EXT_shader_16bit_storage : require
 layout(set = 0, binding = 1) readonly buffer BufB { float16_t b[]; };
 layout(set = 0, binding = 1) readonly buffer BufB4 { f16vec4 b4[]; };
+#define B_AT(i) float(b[i])
+#define B_AT4(i) vec4(b4[(i) >> 2])
 #else
 layout(set = 0, binding = 1) readonly buffer BufB { float b[]; };
 layout(set = 0, binding = 1) readonly buffer BufB4 { vec4 b4[]; };
+#define B_AT(i) float(b[i])
+#define B_AT4(i) vec4(b4[(i) >> 2])
 #endif
 layout(set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
 layout(set = 0, binding = 3) readonly buffer BufR { ACT_T res[]; };
@@ -58,7 +64,7 @@ void main()
         for (uint kk = 0; kk < pc.k; kk++) {
             float ra[TM], rb[TN];
             for (uint i = 0; i < TM; i++) ra[i] = float(a[a_rows[i] + kk]);
-            for (uint j = 0; j < TN; j++) rb[j] = float(b[b_cols[j] + kk * pc.b_row]);
+            for (uint j = 0; j < TN; j++) rb[j] = B_AT(b_cols[j] + kk * pc.b_row);
             for (uint i = 0; i < TM; i++)
                 for (uint j = 0; j < TN; j++) acc[i * TN + j] += ra[i] * rb[j];
         }
@@ -71,7 +77,7 @@ void main()
             for (uint kk = 0; kk < k_vec; kk += 4u) {
                 vec4 ra[TM], rb[TN];
                 for (uint i = 0; i < TM; i++) ra[i] = vec4(a4[(a_rows[i] + kk) >> 2]);
-                for (uint j = 0; j < TN; j++) rb[j] = vec4(b4[(b_cols[j] + kk) >> 2]);
+                for (uint j = 0; j < TN; j++) rb[j] = B_AT4(b_cols[j] + kk);
                 for (uint i = 0; i < TM; i++)
                     for (uint j = 0; j < TN; j++) acc[i * TN + j] += dot(ra[i], rb[j]);
             }
@@ -79,7 +85,7 @@ void main()
         for (uint kk = k_vec; kk < pc.k; kk++) {
             float ra[TM], rb[TN];
             for (uint i = 0; i < TM; i++) ra[i] = float(a[a_rows[i] + kk]);
-            for (uint j = 0; j < TN; j++) rb[j] = float(b[b_cols[j] + kk]);
+            for (uint j = 0; j < TN; j++) rb[j] = B_AT(b_cols[j] + kk);
             for (uint i = 0; i < TM; i++)
                 for (uint j = 0; j < TN; j++) acc[i * TN + j] += ra[i] * rb[j];
         }

@@ -1,6 +1,9 @@
 // Needs the bindings C (c[]), bias (bias[]) and R (res[]) and matmul_push.glsl.
 void store_output(uint b0, uint b1, uint row, uint col, float acc)
 {
+#ifdef B_I8
+    acc *= b_scale[col];                        // int8 weights: the output channel's scale
+#endif
     float v = pc.alpha * acc;
     if ((pc.flags & FLAG_BIAS) != 0u) v += bias[col];
     v = activate(v, (pc.flags >> 4) & 3u);

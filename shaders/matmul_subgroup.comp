@@ -27,13 +27,19 @@ layout(constant_id = 5) const uint TN = 2;      // columns of a lane
 
 layout(set = 0, binding = 0) readonly buffer BufA { ACT_T a[]; };
 layout(set = 0, binding = 0) readonly buffer BufA4 { ACT_T4 a4[]; };
-#ifdef B_F16
+#if defined(B_I8)
+#include "matmul_b_i8.glsl"
+#elif defined(B_F16)
 #extension GL_EXT_shader_16bit_storage : require
 layout(set = 0, binding = 1) readonly buffer BufB { float16_t b[]; };
 layout(set = 0, binding = 1) readonly buffer BufB4 { f16vec4 b4[]; };
+#define B_AT(i) float(b[i])
+#define B_AT4(i) vec4(b4[(i) >> 2])
 #else
 layout(set = 0, binding = 1) readonly buffer BufB { float b[]; };
 layout(set = 0, binding = 1) readonly buffer BufB4 { vec4 b4[]; };
+#define B_AT(i) float(b[i])
+#define B_AT4(i) vec4(b4[(i) >> 2])
 #endif
 layout(set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
 layout(set = 0, binding = 3) readonly buffer BufR { ACT_T res[]; };
@@ -65,7 +71,7 @@ void main()
         for (uint kk = 0; kk < pc.k; kk += 4u) {
             vec4 ra[RG], rb[TN];
             [[unroll]] for (uint g = 0; g < RG; g++) ra[g] = vec4(a4[(a_rows[g] + kk) >> 2]);
-            [[unroll]] for (uint j = 0; j < TN; j++) rb[j] = vec4(b4[(b_cols[j] + kk) >> 2]);
+            [[unroll]] for (uint j = 0; j < TN; j++) rb[j] = B_AT4(b_cols[j] + kk);
             [[unroll]] for (uint q = 0; q < 4; q++)
                 [[unroll]] for (uint i = 0; i < TM; i++) {
                     float av = subgroupShuffle(ra[i / SG][q], i % SG);
@@ -83,7 +89,7 @@ void main()
         for (uint kk = 0; kk < pc.k; kk++) {
             float ra[RG], rb[TN];
             [[unroll]] for (uint g = 0; g < RG; g++) ra[g] = float(a[a_rows[g] + kk]);
-            [[unroll]] for (uint j = 0; j < TN; j++) rb[j] = float(b[b_cols[j] + kk * b_step]);
+            [[unroll]] for (uint j = 0; j < TN; j++) rb[j] = B_AT(b_cols[j] + kk * b_step);
             [[unroll]] for (uint i = 0; i < TM; i++) {
                 float av = subgroupShuffle(ra[i / SG], i % SG);
                 [[unroll]] for (uint j = 0; j < TN; j++) acc[i * TN + j] += av * rb[j];

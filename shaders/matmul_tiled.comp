@@ -17,12 +17,16 @@ layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 
 layout(set = 0, binding = 0) readonly buffer BufA { ACT_T a[]; };
-#ifdef B_F16
+#if defined(B_I8)
+#include "matmul_b_i8.glsl"
+#elif defined(B_F16)
 // F16 weights (16-bit storage), widened on load; accumulation stays fp32.
 #extension GL_EXT_shader_16bit_storage : require
 layout(set = 0, binding = 1) readonly buffer BufB { float16_t b[]; };
+#define B_AT(i) float(b[i])
 #else
 layout(set = 0, binding = 1) readonly buffer BufB { float b[]; };
+#define B_AT(i) float(b[i])
 #endif
 layout(set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
 layout(set = 0, binding = 3) readonly buffer BufR { ACT_T res[]; };
@@ -65,7 +69,7 @@ void main()
             uint gn = col0 + n, gk = k0 + kk;
             float v = 0.0;
             // each branch converts on its own: a select of two halves would be F16 arithmetic
-            if (gn < pc.n && gk < pc.k) v = b_kn ? float(b[b_base + gk * pc.b_row + gn]) : float(b[b_base + gn * pc.b_row + gk]);
+            if (gn < pc.n && gk < pc.k) v = b_kn ? B_AT(b_base + gk * pc.b_row + gn) : B_AT(b_base + gn * pc.b_row + gk);
             tile_b[kk * BN + n] = v;
         }
         barrier();

@@ -15,6 +15,7 @@ uint32_t vkf_dtype_size(vkf_dtype dtype)
     case VKF_DTYPE_F32: return 4;
     case VKF_DTYPE_I32: return 4;
     case VKF_DTYPE_F16: return 2;
+    case VKF_DTYPE_I8: return 1;
     }
     return 0;
 }
@@ -223,7 +224,8 @@ vkf_status vkf_tensor_create(vkf_context *ctx, vkf_dtype dtype, uint32_t rank, c
         elements *= shape[i];
     }
     uint64_t bytes = elements * vkf_dtype_size(dtype);
-    if (bytes > ctx->info.max_storage_buffer_range)
+    /* Bindings cover whole 32-bit words (I8 and F16 are read as packed words). */
+    if (vkf_align_up(bytes, 4) > ctx->info.max_storage_buffer_range)
         return vkf_fail(VKF_ERROR_TOO_LARGE,
                         "tensor of %llu bytes exceeds the device's maxStorageBufferRange of %llu bytes "
                         "(one shader binding on \"%s\"); split it",

@@ -276,7 +276,8 @@ vkf_status vkf_check_tensor(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtype, 
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s belongs to another context", fn, name);
     if (t->dtype != dtype)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s must be %s", fn, name,
-                        dtype == VKF_DTYPE_F32 ? "F32" : dtype == VKF_DTYPE_I32 ? "I32" : "F16");
+                        dtype == VKF_DTYPE_F32 ? "F32" : dtype == VKF_DTYPE_I32 ? "I32"
+                        : dtype == VKF_DTYPE_I8 ? "I8" : "F16");
     if (t->elements < elements)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s holds %llu elements, %llu needed", fn, name,
                         (unsigned long long)t->elements, (unsigned long long)elements);
@@ -310,6 +311,9 @@ static vkf_status activation_dtype(vkf_cmd *cmd, const vkf_tensor *first, const 
 /* NULL, or a tensor of `dtype`: activations of one op share their dtype. */
 static vkf_status same_dtype(const vkf_tensor *t, vkf_dtype dtype, const char *fn, const char *name, const char *first)
 {
+    if (t && t->dtype == VKF_DTYPE_I8)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is I8; only B (the weights, with b_scale) may be int8", fn,
+                        name);
     if (t && t->dtype != dtype)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s must have %s's dtype (%s)", fn, name, first,
                         dtype == VKF_DTYPE_F16 ? "F16" : "F32");
@@ -325,10 +329,18 @@ static vkf_status check_activation(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype 
 }
 
 static vkf_status check_view(vkf_cmd *cmd, const vkf_matrix_view *v, uint64_t rows, uint64_t cols, uint64_t batch0,
-                             uint64_t batch1, const char *fn, const char *name, bool allow_f16, vkf_push_view *out)
+                             uint64_t batch1, const char *fn, const char *name, bool allow_f16, bool allow_i8,
+                             vkf_push_view *out)
 {
     vkf_dtype dtype;
     VKF_TRY(float_input_dtype(cmd, v->tensor, allow_f16, fn, name, &dtype));
+    /* I8 only where allowed (B, the weights; vkf_cmd_matmul checks the scales). */
+    if (v->tensor && v->tensor->dtype == VKF_DTYPE_I8) {
+        if (!allow_i8)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is I8; only B (the weights, with b_scale) may be int8",
+                            fn, name);
+        dtype = VKF_DTYPE_I8;
+    }
     VKF_TRY(vkf_check_tensor(cmd, v->tensor, dtype, 1, fn, name));
     uint64_t row_stride = v->row_stride ? v->row_stride : cols;
     if (row_stride < cols && rows > 1)
@@ -404,6 +416,34 @@ void vkf_layernorm_desc_init(vkf_layernorm_desc *d)
     d->eps = 1e-5f;
 }
 
+vkf_status vkf_quantize_int8_rows(const float *w, uint64_t rows, uint64_t cols, int8_t *out_q, float *out_scales)
+{
+    static const char fn[] = "vkf_quantize_int8_rows";
+    if (!w || !out_q || !out_scales)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !w ? "w" : !out_q ? "out_q" : "out_scales");
+    if (rows == 0 || cols == 0)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive (rows %llu, cols %llu)", fn,
+                        (unsigned long long)rows, (unsigned long long)cols);
+    if (rows > SIZE_MAX / cols) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: rows x cols overflows", fn);
+    for (uint64_t r = 0; r < rows; r++) {
+        const float *row = w + r * cols;
+        float amax = 0.0f;
+        for (uint64_t c = 0; c < cols; c++) {
+            if (!isfinite(row[c]))
+                return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: weight (%llu, %llu) is not finite", fn,
+                                (unsigned long long)r, (unsigned long long)c);
+            amax = fmaxf(amax, fabsf(row[c]));
+        }
+        float scale = amax / 127.0f;
+        out_scales[r] = scale;
+        for (uint64_t c = 0; c < cols; c++) {
+            float q = scale > 0.0f ? roundf(row[c] / scale) : 0.0f;
+            out_q[r * cols + c] = (int8_t)(q > 127.0f ? 127.0f : q < -127.0f ? -127.0f : q);
+        }
+    }
+    return VKF_OK;
+}
+
 void vkf_embed_desc_init(vkf_embed_desc *d)
 {
     if (!d) return;
@@ -420,17 +460,28 @@ static vkf_variant_id matmul_choose(const vkf_context *ctx, uint32_t m, double m
     const vkf_matmul_tiles *t = &ctx->tuning.matmul;
     vkf_variant_id family = ctx->tuning.matmul_variant;
     /* Fewer rows than one invocation's (decode steps: one per sequence) on a
-     * CPU-driver kernel: the direct kernel with one row per invocation and more
-     * columns per workgroup, instead of a tile whose clamped rows would repeat the
-     * same work. Small matmuls leave matmul_subgroup for the direct kernel too. */
-    static const vkf_matmul_tiles skinny = {.workgroup = 64, .bm = 1, .bn = 256, .bk = 1, .tm = 1, .tn = 4};
+     * CPU-driver kernel: the direct kernel with one block of 1, 2 or 4 rows (the
+     * fewest that hold m, where that is fewer than the tile's) and more columns
+     * per workgroup, instead of a tile whose clamped rows would repeat the same
+     * work. One block, so B is read once: one-row tiles for every m < 8 made m
+     * workgroup rows each read all of B (lavapipe, n = k = 2048, f32: m = 4 took
+     * 23 ms on one-row tiles, 6.2 on 4-row ones, m = 8 on the 8 x 8 tiles 8.6;
+     * 8-row skinny tiles were slower there, 10.0, so m = 5..7 keep the 8 x 8
+     * tiles). Small matmuls leave matmul_subgroup for the direct kernel too. */
+    static const vkf_matmul_tiles skinny[3] = {
+        {.workgroup = 64, .bm = 1, .bn = 256, .bk = 1, .tm = 1, .tn = 4},
+        {.workgroup = 64, .bm = 2, .bn = 256, .bk = 1, .tm = 2, .tn = 4},
+        {.workgroup = 64, .bm = 4, .bn = 256, .bk = 1, .tm = 4, .tn = 4},
+    };
     if (family == VKF_VARIANT_MATMUL_SUBGROUP && (m < t->tm || macs < (double)ctx->tuning.matmul_min_macs) &&
         cpu_direct.workgroup <= ctx->info.max_workgroup_invocations) {
         family = VKF_VARIANT_MATMUL_DIRECT;
         t = &cpu_direct;
     }
-    if (family == VKF_VARIANT_MATMUL_DIRECT && m < t->tm && skinny.workgroup <= ctx->info.max_workgroup_invocations)
-        t = &skinny;
+    if (family == VKF_VARIANT_MATMUL_DIRECT && m <= 4 && skinny[0].workgroup <= ctx->info.max_workgroup_invocations) {
+        const vkf_matmul_tiles *s = &skinny[m <= 1 ? 0 : m <= 2 ? 1 : 2];
+        if (s->tm < t->tm) t = s;
+    }
 
     /* Cooperative matrix (tensor cores), when:
      *  - the context has it (ctx->coopmat: never when off, missing or not built);
@@ -482,16 +533,33 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     uint64_t b0 = d->batch[0] ? d->batch[0] : 1, b1 = d->batch[1] ? d->batch[1] : 1;
     vkf_push_matmul p = {.m = d->m, .n = d->n, .k = d->k, .batch_inner = (uint32_t)b1, .alpha = d->alpha};
     vkf_dtype act;
-    VKF_TRY(check_view(cmd, &d->a, d->m, d->k, b0, b1, fn, "A", true, &p.a));
+    VKF_TRY(check_view(cmd, &d->a, d->m, d->k, b0, b1, fn, "A", /*f16=*/true, /*i8=*/false, &p.a));
     VKF_TRY(activation_dtype(cmd, d->a.tensor, fn, "A", &act));
     VKF_TRY(same_dtype(d->c.tensor, act, fn, "C", "A"));
     VKF_TRY(same_dtype(d->residual.tensor, act, fn, "residual", "A"));
-    if (d->b_is_k_by_n) VKF_TRY(check_view(cmd, &d->b, d->k, d->n, b0, b1, fn, "B", true, &p.b));
-    else VKF_TRY(check_view(cmd, &d->b, d->n, d->k, b0, b1, fn, "B", true, &p.b));
-    VKF_TRY(check_view(cmd, &d->c, d->m, d->n, b0, b1, fn, "C", true, &p.c));
+    if (d->b_is_k_by_n) VKF_TRY(check_view(cmd, &d->b, d->k, d->n, b0, b1, fn, "B", /*f16=*/true, /*i8=*/true, &p.b));
+    else VKF_TRY(check_view(cmd, &d->b, d->n, d->k, b0, b1, fn, "B", /*f16=*/true, /*i8=*/true, &p.b));
+    VKF_TRY(check_view(cmd, &d->c, d->m, d->n, b0, b1, fn, "C", /*f16=*/true, /*i8=*/false, &p.c));
     if (d->bias) VKF_TRY(vkf_check_tensor(cmd, d->bias, VKF_DTYPE_F32, d->n, fn, "bias"));
+    /* int8 weights: one F32 scale per output channel (column n of C). */
+    bool b_i8 = d->b.tensor->dtype == VKF_DTYPE_I8;
+    if (b_i8) {
+        if (!d->b_scale)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: B is I8 but b_scale is NULL (one F32 scale per output "
+                            "channel needed)", fn);
+        if (d->b_scale->dtype != VKF_DTYPE_F32)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: b_scale must be F32", fn);
+        VKF_TRY(vkf_check_tensor(cmd, d->b_scale, VKF_DTYPE_F32, d->n, fn, "b_scale"));
+        if (d->b_scale->elements != d->n)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: b_scale holds %llu values; B's %u output channels need %u",
+                            fn, (unsigned long long)d->b_scale->elements, d->n, d->n);
+        if (vkf_tensors_overlap(d->c.tensor, d->b_scale))
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: C may not alias b_scale", fn);
+    } else if (d->b_scale) {
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: b_scale is given but B is not I8", fn);
+    }
     if (d->residual.tensor) {
-        VKF_TRY(check_view(cmd, &d->residual, d->m, d->n, b0, b1, fn, "residual", true, &p.r));
+        VKF_TRY(check_view(cmd, &d->residual, d->m, d->n, b0, b1, fn, "residual", /*f16=*/true, /*i8=*/false, &p.r));
         if (vkf_tensors_overlap(d->residual.tensor, d->c.tensor))
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: residual may not alias C", fn);
     }
@@ -509,6 +577,7 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     if (b0 * b1 > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: batch count passes 2^32", fn);
     const vkf_matmul_tiles *t;
     uint32_t fragment[3];
+    /* I8 B counts as no F16 operand: with F32 activations, F32 matmul accuracy. */
     vkf_variant_id family = matmul_choose(ctx, d->m, (double)d->m * d->n * d->k * (double)(b0 * b1),
                                           act == VKF_DTYPE_F16 || d->b.tensor->dtype == VKF_DTYPE_F16, &t, fragment);
     uint32_t groups[3] = {(uint32_t)vkf_div_up(d->n, t->bn), (uint32_t)vkf_div_up(d->m, t->bm), (uint32_t)(b0 * b1)};
@@ -525,8 +594,13 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
         uint32_t spec[9];
         memcpy(spec, t, sizeof *t);
         memcpy(spec + 6, fragment, sizeof fragment);
-        vkf_variant_id v = coopmat_variants[family == VKF_VARIANT_MATMUL_COOPMAT2][act == VKF_DTYPE_F16]
-                                           [d->b.tensor->dtype == VKF_DTYPE_F16];
+        static const vkf_variant_id coopmat_i8_variants[2][2] = {
+            {VKF_VARIANT_MATMUL_COOPMAT_I8B, VKF_VARIANT_MATMUL_COOPMAT_ACT16_I8B},
+            {VKF_VARIANT_MATMUL_COOPMAT2_I8B, VKF_VARIANT_MATMUL_COOPMAT2_ACT16_I8B},
+        };
+        vkf_variant_id v = b_i8 ? coopmat_i8_variants[family == VKF_VARIANT_MATMUL_COOPMAT2][act == VKF_DTYPE_F16]
+                                : coopmat_variants[family == VKF_VARIANT_MATMUL_COOPMAT2][act == VKF_DTYPE_F16]
+                                                  [d->b.tensor->dtype == VKF_DTYPE_F16];
         VKF_TRY(vkf_pipeline_get(ctx, v, spec, 9, &pipe));
     } else {
         /* family x the activations' dtype x B's dtype */
@@ -539,17 +613,26 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
              {VKF_VARIANT_MATMUL_SUBGROUP_ACT16, VKF_VARIANT_MATMUL_SUBGROUP_ACT16_F16B}},
         };
         int f = family == VKF_VARIANT_MATMUL_TILED ? 1 : family == VKF_VARIANT_MATMUL_SUBGROUP ? 2 : 0;
-        vkf_variant_id variant = variants[f][act == VKF_DTYPE_F16][d->b.tensor->dtype == VKF_DTYPE_F16];
+        /* family x the activations' dtype, B I8 */
+        static const vkf_variant_id i8_variants[3][2] = {
+            {VKF_VARIANT_MATMUL_DIRECT_I8B, VKF_VARIANT_MATMUL_DIRECT_ACT16_I8B},
+            {VKF_VARIANT_MATMUL_TILED_I8B, VKF_VARIANT_MATMUL_TILED_ACT16_I8B},
+            {VKF_VARIANT_MATMUL_SUBGROUP_I8B, VKF_VARIANT_MATMUL_SUBGROUP_ACT16_I8B},
+        };
+        vkf_variant_id variant = b_i8 ? i8_variants[f][act == VKF_DTYPE_F16]
+                                      : variants[f][act == VKF_DTYPE_F16][d->b.tensor->dtype == VKF_DTYPE_F16];
         VKF_TRY(vkf_pipeline_get(ctx, variant, (const uint32_t *)t, 6, &pipe));
     }
-    vkf_binding b[5] = {
+    /* The I8 variants read the scales at binding 5. */
+    vkf_binding b[6] = {
         {d->a.tensor, VKF_READ},
         {d->b.tensor, VKF_READ},
         {d->bias, VKF_READ},
         {d->residual.tensor, VKF_READ},
         {d->c.tensor, VKF_WRITE},
+        {d->b_scale, VKF_READ},
     };
-    return vkf_cmd_dispatch(cmd, pipe, b, 5, &p, sizeof p, groups, "matmul");
+    return vkf_cmd_dispatch(cmd, pipe, b, b_i8 ? 6 : 5, &p, sizeof p, groups, "matmul");
 }
 
 vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *d)

@@ -106,6 +106,24 @@ static const uint32_t spirv_matmul_subgroup_act16[] =
 static const uint32_t spirv_matmul_subgroup_act16_f16b[] =
 #include "matmul_subgroup_act16_f16b.spv.h"
     ;
+static const uint32_t spirv_matmul_tiled_i8b[] =
+#include "matmul_tiled_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_tiled_act16_i8b[] =
+#include "matmul_tiled_act16_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_direct_i8b[] =
+#include "matmul_direct_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_direct_act16_i8b[] =
+#include "matmul_direct_act16_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_subgroup_i8b[] =
+#include "matmul_subgroup_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_subgroup_act16_i8b[] =
+#include "matmul_subgroup_act16_i8b.spv.h"
+    ;
 
 /* Cooperative-matrix variants: meson lists them only when its glslc compiles
  * GL_KHR_cooperative_matrix; a variant whose header was not generated has no
@@ -122,6 +140,12 @@ static const uint32_t spirv_matmul_coopmat_act16[] =
     ;
 static const uint32_t spirv_matmul_coopmat_act16_f16b[] =
 #include "matmul_coopmat_act16_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat_i8b[] =
+#include "matmul_coopmat_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat_act16_i8b[] =
+#include "matmul_coopmat_act16_i8b.spv.h"
     ;
 #define COOPMAT_SPIRV(name) name, sizeof name
 #define HAVE_MATMUL_COOPMAT 1
@@ -140,6 +164,12 @@ static const uint32_t spirv_matmul_coopmat2_act16[] =
     ;
 static const uint32_t spirv_matmul_coopmat2_act16_f16b[] =
 #include "matmul_coopmat2_act16_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat2_i8b[] =
+#include "matmul_coopmat2_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat2_act16_i8b[] =
+#include "matmul_coopmat2_act16_i8b.spv.h"
     ;
 #define MATMUL_COOPMAT2_SPIRV(name) name, sizeof name
 #else
@@ -206,6 +236,16 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_COOPMAT2_ACT16_F16B] = {"matmul_coopmat2_act16_f16b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_act16_f16b), 5, sizeof(vkf_push_matmul), 2},
     [VKF_VARIANT_ATTENTION_FUSED_COOPMAT] = {"attention_fused_coopmat", ATTENTION_COOPMAT_SPIRV(spirv_attention_fused_coopmat), 6, sizeof(vkf_push_attention_fused), 1},
     [VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16] = {"attention_fused_coopmat_f16", ATTENTION_COOPMAT_SPIRV(spirv_attention_fused_coopmat_f16), 6, sizeof(vkf_push_attention_fused), 1},
+    [VKF_VARIANT_MATMUL_TILED_I8B] = {"matmul_tiled_i8b", spirv_matmul_tiled_i8b, sizeof spirv_matmul_tiled_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_TILED_ACT16_I8B] = {"matmul_tiled_act16_i8b", spirv_matmul_tiled_act16_i8b, sizeof spirv_matmul_tiled_act16_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_DIRECT_I8B] = {"matmul_direct_i8b", spirv_matmul_direct_i8b, sizeof spirv_matmul_direct_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_DIRECT_ACT16_I8B] = {"matmul_direct_act16_i8b", spirv_matmul_direct_act16_i8b, sizeof spirv_matmul_direct_act16_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_SUBGROUP_I8B] = {"matmul_subgroup_i8b", spirv_matmul_subgroup_i8b, sizeof spirv_matmul_subgroup_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_SUBGROUP_ACT16_I8B] = {"matmul_subgroup_act16_i8b", spirv_matmul_subgroup_act16_i8b, sizeof spirv_matmul_subgroup_act16_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_COOPMAT_I8B] = {"matmul_coopmat_i8b", COOPMAT_SPIRV(spirv_matmul_coopmat_i8b), 6, sizeof(vkf_push_matmul), 1},
+    [VKF_VARIANT_MATMUL_COOPMAT_ACT16_I8B] = {"matmul_coopmat_act16_i8b", COOPMAT_SPIRV(spirv_matmul_coopmat_act16_i8b), 6, sizeof(vkf_push_matmul), 1},
+    [VKF_VARIANT_MATMUL_COOPMAT2_I8B] = {"matmul_coopmat2_i8b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_i8b), 6, sizeof(vkf_push_matmul), 2},
+    [VKF_VARIANT_MATMUL_COOPMAT2_ACT16_I8B] = {"matmul_coopmat2_act16_i8b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_act16_i8b), 6, sizeof(vkf_push_matmul), 2},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }

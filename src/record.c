@@ -226,7 +226,10 @@ vkf_status vkf_cmd_dispatch(vkf_cmd *cmd, const vkf_pipeline *pipeline, const vk
     bool barrier_needed = false;
     for (uint32_t i = 0; i < binding_count; i++) {
         const vkf_tensor *t = bindings[i].tensor ? bindings[i].tensor : ctx->dummy;
-        infos[i] = (VkDescriptorBufferInfo){.buffer = t->block->buffer, .offset = t->offset, .range = t->bytes};
+        /* Ranges round up to 4 bytes (inside the tensor's allocation, which is
+         * aligned to 16 or more): shaders read I8 and F16 tensors as 32-bit words. */
+        infos[i] = (VkDescriptorBufferInfo){.buffer = t->block->buffer, .offset = t->offset,
+                                            .range = vkf_align_up(t->bytes, 4)};
         writes[i] = (VkWriteDescriptorSet){
             .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
             .dstSet = set,

@@ -155,7 +155,7 @@ static void test_tensor_errors(vkf_context *ctx, const vkf_device_info *info)
         CHECK(t == NULL);
     }
     t = SENTINEL;
-    CHECK_STATUS(vkf_tensor_create(ctx, (vkf_dtype)3, 2, shape, &t), VKF_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkf_tensor_create(ctx, (vkf_dtype)(VKF_DTYPE_I8 + 1), 2, shape, &t), VKF_ERROR_INVALID_ARGUMENT);
     CHECK(t == NULL);
     t = SENTINEL;
     CHECK_STATUS(vkf_tensor_create(ctx, (vkf_dtype)-1, 2, shape, &t), VKF_ERROR_INVALID_ARGUMENT);

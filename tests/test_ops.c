@@ -2,7 +2,9 @@
  * 1000 in each dimension, the scalar matmul kernel families, and every option (bias,
  * residual, activations, strided and batched views, masks, in-place). The
  * cooperative-matrix matmuls (KHR and NV2, every dtype variant) where the context
- * has them, else a line saying why and a check that asking for them fails cleanly. */
+ * has them, else a line saying why and a check that asking for them fails cleanly.
+ * int8 weights (I8 B with per-channel scales) on every family, against the
+ * reference on the same quantized weights, and what they refuse. */
 #include "harness.h"
 #include "internal.h"
 #include "tune.h"
@@ -974,6 +976,297 @@ static void test_tuning_choices(vkf_context *ctx)
     }
 }
 
+/* ------------------------------------------------------------------ int8 weights */
+
+/* B as int8 (VKF_DTYPE_I8) with one F32 scale per output channel, on every kernel
+ * family: against ref_matmul_i8 on the same quantized weights. A (and for F16
+ * activations the residual) is rounded to f16 on the host, so the coopmat kernels'
+ * staging is exact too: the products a·q are exact in fp32 and the kernels differ
+ * from the double reference only by fp32 accumulation and the one multiply by the
+ * scale: abs 1e-5 + 3e-7 k, rel 2e-5 (weights up to 1.5 in magnitude); C stored as
+ * F16 adds its rounding: abs 1e-3, rel 1e-3. */
+typedef struct i8_case {
+    uint32_t m, n, k;
+    uint32_t b0;                        /* batch (0: 1); B batched too */
+    bool b_kn, bias, residual;
+    vkf_activation act;
+    float alpha;
+    uint32_t pad;                       /* extra elements per row and at the start of A, B, C */
+} i8_case;
+
+static double i8_worst_ratio[2];   /* [C F16] */
+
+static void run_matmul_i8(vkf_context *ctx, const char *family, const i8_case *c, bool act16, uint64_t seed)
+{
+    uint32_t items = c->b0 ? c->b0 : 1;
+    size_t off = c->pad;
+    size_t lda = c->k + c->pad, ldb = (c->b_kn ? c->n : c->k) + c->pad, ldc = c->n + c->pad;
+    size_t b_rows = c->b_kn ? c->k : c->n;
+    size_t na = c->m * lda, nb = b_rows * ldb, nc = c->m * ldc;  /* per batch item */
+    size_t ta_n = off + na * items, tb_n = off + nb * items, tc_n = off + nc * items;
+    float *a = harness_random(ta_n, seed), *bias = harness_random(c->n, seed + 2);
+    float *r = harness_random(tc_n, seed + 3), *scale = harness_random(c->n, seed + 5);
+    float *noise = harness_random(tb_n, seed + 1);
+    int8_t *q = harness_alloc(tb_n);
+    for (size_t i = 0; i < tb_n; i++) q[i] = (int8_t)lrintf(noise[i] * 127.0f);
+    for (uint32_t j = 0; j < c->n; j++) scale[j] = (1.0f + 0.5f * scale[j]) / 127.0f;
+    round_f16(a, ta_n), round_f16(r, tc_n);
+    vkf_tensor *ta = act16 ? f16_tensor(ctx, a, ta_n) : harness_tensor(ctx, a, 1, ta_n);
+    vkf_tensor *tr = act16 ? f16_tensor(ctx, r, tc_n) : harness_tensor(ctx, r, 1, tc_n);
+    vkf_tensor *tbias = harness_tensor(ctx, bias, 1, c->n), *tscale = harness_tensor(ctx, scale, 1, c->n);
+    vkf_tensor *tb = NULL, *tc = NULL;
+    uint64_t shape_b = tb_n, shape_c = tc_n;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I8, 1, &shape_b, &tb));
+    CHECK(vkf_tensor_bytes(tb) == tb_n);
+    CHECK_OK(vkf_tensor_upload(tb, q, tb_n));
+    CHECK_OK(vkf_tensor_create(ctx, act16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, 1, &shape_c, &tc));
+    /* C starts as 1234 (exact in F16 too): untouched padding must stay so */
+    if (act16) {
+        uint16_t *fill = harness_alloc(tc_n * 2);
+        for (size_t i = 0; i < tc_n; i++) fill[i] = ref_f32_to_f16(1234.0f);
+        CHECK_OK(vkf_tensor_upload(tc, fill, tc_n * 2));
+        free(fill);
+    } else {
+        float *fill = harness_alloc(tc_n * 4);
+        for (size_t i = 0; i < tc_n; i++) fill[i] = 1234.0f;
+        CHECK_OK(vkf_tensor_upload(tc, fill, tc_n * 4));
+        free(fill);
+    }
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_matmul_desc d;
+    vkf_matmul_desc_init(&d);
+    d.m = c->m, d.n = c->n, d.k = c->k;
+    d.batch[0] = items;
+    d.a = (vkf_matrix_view){.tensor = ta, .offset = off, .row_stride = lda, .batch_stride = {na, 0}};
+    d.b = (vkf_matrix_view){.tensor = tb, .offset = off, .row_stride = ldb, .batch_stride = {nb, 0}};
+    d.b_is_k_by_n = c->b_kn;
+    d.c = (vkf_matrix_view){.tensor = tc, .offset = off, .row_stride = ldc, .batch_stride = {nc, 0}};
+    if (c->residual) d.residual = (vkf_matrix_view){.tensor = tr, .offset = off, .row_stride = ldc, .batch_stride = {nc, 0}};
+    d.bias = c->bias ? tbias : NULL;
+    d.b_scale = tscale;
+    d.alpha = c->alpha;
+    d.activation = c->act;
+    CHECK_OK(vkf_cmd_matmul(cmd, &d));
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got = act16 ? download_f16(tc, tc_n) : harness_download(tc);
+    float *want = harness_alloc(tc_n * 4);
+    for (size_t i = 0; i < tc_n; i++) want[i] = 1234.0f;
+    for (uint32_t z = 0; z < items; z++)
+        ref_matmul_i8(want + off + z * nc, ldc, a + off + z * na, lda, q + off + z * nb, ldb, c->b_kn, scale,
+                      c->bias ? bias : NULL, c->residual ? r + off + z * nc : NULL, ldc, c->m, c->n, c->k, c->alpha,
+                      (int)c->act);
+    double atol = act16 ? 1e-3 : 1e-5 + 3e-7 * c->k, rtol = act16 ? 1e-3 : 2e-5;
+    for (size_t i = 0; i < tc_n; i++) {
+        double ratio = fabs((double)got[i] - want[i]) / (atol + rtol * fabs(want[i]));
+        if (!(ratio <= i8_worst_ratio[act16])) i8_worst_ratio[act16] = ratio;
+    }
+    char what[200];
+    snprintf(what, sizeof what, "%s int8 B%s, A %s, m=%u n=%u k=%u batch %u%s%s act=%d alpha=%g pad=%u", family,
+             c->b_kn ? " (k,n)" : "", act16 ? "F16" : "F32", c->m, c->n, c->k, items, c->bias ? " bias" : "",
+             c->residual ? " residual" : "", (int)c->act, c->alpha, c->pad);
+    harness_compare(what, got, want, tc_n, atol, rtol);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(ta), vkf_tensor_destroy(tb), vkf_tensor_destroy(tc), vkf_tensor_destroy(tr);
+    vkf_tensor_destroy(tbias), vkf_tensor_destroy(tscale);
+    free(a), free(bias), free(r), free(scale), free(noise), free(q), free(got), free(want);
+}
+
+/* Odd sizes (1, 7, 17, 1000, 1023) on each axis, both B layouts, the epilogue,
+ * unaligned views and a batch, on the kernel family set on ctx. */
+static void int8_cases(vkf_context *ctx, const char *family, bool act16, uint64_t *seed)
+{
+    static const i8_case shapes[] = {
+        {.m = 1, .n = 17, .k = 7, .alpha = 1.0f},
+        {.m = 7, .n = 1000, .k = 17, .bias = true, .act = VKF_ACTIVATION_RELU, .alpha = 1.0f},
+        {.m = 17, .n = 7, .k = 1023, .residual = true, .alpha = 0.5f},
+        {.m = 1023, .n = 17, .k = 1000, .bias = true, .residual = true, .act = VKF_ACTIVATION_GELU, .alpha = 0.25f},
+        {.m = 3, .n = 1023, .k = 64, .bias = true, .alpha = 1.0f},       /* decode-like: few rows */
+        {.m = 64, .n = 64, .k = 64, .alpha = 1.0f},                       /* whole tiles, aligned */
+        {.m = 17, .n = 33, .k = 40, .pad = 1, .bias = true, .alpha = 1.0f},   /* unaligned bytes */
+        {.m = 33, .n = 17, .k = 100, .pad = 4, .residual = true, .alpha = 1.0f}, /* aligned with padding */
+        {.m = 17, .n = 33, .k = 40, .b0 = 3, .bias = true, .act = VKF_ACTIVATION_GELU, .alpha = 1.0f}, /* batched */
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int kn = 0; kn < 2; kn++) {
+            i8_case c = shapes[i];
+            c.b_kn = kn;
+            run_matmul_i8(ctx, family, &c, act16, *seed += 8);
+        }
+}
+
+/* vkf_quantize_int8_rows: scale max|w| / 127, round to nearest, zero rows. */
+static void test_quantize_int8(void)
+{
+    const float w[3][5] = {
+        {0.5f, -1.27f, 0.0051f, 0.0049f, 1.0f},     /* scale 0.01: 50, -127, 1 (0.51 rounds up), 0, 100 */
+        {0, 0, 0, 0, 0},                            /* all zero: scale 0, q 0 */
+        {-2.54f, 0.03f, -0.01f, 2.54f, 1.27f},      /* scale 0.02: -127, 2 (1.5 away from 0), -1 (0.5), 127, 64 (63.5) */
+    };
+    int8_t q[15];
+    float s[3];
+    CHECK_OK(vkf_quantize_int8_rows(&w[0][0], 3, 5, q, s));
+    CHECK(fabsf(s[0] - 0.01f) < 1e-8f && s[1] == 0.0f && fabsf(s[2] - 0.02f) < 1e-8f);
+    static const int8_t want[15] = {50, -127, 1, 0, 100, 0, 0, 0, 0, 0, -127, 2, -1, 127, 64};
+    for (int i = 0; i < 15; i++)
+        if (q[i] != want[i]) {
+            fprintf(stderr, "quantize: q[%d] = %d, want %d\n", i, q[i], want[i]);
+            harness_failures++;
+        }
+    /* random rows: every q in -127..127, a row's max at +-127, |w - s q| <= s / 2 */
+    float *r = harness_random(64 * 100, 777);
+    int8_t *rq = harness_alloc(64 * 100);
+    float rs[64];
+    CHECK_OK(vkf_quantize_int8_rows(r, 64, 100, rq, rs));
+    double worst = 0;
+    for (int i = 0; i < 64; i++) {
+        int amax = 0;
+        for (int j = 0; j < 100; j++) {
+            int v = rq[i * 100 + j];
+            amax = abs(v) > amax ? abs(v) : amax;
+            double e = fabs((double)r[i * 100 + j] - (double)rs[i] * v) / rs[i];
+            worst = e > worst ? e : worst;
+        }
+        CHECK(amax == 127);
+    }
+    CHECK(worst <= 0.5 + 1e-5);
+    float bad[2] = {1.0f, NAN};
+    CHECK_FAIL(vkf_quantize_int8_rows(bad, 1, 2, rq, rs), VKF_ERROR_INVALID_ARGUMENT, "finite");
+    CHECK_FAIL(vkf_quantize_int8_rows(r, 0, 2, rq, rs), VKF_ERROR_INVALID_ARGUMENT, "positive");
+    CHECK_FAIL(vkf_quantize_int8_rows(NULL, 1, 2, rq, rs), VKF_ERROR_INVALID_ARGUMENT, "NULL");
+    free(r), free(rq);
+}
+
+/* What an int8 matmul refuses, each with a one-line reason. */
+static void test_int8_errors(vkf_context *ctx)
+{
+    uint64_t n8 = 8 * 8, n7 = 7;
+    float x[64] = {0};
+    vkf_tensor *a = harness_tensor(ctx, x, 8, 8), *c = harness_tensor(ctx, x, 8, 8), *q = NULL, *q2 = NULL;
+    vkf_tensor *s8 = harness_tensor(ctx, x, 1, 8), *s7 = NULL, *s16 = NULL, *si = NULL;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I8, 1, &n8, &q));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I8, 1, &n8, &q2));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F32, 1, &n7, &s7));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, &n7, &si));
+    uint64_t eight = 8;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &eight, &s16));
+    /* odd byte counts: the tensor holds exactly its bytes */
+    uint64_t odd = 7;
+    vkf_tensor *t7 = NULL;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I8, 1, &odd, &t7));
+    CHECK(vkf_tensor_bytes(t7) == 7);
+    int8_t seven[7] = {1, -2, 3, -4, 5, -6, 7}, back[7] = {0};
+    CHECK_OK(vkf_tensor_upload(t7, seven, 7));
+    CHECK_OK(vkf_tensor_download(t7, back, 7));
+    CHECK(memcmp(seven, back, 7) == 0);
+    CHECK_FAIL(vkf_tensor_upload(t7, seven, 8), VKF_ERROR_INVALID_ARGUMENT, "bytes");
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_matmul_desc d;
+    vkf_matmul_desc_init(&d);
+    d.m = d.n = d.k = 8;
+    d.a.tensor = a, d.b.tensor = q, d.c.tensor = c;
+    CHECK_FAIL(vkf_cmd_matmul(cmd, &d), VKF_ERROR_INVALID_ARGUMENT, "b_scale is NULL");
+    d.b_scale = s7;
+    CHECK_FAIL(vkf_cmd_matmul(cmd, &d), VKF_ERROR_INVALID_ARGUMENT, "b_scale");
+    d.b_scale = si;
+    CHECK_FAIL(vkf_cmd_matmul(cmd, &d), VKF_ERROR_INVALID_ARGUMENT, "F32");
+    d.b_scale = s16;
+    CHECK_FAIL(vkf_cmd_matmul(cmd, &d), VKF_ERROR_INVALID_ARGUMENT, "F32");
+    d.n = 7, d.b_scale = s8;   /* 8 scales for 7 channels */
+    CHECK_FAIL(vkf_cmd_matmul(cmd, &d), VKF_ERROR_INVALID_ARGUMENT, "output channels");
+    d.n = 8;
+    d.a.tensor = q2;
+    CHECK_FAIL(vkf_cmd_matmul(cmd, &d), VKF_ERROR_INVALID_ARGUMENT, "only B");
+    d.a.tensor = a, d.c.tensor = q2;
+    CHECK_FAIL(vkf_cmd_matmul(cmd, &d), VKF_ERROR_INVALID_ARGUMENT, "only B");
+    d.c.tensor = c, d.residual.tensor = q2;
+    CHECK_FAIL(vkf_cmd_matmul(cmd, &d), VKF_ERROR_INVALID_ARGUMENT, "only B");
+    d.residual.tensor = NULL;
+    d.b.tensor = a;            /* F32 B with scales */
+    CHECK_FAIL(vkf_cmd_matmul(cmd, &d), VKF_ERROR_INVALID_ARGUMENT, "not I8");
+    d.b.tensor = q, d.c.tensor = s8, d.m = 1;  /* C aliasing the scales */
+    CHECK_FAIL(vkf_cmd_matmul(cmd, &d), VKF_ERROR_INVALID_ARGUMENT, "alias");
+    d.c.tensor = c, d.m = 8;
+    d.b.offset = 1;            /* past the tensor's end */
+    CHECK_FAIL(vkf_cmd_matmul(cmd, &d), VKF_ERROR_INVALID_ARGUMENT, "reaches past");
+    d.b.offset = 0;
+    CHECK_OK(vkf_cmd_matmul(cmd, &d));
+    CHECK(vkf_cmd_op_count(cmd) == 1);
+    vkf_cmd_destroy(cmd);
+    /* other ops do not take I8 */
+    vkf_softmax_desc sd;
+    vkf_softmax_desc_init(&sd);
+    sd.rows = 1, sd.cols = 7, sd.x = sd.y = t7;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    CHECK_FAIL(vkf_cmd_softmax(cmd, &sd), VKF_ERROR_INVALID_ARGUMENT, "F32");
+    vkf_cmd_destroy(cmd);
+    vkf_tensor *all[] = {a, c, q, q2, s8, s7, s16, si, t7};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) vkf_tensor_destroy(all[i]);
+}
+
+static void test_int8(vkf_context *ctx, const vkf_device_info *info)
+{
+    test_quantize_int8();
+    test_int8_errors(ctx);
+    static const vkf_matmul_tiles tiled = {.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
+    static const vkf_matmul_tiles direct = {.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
+    vkf_matmul_tiles subgroup;
+    bool has_subgroup = vkf_matmul_subgroup_tiles(info, 2 * info->subgroup_size, 4 * info->subgroup_size,
+                                                  info->subgroup_size, 2, &subgroup);
+    const struct {
+        const char *name;
+        vkf_variant_id variant;
+        const vkf_matmul_tiles *tiles;
+    } families[] = {{"direct", VKF_VARIANT_MATMUL_DIRECT, &direct},
+                    {"tiled", VKF_VARIANT_MATMUL_TILED, &tiled},
+                    {"subgroup", VKF_VARIANT_MATMUL_SUBGROUP, &subgroup}};
+    uint64_t seed = 15000;
+    for (size_t f = 0; f < 3; f++) {
+        if (families[f].variant == VKF_VARIANT_MATMUL_SUBGROUP && !has_subgroup) continue;
+        vkf_status st = vkf_tuning_set_matmul(ctx, families[f].variant, families[f].tiles);
+        if (st == VKF_ERROR_UNSUPPORTED) {
+            fprintf(stderr, "int8: skipping %s on this device: %s\n", families[f].name, vkf_last_error());
+            continue;
+        }
+        CHECK_OK(st);
+        ctx->tuning.matmul_min_macs = 0;
+        for (int act16 = 0; act16 < (info->storage_16bit ? 2 : 1); act16++) int8_cases(ctx, families[f].name, act16, &seed);
+    }
+    /* the device's own choice (lavapipe: subgroup, falling back to direct and its
+     * skinny tiles for few rows) */
+    vkf_tuning_choose(ctx);
+    int8_cases(ctx, "built-in", false, &seed);
+    if (info->coopmat_in_use) {
+        const struct {
+            const char *name;
+            vkf_variant_id variant;
+        } cm[] = {{"coopmat", VKF_VARIANT_MATMUL_COOPMAT}, {"coopmat2", VKF_VARIANT_MATMUL_COOPMAT2}};
+        for (int f = 0; f < 2; f++) {
+            if (cm[f].variant == VKF_VARIANT_MATMUL_COOPMAT2 && !info->coopmat2_in_use) continue;
+            uint32_t fm = ctx->coopmat_shape.m, fn = ctx->coopmat_shape.n, fk = ctx->coopmat_shape.k;
+            if (cm[f].variant == VKF_VARIANT_MATMUL_COOPMAT2)
+                fm = info->coopmat2_granularity[0], fn = 2 * info->coopmat2_granularity[1], fk = info->coopmat2_granularity[2];
+            uint32_t bk = fk;
+            while (bk % 8) bk += fk;
+            vkf_matmul_tiles small;
+            if (!vkf_matmul_coopmat_tiles(ctx, cm[f].variant, 1, 2, fm, fn, bk, &small)) {
+                fprintf(stderr, "int8 %s: small tiles do not fit %s\n", cm[f].name, info->name);
+                harness_failures++;
+                continue;
+            }
+            CHECK_OK(vkf_tuning_set_matmul(ctx, cm[f].variant, &small));
+            CHECK(strncmp(vkf_matmul_kernel_family(ctx, 17, 33, 40, 1, false, false), "coopmat", 7) == 0);
+            for (int act16 = 0; act16 < 2; act16++) int8_cases(ctx, cm[f].name, act16, &seed);
+        }
+    } else {
+        printf("int8: coopmat not available on %s, coopmat int8 cases not run\n", info->name);
+    }
+    printf("int8: worst error, C F32: %.2f of the bound; C F16: %.2f of the bound\n", i8_worst_ratio[0],
+           i8_worst_ratio[1]);
+    vkf_tuning_choose(ctx);
+}
+
 int main(void)
 {
     vkf_context *ctx = harness_context();
@@ -1022,6 +1315,7 @@ int main(void)
     test_act16(ctx, &info);
     vkf_tuning_choose(ctx);
     test_f16_weights(ctx, &info);
+    test_int8(ctx, &info);
     test_softmax(ctx);
     test_layernorm(ctx);
     test_embed(ctx);

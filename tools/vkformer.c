@@ -42,8 +42,9 @@ static const char usage_text[] =
     "  info [--json]                         list Vulkan devices and their limits\n"
     "  check                                 run every GPU op against the C reference\n"
     "  bench matmul [--m M --n N --k K | --size S[,S...]] [--repeat R] [--json]\n"
-    "               [--dtype f32|f16] [--kernel auto|coopmat|coopmat2|tiled|direct|subgroup]\n"
-    "                                        f16: A, B and C stored as F16; --kernel forces one\n"
+    "               [--dtype f32|f16|i8w|i8w-f16] [--kernel auto|coopmat|coopmat2|tiled|direct|subgroup]\n"
+    "                                        f16: A, B and C stored as F16; i8w: B int8 with per-row\n"
+    "                                        scales, A and C F32 (i8w-f16: F16); --kernel forces one\n"
     "                                        kernel family (default auto: the library's choice)\n"
     "  forward --model FILE --src IDS --tgt IDS --out FILE.npy\n"
     "                                        logits (len(tgt), tgt_vocab) as float32 .npy\n"
@@ -589,37 +590,64 @@ static vkf_status tensor_from_f16(vkf_context *ctx, float *data, uint64_t rows, 
     return st;
 }
 
+/* bench matmul --dtype: the storage of A and C, and of B. */
+typedef enum bench_dtype { BENCH_F32, BENCH_F16, BENCH_I8W, BENCH_I8W_F16 } bench_dtype;
+static const char *const bench_dtype_names[] = {"f32", "f16", "i8w", "i8w-f16"};
+
+/* An I8 tensor (rows, cols) of data quantized per row, and its (rows) F32 scales;
+ * data is replaced by the dequantized weights (what the GPU multiplies by). */
+static vkf_status tensor_from_i8(vkf_context *ctx, float *data, uint64_t rows, uint64_t cols, vkf_tensor **out,
+                                 vkf_tensor **out_scale)
+{
+    size_t n = (size_t)rows * cols;
+    int8_t *q = xmalloc(n);
+    float *scale = xmalloc(rows * sizeof *scale);
+    uint64_t shape[2] = {rows, cols};
+    vkf_status st = vkf_quantize_int8_rows(data, rows, cols, q, scale);
+    if (st == VKF_OK) st = vkf_tensor_create(ctx, VKF_DTYPE_I8, 2, shape, out);
+    if (st == VKF_OK) st = vkf_tensor_upload(*out, q, n);
+    if (st == VKF_OK) st = tensor_from(ctx, scale, rows, 1, out_scale);
+    for (size_t e = 0; e < n; e++) data[e] = scale[e / cols] * (float)q[e];
+    free(q), free(scale);
+    return st;
+}
+
 /* Times one m×n×k matmul: a warm-up submit, then `repeat` timed submits; the GPU
  * time of each comes from timestamp queries around the dispatch. Checks 64
  * sampled outputs against dot products on the host (f16: of the f16-rounded
- * inputs, so only the accumulation and the rounding of C differ). */
+ * inputs, i8w: of the dequantized weights, so only the accumulation and the
+ * rounding of C differ). */
 static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsigned long m, unsigned long n,
-                            unsigned long k, unsigned long repeat, bool f16, bool json)
+                            unsigned long k, unsigned long repeat, bench_dtype dtype_id, bool json)
 {
     float *a = random_floats((size_t)m * k), *b = random_floats((size_t)n * k), *c = xmalloc((size_t)m * n * 4);
     double *ms = xmalloc(repeat * sizeof *ms);
-    vkf_tensor *ta = NULL, *tb = NULL, *tc = NULL;
+    vkf_tensor *ta = NULL, *tb = NULL, *tc = NULL, *tscale = NULL;
     vkf_cmd *cmd = NULL;
     vkf_status st = VKF_OK;
+    bool f16 = dtype_id == BENCH_F16 || dtype_id == BENCH_I8W_F16; /* A and C F16 */
+    bool b_i8 = dtype_id == BENCH_I8W || dtype_id == BENCH_I8W_F16;
     if (f16) {
         if (st == VKF_OK) st = tensor_from_f16(ctx, a, m, k, &ta);
-        if (st == VKF_OK) st = tensor_from_f16(ctx, b, n, k, &tb);
+        if (st == VKF_OK && !b_i8) st = tensor_from_f16(ctx, b, n, k, &tb);
         if (st == VKF_OK) st = tensor_from_f16(ctx, NULL, m, n, &tc);
     } else {
         if (st == VKF_OK) st = tensor_from(ctx, a, m, k, &ta);
-        if (st == VKF_OK) st = tensor_from(ctx, b, n, k, &tb);
+        if (st == VKF_OK && !b_i8) st = tensor_from(ctx, b, n, k, &tb);
         if (st == VKF_OK) st = tensor_from(ctx, NULL, m, n, &tc);
     }
+    if (st == VKF_OK && b_i8) st = tensor_from_i8(ctx, b, n, k, &tb, &tscale);
     if (st == VKF_OK) st = vkf_cmd_create(ctx, VKF_CMD_TIMESTAMPS, &cmd);
     if (st == VKF_OK) {
         vkf_matmul_desc d;
         vkf_matmul_desc_init(&d);
         d.m = (uint32_t)m, d.n = (uint32_t)n, d.k = (uint32_t)k;
-        d.a.tensor = ta, d.b.tensor = tb, d.c.tensor = tc;
+        d.a.tensor = ta, d.b.tensor = tb, d.c.tensor = tc, d.b_scale = tscale;
         st = vkf_cmd_matmul(cmd, &d);
     }
     /* the kernel family vkf_cmd_matmul just chose, by the same rule */
-    const char *kernel = vkf_matmul_kernel_family(ctx, (uint32_t)m, (uint32_t)n, (uint32_t)k, 1, f16, f16);
+    const char *kernel = vkf_matmul_kernel_family(ctx, (uint32_t)m, (uint32_t)n, (uint32_t)k, 1, f16,
+                                                  dtype_id == BENCH_F16);
     double t0 = now_s();
     if (st == VKF_OK) st = vkf_cmd_submit(cmd); /* warm-up: pipeline compile, caches */
     double warm = now_s() - t0;
@@ -646,7 +674,8 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
         /* coopmat kernels round F32 inputs to f16 (their contract): the host does too */
         bool rounds = strncmp(kernel, "coopmat", 7) == 0 && !f16;
         for (size_t e = 0; rounds && e < (size_t)m * k; e++) a[e] = ref_f16_to_f32(ref_f32_to_f16(a[e]));
-        for (size_t e = 0; rounds && e < (size_t)n * k; e++) b[e] = ref_f16_to_f32(ref_f32_to_f16(b[e]));
+        /* (int8 weights stage exactly; their scale multiplies the fp32 sum) */
+        for (size_t e = 0; rounds && !b_i8 && e < (size_t)n * k; e++) b[e] = ref_f16_to_f32(ref_f32_to_f16(b[e]));
         double max_err = 0;
         for (int s = 0; s < 64; s++) {
             size_t i = (size_t)((s * 2654435761u) % m), j = (size_t)((s * 40503u + 7) % n);
@@ -658,7 +687,7 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
         qsort(ms, repeat, sizeof *ms, compare_doubles);
         double median = repeat % 2 ? ms[repeat / 2] : 0.5 * (ms[repeat / 2 - 1] + ms[repeat / 2]);
         double gflops = 2.0 * m * n * k / (median * 1e-3) / 1e9;
-        const char *dtype = f16 ? "f16" : "f32";
+        const char *dtype = bench_dtype_names[dtype_id];
         if (json) {
             printf("{\"op\":\"matmul\",\"m\":%lu,\"n\":%lu,\"k\":%lu,\"dtype\":\"%s\",\"kernel\":\"%s\",\"ms\":%.4f,"
                    "\"gflops\":%.3f,\"repeat\":%lu,\"max_rel_err\":%.3g,\"device\":",
@@ -678,7 +707,7 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
         }
     }
     vkf_cmd_destroy(cmd);
-    vkf_tensor_destroy(ta), vkf_tensor_destroy(tb), vkf_tensor_destroy(tc);
+    vkf_tensor_destroy(ta), vkf_tensor_destroy(tb), vkf_tensor_destroy(tc), vkf_tensor_destroy(tscale);
     free(a), free(b), free(c), free(ms);
     return code;
 }
@@ -727,11 +756,18 @@ static int cmd_bench(const options *o, const char *what)
         fprintf(stderr, "vkformer: --repeat must be positive\n");
         return EXIT_USAGE;
     }
-    if (o->dtype && strcmp(o->dtype, "f32") != 0 && strcmp(o->dtype, "f16") != 0) {
-        fprintf(stderr, "vkformer: --dtype must be f32 or f16, not \"%s\"\n", o->dtype);
-        return EXIT_USAGE;
+    bench_dtype dtype_id = BENCH_F32;
+    if (o->dtype) {
+        int found = -1;
+        for (int i = 0; i < 4; i++)
+            if (strcmp(o->dtype, bench_dtype_names[i]) == 0) found = i;
+        if (found < 0) {
+            fprintf(stderr, "vkformer: --dtype must be f32, f16, i8w or i8w-f16, not \"%s\"\n", o->dtype);
+            return EXIT_USAGE;
+        }
+        dtype_id = (bench_dtype)found;
     }
-    bool f16 = o->dtype && strcmp(o->dtype, "f16") == 0;
+    bool f16 = dtype_id == BENCH_F16 || dtype_id == BENCH_I8W_F16;
     vkf_context *ctx;
     vkf_status st = open_context(o, &ctx);
     if (st != VKF_OK) return fail(st);
@@ -742,7 +778,8 @@ static int cmd_bench(const options *o, const char *what)
         return close_context(ctx, EXIT_ERROR);
     }
     if (f16 && !info.storage_16bit) {
-        fprintf(stderr, "vkformer: device \"%s\" has no 16-bit storage: --dtype f16 cannot run\n", info.name);
+        fprintf(stderr, "vkformer: device \"%s\" has no 16-bit storage: --dtype %s cannot run\n", info.name,
+                bench_dtype_names[dtype_id]);
         return close_context(ctx, EXIT_ERROR);
     }
     if (o->kernel && (st = vkf_tune_force_matmul(ctx, o->kernel)) != VKF_OK) {
@@ -751,7 +788,7 @@ static int cmd_bench(const options *o, const char *what)
     }
     int code = 0;
     for (int i = 0; i < cases && code == 0; i++)
-        code = bench_matmul_one(ctx, &info, dims[i][0], dims[i][1], dims[i][2], o->repeat, f16, o->json);
+        code = bench_matmul_one(ctx, &info, dims[i][0], dims[i][1], dims[i][2], o->repeat, dtype_id, o->json);
     return close_context(ctx, code);
 }
 

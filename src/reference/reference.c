@@ -27,6 +27,24 @@ void ref_matmul(float *c, size_t ldc, const float *a, size_t lda, const float *b
         }
 }
 
+void ref_dequantize_int8(float *w, const int8_t *q, size_t ld, const float *scale, size_t rows, size_t cols, bool b_kn)
+{
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) w[i * ld + j] = scale[b_kn ? j : i] * (float)q[i * ld + j];
+}
+
+void ref_matmul_i8(float *c, size_t ldc, const float *a, size_t lda, const int8_t *q, size_t ldq, bool b_kn,
+                   const float *b_scale, const float *bias, const float *r, size_t ldr, size_t m, size_t n, size_t k,
+                   float alpha, int act)
+{
+    size_t rows = b_kn ? k : n, cols = b_kn ? n : k;
+    float *w = malloc(((rows - 1) * ldq + cols) * sizeof *w);
+    if (!w) abort(); /* the tests' oracle: no way to go on */
+    ref_dequantize_int8(w, q, ldq, b_scale, rows, cols, b_kn);
+    ref_matmul(c, ldc, a, lda, w, ldq, b_kn, bias, r, ldr, m, n, k, alpha, act);
+    free(w);
+}
+
 void ref_softmax(float *y, const float *x, size_t rows, size_t cols, float scale, const float *mask, size_t mask_rows,
                  size_t mask_row_div, size_t causal_period, size_t causal_offset)
 {

@@ -13,6 +13,17 @@
 void ref_matmul(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb, bool b_kn,
                 const float *bias, const float *r, size_t ldr, size_t m, size_t n, size_t k, float alpha, int act);
 
+/* w = scale[channel] * q, rounded to float, for an int8 weight matrix of rows x cols
+ * (row stride ld) whose output channel is the row (b_kn false: (n, k)) or the
+ * column (b_kn true: (k, n)); w is packed the same way (row stride ld). */
+void ref_dequantize_int8(float *w, const int8_t *q, size_t ld, const float *scale, size_t rows, size_t cols, bool b_kn);
+
+/* ref_matmul with int8 weights: B = b_scale[n] * q (q (n, k), or (k, n) if b_kn,
+ * row stride ldq) dequantized to float by ref_dequantize_int8, then ref_matmul. */
+void ref_matmul_i8(float *c, size_t ldc, const float *a, size_t lda, const int8_t *q, size_t ldq, bool b_kn,
+                   const float *b_scale, const float *bias, const float *r, size_t ldr, size_t m, size_t n, size_t k,
+                   float alpha, int act);
+
 /* y (rows, cols) = softmax(scale * x + mask[(row / mask_row_div) % mask_rows]) with
  * columns j > row % causal_period + causal_offset masked when causal_period > 0;
  * an all-masked row is zeros. mask may be NULL. */
