@@ -562,6 +562,60 @@ VKF_API vkf_status vkf_model_encode_text(const vkf_model *model, const char *tex
 VKF_API vkf_status vkf_model_decode_text(const vkf_model *model, const int32_t *ids, uint32_t count, char *out_text,
                                          size_t capacity);
 
+/* ------------------------------------------------------------------ decoding options (issue 14) */
+
+/* How vkf_model_generate_with decodes. vkf_generate_options_init fills the
+ * defaults (one beam, no length penalty... see each field); new fields are only
+ * appended. */
+typedef struct vkf_generate_options {
+    uint32_t max_new;           /* decode steps at most, the eos step included (1..max_len; init: max_len) */
+    uint32_t min_new;           /* eos cannot be chosen before this many tokens (init 0) */
+    uint32_t beams;             /* 1..16; 1 is greedy (init 1) */
+    float length_penalty;       /* a finished hypothesis scores sum(log p) / length^length_penalty, length
+                                   counting its eos, as Hugging Face's generate (init 1.0) */
+    bool early_stopping;        /* true: a source stops once it has `beams` finished hypotheses; false
+                                   (init): once the best running beam cannot beat the worst of them */
+    uint32_t n_best;            /* hypotheses returned per source, 1..beams (init 1) */
+    /* Sampling (with beams 1): each next token drawn on the GPU from the softmax of
+     * logits / temperature, cut to the top_k most probable (ties at the k-th kept),
+     * then to the most probable ones whose mass reaches top_p, as Hugging Face's
+     * warpers. The same seed gives the same ids on the same device and driver;
+     * another device may round exp() differently and draw differently where a draw
+     * falls near a boundary. */
+    bool sample;                /* init false: greedy or beam search */
+    float temperature;          /* > 0 (init 1) */
+    uint32_t top_k;             /* 0: no cut (init 0) */
+    float top_p;                /* (0, 1]; 1: no cut (init 1) */
+    uint64_t seed;              /* init 0 */
+} vkf_generate_options;
+
+/* Fills the defaults; max_new 0 stands for the model's max_len. */
+VKF_API void vkf_generate_options_init(vkf_generate_options *options);
+
+/* Beam search (Hugging Face generate semantics for num_beams, length_penalty,
+ * early_stopping and num_return_sequences = n_best) of every source at once:
+ * count * beams rows decode as one batch; each step's top 2 * beams (beam, token)
+ * pairs of each source are chosen on the GPU, and the beams' KV caches are
+ * reordered on the GPU by a gather (the step stays recorded once). beams 1 gives
+ * greedy decoding's ids. out_ids is (count, n_best, max_new): hypothesis j of
+ * source i, best first, holds out_lengths[i * n_best + j] ids without bos and eos
+ * (pad_id after them); out_scores (count, n_best), or NULL, gets each one's
+ * length-penalised score. options NULL: the defaults. */
+VKF_API vkf_status vkf_model_generate_with(vkf_model *model, const vkf_sequences *src,
+                                           const vkf_generate_options *options, int32_t *out_ids,
+                                           uint32_t *out_lengths, float *out_scores);
+
+/* What the last vkf_model_generate or vkf_model_generate_with of the model took,
+ * measured on the host around the library's own work (wall clock). */
+typedef struct vkf_generate_stats {
+    double first_token_ms;      /* from the call to the first step's ids on the host: encoder + first step */
+    double total_ms;            /* the whole call */
+    uint32_t steps;             /* decode steps submitted */
+    uint64_t tokens;            /* ids returned over all sources (best hypotheses), eos not counted */
+    uint64_t plan_bytes;        /* device memory of the generation plan's tensors: caches, activations */
+} vkf_generate_stats;
+VKF_API vkf_status vkf_model_generate_stats(const vkf_model *model, vkf_generate_stats *out_stats);
+
 #ifdef __cplusplus
 }
 #endif

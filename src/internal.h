@@ -117,6 +117,11 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_MATMUL_COOPMAT2_ACT16_F16B,
     VKF_VARIANT_ATTENTION_FUSED_COOPMAT,
     VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16,
+    VKF_VARIANT_KV_GATHER,              /* generate.c: beam search's KV-cache reorder by parent rows */
+    VKF_VARIANT_BEAM_TOPK,              /* generate.c: log_softmax + beam scores, the best 2K of K*V per source */
+    VKF_VARIANT_BEAM_TOPK_ACT16,
+    VKF_VARIANT_SAMPLE,                 /* generate.c: temperature, top-k, top-p, one seeded draw per row */
+    VKF_VARIANT_SAMPLE_ACT16,
     /* int8 weights (B I8, packed words; b_scale at binding 5: 6 bindings) */
     VKF_VARIANT_MATMUL_TILED_I8B,
     VKF_VARIANT_MATMUL_TILED_ACT16_I8B,

@@ -1,8 +1,9 @@
 /* Encoder-decoder models: the config and every weight checked against the file
  * format (docs/file-format.md), weights uploaded once, the forward pass recorded
- * into one command buffer per shape, and greedy decoding with a KV cache whose
- * step is recorded once and re-submitted. */
+ * into one command buffer per shape, and the recording helpers that generation
+ * (generate.c) shares with it. */
 #include "internal.h"
+#include "model.h"
 #include "attention_lsh.h"
 #include "safetensors.h"
 
@@ -13,105 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_FORWARD_PLANS 4
-
-typedef struct linear {
-    vkf_tensor *w;                      /* (out, in), as nn.Linear.weight */
-    vkf_tensor *b;                      /* (out) */
-    uint32_t out, in;
-} linear;
-
-typedef struct norm {
-    vkf_tensor *g, *b;                  /* (d_model) each */
-} norm;
-
-typedef vkf_attention_spec attn_choice;
-
-/* Where attention is recorded: which choice applies and which plan resources. */
-enum attn_site { SITE_ENC_SELF = 0, SITE_DEC_SELF = 1, SITE_CROSS = 2 };
-
-typedef struct enc_layer {
-    linear qkv;                         /* (3d, d): self_attn.in_proj */
-    linear o;                           /* (d, d): self_attn.out_proj */
-    linear ff1, ff2;                    /* (d_ff, d), (d, d_ff) */
-    norm n1, n2;
-} enc_layer;
-
-typedef struct dec_layer {
-    linear qkv, o;                      /* self-attention */
-    linear cq;                          /* (d, d): rows 0..d of multihead_attn.in_proj */
-    linear ckv;                         /* (2d, d): rows d..3d */
-    linear co;                          /* (d, d): multihead_attn.out_proj */
-    linear ff1, ff2;
-    norm n1, n2, n3;
-} dec_layer;
-
-/* Activations and the recorded command buffer of one forward shape. */
-typedef struct fwd_plan {
-    uint32_t batch, src_len, tgt_len;   /* B, S, T */
-    vkf_cmd *cmd;                       /* owned */
-    vkf_tensor *src_ids, *tgt_ids;      /* (B*S), (B*T) I32 */
-    vkf_tensor *src_mask;               /* (B, S): 0 or -inf, for dense-naive */
-    vkf_tensor *src_lengths;            /* (B) I32, for the fused kernel */
-    vkf_tensor *a, *b, *n;              /* (B*max(S,T), d): residual stream ping-pong, normed */
-    vkf_tensor *memory;                 /* (B*S, d) encoder output */
-    vkf_tensor *qkv;                    /* (B*max(S,T), 3d) */
-    vkf_tensor *q;                      /* (B*T, d) cross-attention queries */
-    vkf_tensor *kv;                     /* (B*S, 2d) cross-attention keys and values */
-    vkf_tensor *attn;                   /* (B*max(S,T), d) attention output */
-    vkf_tensor *tmp;                    /* (B*max(S,T), d) sublayer output */
-    vkf_tensor *hidden;                 /* (B*max(S,T), d_ff) */
-    vkf_tensor *scores;                 /* (B*H, max(S,T), max(S,T)), only for dense-naive */
-    vkf_tensor *logits;                 /* (B*T, V) */
-    vkf_tensor *bb_table[2];            /* bigbird tables of encoder and decoder self-attention */
-    vkf_lsh_plan *lsh;                  /* lsh: scratch and rotations for n <= max(S, T) */
-    vkf_tensor *lr_proj[2];             /* lowrank (self, cross): (B, K, S) projection along the source */
-    vkf_tensor *lr_lengths[2];          /* (B) I32: rows of the projection that hold keys */
-    vkf_tensor *lr_kv;                  /* (B*K, 2d) projected keys and values */
-} fwd_plan;
-
-/* Greedy decoding of B sources of length S for up to `steps` tokens. */
-typedef struct gen_plan {
-    uint32_t batch, src_len, steps;
-    uint32_t layers;                    /* entries of cross_kv, cache_k, cache_v */
-    fwd_plan *enc;                      /* owned; encoder and cross K/V (tgt_len 1) */
-    vkf_tensor **cross_kv;              /* (n_dec) each (B*S, 2d), owned */
-    vkf_tensor **cache_k, **cache_v;    /* (n_dec) each (B, steps, d), owned */
-    vkf_tensor *src_lengths;            /* (B) I32 */
-    vkf_tensor *state;                  /* (1) I32: position of the step's input token */
-    vkf_tensor *step_ids;               /* (B) I32: the step's input tokens, then its outputs */
-    vkf_tensor *tokens;                 /* (B, steps) I32 */
-    vkf_tensor *y, *y2, *yn, *qkv, *q, *attn, *tmp, *hidden, *scratch, *logits; /* (B, ...) */
-    vkf_tensor *bb_random;              /* bigbird: (ceil(steps / B), R) random blocks of the decode step */
-    uint32_t cross_keys;                /* rows of each cross_kv per sequence: S, or K for lowrank */
-    vkf_cmd *step;                      /* owned, one decode step */
-    vkf_cmd *encode;                    /* owned, encoder + cross K/V */
-} gen_plan;
-
-struct vkf_model {
-    vkf_context *ctx;                   /* borrowed */
-    vkf_model_config cfg;
-    char **src_vocab, **tgt_vocab;      /* owned, or NULL */
-    bool split_chars;                   /* src_split == "chars" */
-    char *tgt_join;                     /* owned */
-    vkf_tensor *src_embed, *tgt_embed;  /* (V, d) */
-    vkf_tensor *pe;                     /* (max_len, d) */
-    enc_layer *enc;                     /* (n_encoder_layers), owned */
-    dec_layer *dec;                     /* (n_decoder_layers), owned */
-    norm enc_norm, dec_norm;
-    linear gen;                         /* (tgt_vocab, d) */
-    fwd_plan *plans[MAX_FORWARD_PLANS]; /* owned; most recently used last */
-    gen_plan *gen_plan;                 /* owned, or NULL */
-    uint32_t cmd_flags;                 /* VKF_CMD_TIMESTAMPS when profiling */
-    attn_choice self_attn;              /* encoder and (causal) decoder self-attention */
-    attn_choice cross_attn;             /* decoder cross-attention */
-    uint64_t seed;                      /* bigbird's random blocks, lsh's rotations, lowrank's projection */
-    vkf_dtype act;                      /* activations: F32, or F16 with precision f16 */
-    bool precision_auto_f16;            /* act is F16 because AUTO chose it */
-    float *lr_file[2];                  /* lowrank.self_proj / cross_proj from the file, (K, max_len), or NULL */
-    uint32_t lr_file_rank[2];
-    const vkf_cmd *last_forward;        /* borrowed from plans */
-};
 
 /* ------------------------------------------------------------------ config */
 
@@ -516,14 +418,11 @@ static void norm_free(norm *n)
     vkf_tensor_destroy(n->b);
 }
 
-static void fwd_plan_free(fwd_plan *p);
-static void gen_plan_free(gen_plan *p);
-
 void vkf_model_destroy(vkf_model *m)
 {
     if (!m) return;
-    for (int i = 0; i < MAX_FORWARD_PLANS; i++) fwd_plan_free(m->plans[i]);
-    gen_plan_free(m->gen_plan);
+    for (int i = 0; i < MAX_FORWARD_PLANS; i++) vkf_fwd_plan_free(m->plans[i]);
+    vkf_gen_plan_free(m->gen_plan);
     for (uint32_t i = 0; m->enc && i < m->cfg.n_encoder_layers; i++) {
         enc_layer *e = &m->enc[i];
         linear_free(&e->qkv), linear_free(&e->o), linear_free(&e->ff1), linear_free(&e->ff2);
@@ -661,15 +560,15 @@ vkf_status vkf_model_get_config(const vkf_model *m, vkf_model_config *out)
 
 /* ------------------------------------------------------------------ recording helpers */
 
-static vkf_status tensor2(vkf_context *ctx, vkf_dtype dtype, uint64_t rows, uint64_t cols, vkf_tensor **out)
+vkf_status vkf_tensor2(vkf_context *ctx, vkf_dtype dtype, uint64_t rows, uint64_t cols, vkf_tensor **out)
 {
     uint64_t shape[2] = {rows, cols};
     return vkf_tensor_create(ctx, dtype, 2, shape, out);
 }
 
 /* out (rows, l.out) = act(in (rows, l.in) · l.wᵀ + l.b) + residual */
-static vkf_status rec_linear(vkf_cmd *cmd, const vkf_tensor *in, uint32_t rows, const linear *l, vkf_tensor *out,
-                             vkf_activation act, const vkf_tensor *residual)
+vkf_status vkf_rec_linear(vkf_cmd *cmd, const vkf_tensor *in, uint32_t rows, const linear *l, vkf_tensor *out,
+                          vkf_activation act, const vkf_tensor *residual)
 {
     vkf_matmul_desc d;
     vkf_matmul_desc_init(&d);
@@ -683,8 +582,8 @@ static vkf_status rec_linear(vkf_cmd *cmd, const vkf_tensor *in, uint32_t rows, 
     return vkf_cmd_matmul(cmd, &d);
 }
 
-static vkf_status rec_norm(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor *x, const vkf_tensor *residual,
-                           uint32_t rows, const norm *n, vkf_tensor *y)
+vkf_status vkf_rec_norm(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor *x, const vkf_tensor *residual,
+                        uint32_t rows, const norm *n, vkf_tensor *y)
 {
     vkf_layernorm_desc d;
     vkf_layernorm_desc_init(&d);
@@ -711,7 +610,7 @@ static bool needs_scores(const vkf_model *m, const attn_choice *ch)
 /* The choice at a site. Decoder self-attention is causal: lowrank cannot apply
  * there (a projection along the sequence mixes later tokens into earlier ones),
  * so it stays dense. */
-static attn_choice site_choice(const vkf_model *m, enum attn_site site)
+attn_choice vkf_site_choice(const vkf_model *m, enum attn_site site)
 {
     if (site == SITE_CROSS) return m->cross_attn;
     attn_choice c = m->self_attn;
@@ -761,7 +660,7 @@ static vkf_status download_act(const vkf_model *m, vkf_tensor *t, float *data, u
 }
 
 /* Uploads the lowrank projections of a plan for these sources. */
-static vkf_status upload_lowrank(const vkf_model *m, fwd_plan *p, const vkf_sequences *src)
+vkf_status vkf_upload_lowrank(const vkf_model *m, fwd_plan *p, const vkf_sequences *src)
 {
     for (int i = 0; i < 2; i++) {
         if (!p->lr_proj[i]) continue;
@@ -803,7 +702,7 @@ static vkf_status rec_attention(vkf_cmd *cmd, const vkf_model *m, fwd_plan *pl, 
                                 vkf_tensor *out)
 {
     uint32_t H = m->cfg.n_heads, hd = m->cfg.d_model / H, d = m->cfg.d_model;
-    attn_choice choice = site_choice(m, site);
+    attn_choice choice = vkf_site_choice(m, site);
     const attn_choice *ch = &choice;
     if (ch->kind == VKF_ATTN_LSH) {
         /* keys are the normalised queries: k's view is not read */
@@ -872,9 +771,9 @@ static vkf_status rec_attention(vkf_cmd *cmd, const vkf_model *m, fwd_plan *pl, 
     return vkf_cmd_matmul(cmd, &o);
 }
 
-static vkf_status rec_embed(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor *table, uint32_t vocab,
-                            const vkf_tensor *ids, uint32_t tokens, uint32_t seq_len, const vkf_tensor *state,
-                            vkf_tensor *out)
+vkf_status vkf_rec_embed(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor *table, uint32_t vocab,
+                         const vkf_tensor *ids, uint32_t tokens, uint32_t seq_len, const vkf_tensor *state,
+                         vkf_tensor *out)
 {
     vkf_embed_desc e;
     vkf_embed_desc_init(&e);
@@ -887,7 +786,7 @@ static vkf_status rec_embed(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor *
 
 /* ------------------------------------------------------------------ forward plans */
 
-static void fwd_plan_free(fwd_plan *p)
+void vkf_fwd_plan_free(fwd_plan *p)
 {
     if (!p) return;
     vkf_cmd_destroy(p->cmd);
@@ -902,38 +801,38 @@ static void fwd_plan_free(fwd_plan *p)
 }
 
 /* Encoder: src ids -> memory (B*S, d). Uses a, b, n, qkv, attn, tmp, hidden, scores. */
-static vkf_status rec_encoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
+vkf_status vkf_rec_encoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
 {
     const vkf_model_config *c = &m->cfg;
     uint32_t B = p->batch, S = p->src_len, rows = B * S, d = c->d_model;
     vkf_tensor *x = p->a, *alt = p->b;
     /* x = src_embed(ids) * scale + PE */
-    VKF_TRY(rec_embed(cmd, m, m->src_embed, c->src_vocab_size, p->src_ids, rows, S, NULL, x));
+    VKF_TRY(vkf_rec_embed(cmd, m, m->src_embed, c->src_vocab_size, p->src_ids, rows, S, NULL, x));
     for (uint32_t i = 0; i < c->n_encoder_layers; i++) {
         const enc_layer *e = &m->enc[i];
         heads_view q = {p->qkv, 0, 3 * d}, k = {p->qkv, d, 3 * d}, v = {p->qkv, 2 * d, 3 * d};
         if (!c->norm_first) {
             /* x = LN1(x + SelfAttn(x)); x = LN2(x + FFN(x)) */
-            VKF_TRY(rec_linear(cmd, x, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_rec_linear(cmd, x, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(rec_attention(cmd, m, p, SITE_ENC_SELF, B, S, S, q, k, v, p->src_lengths, p->src_mask, false, p->scores, p->attn));
-            VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_norm(cmd, m, x, p->tmp, rows, &e->n1, x));
-            VKF_TRY(rec_linear(cmd, x, rows, &e->ff1, p->hidden, c->activation, NULL));
-            VKF_TRY(rec_linear(cmd, p->hidden, rows, &e->ff2, p->tmp, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_norm(cmd, m, x, p->tmp, rows, &e->n2, x));
+            VKF_TRY(vkf_rec_linear(cmd, p->attn, rows, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_rec_norm(cmd, m, x, p->tmp, rows, &e->n1, x));
+            VKF_TRY(vkf_rec_linear(cmd, x, rows, &e->ff1, p->hidden, c->activation, NULL));
+            VKF_TRY(vkf_rec_linear(cmd, p->hidden, rows, &e->ff2, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_rec_norm(cmd, m, x, p->tmp, rows, &e->n2, x));
         } else {
             /* alt = x + SelfAttn(LN1(x)); x = alt + FFN(LN2(alt)) */
-            VKF_TRY(rec_norm(cmd, m, x, NULL, rows, &e->n1, p->n));
-            VKF_TRY(rec_linear(cmd, p->n, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_rec_norm(cmd, m, x, NULL, rows, &e->n1, p->n));
+            VKF_TRY(vkf_rec_linear(cmd, p->n, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(rec_attention(cmd, m, p, SITE_ENC_SELF, B, S, S, q, k, v, p->src_lengths, p->src_mask, false, p->scores, p->attn));
-            VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, alt, VKF_ACTIVATION_NONE, x));
-            VKF_TRY(rec_norm(cmd, m, alt, NULL, rows, &e->n2, p->n));
-            VKF_TRY(rec_linear(cmd, p->n, rows, &e->ff1, p->hidden, c->activation, NULL));
-            VKF_TRY(rec_linear(cmd, p->hidden, rows, &e->ff2, x, VKF_ACTIVATION_NONE, alt));
+            VKF_TRY(vkf_rec_linear(cmd, p->attn, rows, &e->o, alt, VKF_ACTIVATION_NONE, x));
+            VKF_TRY(vkf_rec_norm(cmd, m, alt, NULL, rows, &e->n2, p->n));
+            VKF_TRY(vkf_rec_linear(cmd, p->n, rows, &e->ff1, p->hidden, c->activation, NULL));
+            VKF_TRY(vkf_rec_linear(cmd, p->hidden, rows, &e->ff2, x, VKF_ACTIVATION_NONE, alt));
         }
     }
     /* memory = encoder.norm(x) */
-    return rec_norm(cmd, m, x, NULL, rows, &m->enc_norm, p->memory);
+    return vkf_rec_norm(cmd, m, x, NULL, rows, &m->enc_norm, p->memory);
 }
 
 /* Decoder over a whole target (teacher forcing): tgt ids, memory -> logits. */
@@ -943,50 +842,50 @@ static vkf_status rec_decoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
     uint32_t B = p->batch, S = p->src_len, T = p->tgt_len, rows = B * T, d = c->d_model;
     vkf_tensor *y = p->a, *alt = p->b;
     /* y = tgt_embed(ids) * scale + PE */
-    VKF_TRY(rec_embed(cmd, m, m->tgt_embed, c->tgt_vocab_size, p->tgt_ids, rows, T, NULL, y));
+    VKF_TRY(vkf_rec_embed(cmd, m, m->tgt_embed, c->tgt_vocab_size, p->tgt_ids, rows, T, NULL, y));
     heads_view sq = {p->qkv, 0, 3 * d}, sk = {p->qkv, d, 3 * d}, sv = {p->qkv, 2 * d, 3 * d};
     heads_view cq = {p->q, 0, d}, ck = {p->kv, 0, 2 * d}, cv = {p->kv, d, 2 * d};
     for (uint32_t i = 0; i < c->n_decoder_layers; i++) {
         const dec_layer *e = &m->dec[i];
         /* cross-attention keys and values from the encoder memory */
-        VKF_TRY(rec_linear(cmd, p->memory, B * S, &e->ckv, p->kv, VKF_ACTIVATION_NONE, NULL));
+        VKF_TRY(vkf_rec_linear(cmd, p->memory, B * S, &e->ckv, p->kv, VKF_ACTIVATION_NONE, NULL));
         if (!c->norm_first) {
             /* y = LN1(y + CausalSelfAttn(y)); y = LN2(y + CrossAttn(y, memory)); y = LN3(y + FFN(y)) */
-            VKF_TRY(rec_linear(cmd, y, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_rec_linear(cmd, y, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(rec_attention(cmd, m, p, SITE_DEC_SELF, B, T, T, sq, sk, sv, NULL, NULL, true, p->scores, p->attn));
-            VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_norm(cmd, m, y, p->tmp, rows, &e->n1, y));
-            VKF_TRY(rec_linear(cmd, y, rows, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_rec_linear(cmd, p->attn, rows, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_rec_norm(cmd, m, y, p->tmp, rows, &e->n1, y));
+            VKF_TRY(vkf_rec_linear(cmd, y, rows, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(rec_attention(cmd, m, p, SITE_CROSS, B, T, S, cq, ck, cv, p->src_lengths, p->src_mask, false, p->scores, p->attn));
-            VKF_TRY(rec_linear(cmd, p->attn, rows, &e->co, p->tmp, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_norm(cmd, m, y, p->tmp, rows, &e->n2, y));
-            VKF_TRY(rec_linear(cmd, y, rows, &e->ff1, p->hidden, c->activation, NULL));
-            VKF_TRY(rec_linear(cmd, p->hidden, rows, &e->ff2, p->tmp, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_norm(cmd, m, y, p->tmp, rows, &e->n3, y));
+            VKF_TRY(vkf_rec_linear(cmd, p->attn, rows, &e->co, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_rec_norm(cmd, m, y, p->tmp, rows, &e->n2, y));
+            VKF_TRY(vkf_rec_linear(cmd, y, rows, &e->ff1, p->hidden, c->activation, NULL));
+            VKF_TRY(vkf_rec_linear(cmd, p->hidden, rows, &e->ff2, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_rec_norm(cmd, m, y, p->tmp, rows, &e->n3, y));
         } else {
             /* alt = y + CausalSelfAttn(LN1(y)); y = alt + CrossAttn(LN2(alt)); alt = y + FFN(LN3(y)) */
-            VKF_TRY(rec_norm(cmd, m, y, NULL, rows, &e->n1, p->n));
-            VKF_TRY(rec_linear(cmd, p->n, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_rec_norm(cmd, m, y, NULL, rows, &e->n1, p->n));
+            VKF_TRY(vkf_rec_linear(cmd, p->n, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(rec_attention(cmd, m, p, SITE_DEC_SELF, B, T, T, sq, sk, sv, NULL, NULL, true, p->scores, p->attn));
-            VKF_TRY(rec_linear(cmd, p->attn, rows, &e->o, alt, VKF_ACTIVATION_NONE, y));
-            VKF_TRY(rec_norm(cmd, m, alt, NULL, rows, &e->n2, p->n));
-            VKF_TRY(rec_linear(cmd, p->n, rows, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(vkf_rec_linear(cmd, p->attn, rows, &e->o, alt, VKF_ACTIVATION_NONE, y));
+            VKF_TRY(vkf_rec_norm(cmd, m, alt, NULL, rows, &e->n2, p->n));
+            VKF_TRY(vkf_rec_linear(cmd, p->n, rows, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(rec_attention(cmd, m, p, SITE_CROSS, B, T, S, cq, ck, cv, p->src_lengths, p->src_mask, false, p->scores, p->attn));
-            VKF_TRY(rec_linear(cmd, p->attn, rows, &e->co, y, VKF_ACTIVATION_NONE, alt));
-            VKF_TRY(rec_norm(cmd, m, y, NULL, rows, &e->n3, p->n));
-            VKF_TRY(rec_linear(cmd, p->n, rows, &e->ff1, p->hidden, c->activation, NULL));
-            VKF_TRY(rec_linear(cmd, p->hidden, rows, &e->ff2, alt, VKF_ACTIVATION_NONE, y));
+            VKF_TRY(vkf_rec_linear(cmd, p->attn, rows, &e->co, y, VKF_ACTIVATION_NONE, alt));
+            VKF_TRY(vkf_rec_norm(cmd, m, y, NULL, rows, &e->n3, p->n));
+            VKF_TRY(vkf_rec_linear(cmd, p->n, rows, &e->ff1, p->hidden, c->activation, NULL));
+            VKF_TRY(vkf_rec_linear(cmd, p->hidden, rows, &e->ff2, alt, VKF_ACTIVATION_NONE, y));
             vkf_tensor *swap = y;
             y = alt, alt = swap;
         }
     }
     /* logits = generator(decoder.norm(y)) */
-    VKF_TRY(rec_norm(cmd, m, y, NULL, rows, &m->dec_norm, p->n));
-    return rec_linear(cmd, p->n, rows, &m->gen, p->logits, VKF_ACTIVATION_NONE, NULL);
+    VKF_TRY(vkf_rec_norm(cmd, m, y, NULL, rows, &m->dec_norm, p->n));
+    return vkf_rec_linear(cmd, p->n, rows, &m->gen, p->logits, VKF_ACTIVATION_NONE, NULL);
 }
 
 /* Activations for B sequences of S source and T target tokens. */
-static vkf_status fwd_plan_alloc(vkf_model *m, uint32_t B, uint32_t S, uint32_t T, fwd_plan **out)
+vkf_status vkf_fwd_plan_alloc(vkf_model *m, uint32_t B, uint32_t S, uint32_t T, fwd_plan **out)
 {
     vkf_context *ctx = m->ctx;
     const vkf_model_config *c = &m->cfg;
@@ -995,23 +894,23 @@ static vkf_status fwd_plan_alloc(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
     p->batch = B, p->src_len = S, p->tgt_len = T;
     uint64_t L = S > T ? S : T, rows = (uint64_t)B * L, d = c->d_model;
     uint64_t score_rows = (uint64_t)B * c->n_heads * L;
-    vkf_status st = tensor2(ctx, VKF_DTYPE_I32, B, S, &p->src_ids);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, B, T, &p->tgt_ids);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, B, S, &p->src_mask);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->src_lengths);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, d, &p->a);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, d, &p->b);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, d, &p->n);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, (uint64_t)B * S, d, &p->memory);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, 3 * d, &p->qkv);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, (uint64_t)B * T, d, &p->q);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, (uint64_t)B * S, 2 * d, &p->kv);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, d, &p->attn);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, d, &p->tmp);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, rows, c->d_ff, &p->hidden);
+    vkf_status st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, S, &p->src_ids);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, T, &p->tgt_ids);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, B, S, &p->src_mask);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->src_lengths);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, rows, d, &p->a);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, rows, d, &p->b);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, rows, d, &p->n);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, (uint64_t)B * S, d, &p->memory);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, rows, 3 * d, &p->qkv);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, (uint64_t)B * T, d, &p->q);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, (uint64_t)B * S, 2 * d, &p->kv);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, rows, d, &p->attn);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, rows, d, &p->tmp);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, rows, c->d_ff, &p->hidden);
     if (st == VKF_OK && (needs_scores(m, &m->self_attn) || needs_scores(m, &m->cross_attn)))
-        st = tensor2(ctx, VKF_DTYPE_F32, score_rows, L, &p->scores);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, (uint64_t)B * T, c->tgt_vocab_size, &p->logits);
+        st = vkf_tensor2(ctx, VKF_DTYPE_F32, score_rows, L, &p->scores);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, (uint64_t)B * T, c->tgt_vocab_size, &p->logits);
     if (st == VKF_OK && m->self_attn.kind == VKF_ATTN_LSH) {
         vkf_lsh_desc shape = {.batch = B, .heads = c->n_heads, .head_dim = c->d_model / c->n_heads,
                               .rounds = m->self_attn.rounds, .chunk = m->self_attn.chunk};
@@ -1021,13 +920,13 @@ static vkf_status fwd_plan_alloc(vkf_model *m, uint32_t B, uint32_t S, uint32_t 
     for (int i = 0; i < 2 && st == VKF_OK; i++) {
         const attn_choice *ch = i == 0 ? &m->self_attn : &m->cross_attn;
         if (ch->kind != VKF_ATTN_LOWRANK) continue;
-        st = tensor2(ctx, m->act, (uint64_t)B * ch->rank, S, &p->lr_proj[i]);
-        if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->lr_lengths[i]);
+        st = vkf_tensor2(ctx, m->act, (uint64_t)B * ch->rank, S, &p->lr_proj[i]);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->lr_lengths[i]);
         if (ch->rank > lr_rows) lr_rows = ch->rank;
     }
-    if (st == VKF_OK && lr_rows) st = tensor2(ctx, m->act, (uint64_t)B * lr_rows, 2 * d, &p->lr_kv);
+    if (st == VKF_OK && lr_rows) st = vkf_tensor2(ctx, m->act, (uint64_t)B * lr_rows, 2 * d, &p->lr_kv);
     if (st != VKF_OK) {
-        fwd_plan_free(p);
+        vkf_fwd_plan_free(p);
         return st;
     }
     *out = p;
@@ -1047,16 +946,16 @@ static vkf_status forward_plan(vkf_model *m, uint32_t B, uint32_t S, uint32_t T,
         }
     }
     fwd_plan *p;
-    VKF_TRY(fwd_plan_alloc(m, B, S, T, &p));
+    VKF_TRY(vkf_fwd_plan_alloc(m, B, S, T, &p));
     vkf_status st = vkf_cmd_create(m->ctx, m->cmd_flags, &p->cmd);
-    if (st == VKF_OK) st = rec_encoder(p->cmd, m, p);
+    if (st == VKF_OK) st = vkf_rec_encoder(p->cmd, m, p);
     if (st == VKF_OK) st = rec_decoder(p->cmd, m, p);
     if (st != VKF_OK) {
-        fwd_plan_free(p);
+        vkf_fwd_plan_free(p);
         return st;
     }
     if (m->plans[0] && m->last_forward == m->plans[0]->cmd) m->last_forward = NULL;
-    fwd_plan_free(m->plans[0]);
+    vkf_fwd_plan_free(m->plans[0]);
     memmove(&m->plans[0], &m->plans[1], (MAX_FORWARD_PLANS - 1) * sizeof *m->plans);
     m->plans[MAX_FORWARD_PLANS - 1] = p;
     *out = p;
@@ -1064,8 +963,8 @@ static vkf_status forward_plan(vkf_model *m, uint32_t B, uint32_t S, uint32_t T,
 }
 
 /* Checks a batch of sequences; returns the longest length. */
-static vkf_status check_sequences(const vkf_model *m, const vkf_sequences *s, uint32_t vocab, const char *what,
-                                  uint32_t *out_max)
+vkf_status vkf_check_sequences(const vkf_model *m, const vkf_sequences *s, uint32_t vocab, const char *what,
+                               uint32_t *out_max)
 {
     *out_max = 0;
     if (!s || !s->ids || !s->lengths || s->count == 0)
@@ -1088,8 +987,8 @@ static vkf_status check_sequences(const vkf_model *m, const vkf_sequences *s, ui
 
 /* Uploads ids padded with pad_id to (count, len), and (where given) the additive
  * key mask and the lengths. */
-static vkf_status upload_ids(const vkf_model *m, const vkf_sequences *s, uint32_t len, vkf_tensor *ids, vkf_tensor *mask,
-                             vkf_tensor *lengths)
+vkf_status vkf_upload_ids(const vkf_model *m, const vkf_sequences *s, uint32_t len, vkf_tensor *ids, vkf_tensor *mask,
+                          vkf_tensor *lengths)
 {
     size_t n = (size_t)s->count * len;
     int32_t *h = malloc(n * sizeof *h);
@@ -1120,8 +1019,8 @@ vkf_status vkf_model_forward(vkf_model *m, const vkf_sequences *src, const vkf_s
     if (!m || !out_logits)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_forward: %s is NULL", m ? "out_logits" : "model");
     uint32_t S, T;
-    VKF_TRY(check_sequences(m, src, m->cfg.src_vocab_size, "source", &S));
-    VKF_TRY(check_sequences(m, tgt, m->cfg.tgt_vocab_size, "target", &T));
+    VKF_TRY(vkf_check_sequences(m, src, m->cfg.src_vocab_size, "source", &S));
+    VKF_TRY(vkf_check_sequences(m, tgt, m->cfg.tgt_vocab_size, "target", &T));
     if (src->count != tgt->count)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_forward: %u sources but %u targets", src->count, tgt->count);
     uint32_t B = src->count, V = m->cfg.tgt_vocab_size;
@@ -1131,9 +1030,9 @@ vkf_status vkf_model_forward(vkf_model *m, const vkf_sequences *src, const vkf_s
                         (unsigned long long)out_floats, (unsigned long long)need);
     fwd_plan *p;
     VKF_TRY(forward_plan(m, B, S, T, &p));
-    VKF_TRY(upload_ids(m, src, S, p->src_ids, p->src_mask, p->src_lengths));
-    VKF_TRY(upload_ids(m, tgt, T, p->tgt_ids, NULL, NULL));
-    VKF_TRY(upload_lowrank(m, p, src));
+    VKF_TRY(vkf_upload_ids(m, src, S, p->src_ids, p->src_mask, p->src_lengths));
+    VKF_TRY(vkf_upload_ids(m, tgt, T, p->tgt_ids, NULL, NULL));
+    VKF_TRY(vkf_upload_lowrank(m, p, src));
     VKF_TRY(vkf_cmd_submit(p->cmd));
     m->last_forward = p->cmd;
     VKF_TRY(download_act(m, p->logits, out_logits, need));
@@ -1142,236 +1041,16 @@ vkf_status vkf_model_forward(vkf_model *m, const vkf_sequences *src, const vkf_s
     return VKF_OK;
 }
 
-/* ------------------------------------------------------------------ generation */
-
-static void gen_plan_free(gen_plan *p)
-{
-    if (!p) return;
-    vkf_cmd_destroy(p->step);
-    vkf_cmd_destroy(p->encode);
-    fwd_plan_free(p->enc);
-    for (uint32_t i = 0; i < p->layers; i++) {
-        if (p->cross_kv) vkf_tensor_destroy(p->cross_kv[i]);
-        if (p->cache_k) vkf_tensor_destroy(p->cache_k[i]);
-        if (p->cache_v) vkf_tensor_destroy(p->cache_v[i]);
-    }
-    free(p->cross_kv);
-    free(p->cache_k);
-    free(p->cache_v);
-    vkf_tensor *ts[] = {p->src_lengths, p->state, p->step_ids, p->tokens, p->y,      p->y2,      p->yn,
-                        p->qkv,         p->q,     p->attn,     p->tmp,    p->hidden, p->scratch, p->logits,
-                        p->bb_random};
-    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
-    free(p);
-}
-
-/* One decode step for every sequence: embed the step's input tokens at the
- * position in `state`, run each decoder layer against the KV cache and the
- * cross-attention keys/values, pick the next tokens, advance the position. */
-static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p)
-{
-    const vkf_model_config *c = &m->cfg;
-    uint32_t B = p->batch, d = c->d_model, H = c->n_heads, hd = d / H;
-    float scale = 1.0f / sqrtf((float)hd);
-    vkf_tensor *y = p->y, *alt = p->y2;
-    /* y (B, d) = tgt_embed(step_ids) * scale + PE(state) */
-    VKF_TRY(rec_embed(cmd, m, m->tgt_embed, c->tgt_vocab_size, p->step_ids, B, 1, p->state, y));
-    for (uint32_t i = 0; i < c->n_decoder_layers; i++) {
-        const dec_layer *e = &m->dec[i];
-        /* self-attention over the cache: keys/values of positions 0..state */
-        vkf_attention_decode_desc self = {
-            .batch = B, .heads = H, .head_dim = hd, .max_keys = p->steps, .scale = scale,
-            .q = p->qkv, .q_offset = 0, .q_batch = 3 * d,
-            .k = p->cache_k[i], .k_offset = 0, .k_row = d, .k_batch = (uint64_t)p->steps * d,
-            .v = p->cache_v[i], .v_offset = 0, .v_row = d, .v_batch = (uint64_t)p->steps * d,
-            .lengths = p->state, .length_from_state = true, .scratch = p->scratch, .out = p->attn,
-        };
-        /* The one-token step: lsh and lowrank cannot apply (see vkf_model_set_attention); dense. */
-        attn_choice sc = site_choice(m, SITE_DEC_SELF);
-        if (sc.kind == VKF_ATTN_FUSED) {
-            self.pattern = sc.pattern, self.window = sc.window, self.stride = sc.stride;
-            self.bigbird = (vkf_bigbird){sc.block, sc.globals, sc.random, true, m->seed};
-            self.random_blocks = p->bb_random;
-        }
-        /* cross-attention over each source's memory, masked past its length */
-        vkf_attention_decode_desc cross = {
-            .batch = B, .heads = H, .head_dim = hd, .max_keys = p->cross_keys, .scale = scale,
-            .q = p->q, .q_offset = 0, .q_batch = d,
-            .k = p->cross_kv[i], .k_offset = 0, .k_row = 2 * d, .k_batch = (uint64_t)p->cross_keys * 2 * d,
-            .v = p->cross_kv[i], .v_offset = d, .v_row = 2 * d, .v_batch = (uint64_t)p->cross_keys * 2 * d,
-            .lengths = m->cross_attn.kind == VKF_ATTN_LOWRANK ? p->enc->lr_lengths[1] : p->src_lengths,
-            .length_from_state = false, .scratch = p->scratch, .out = p->attn,
-        };
-        if (!c->norm_first) {
-            VKF_TRY(rec_linear(cmd, y, B, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(vkf_op_kv_append(cmd, p->qkv, p->state, p->cache_k[i], p->cache_v[i], B, d, p->steps));
-            VKF_TRY(vkf_op_attention_decode(cmd, &self));
-            VKF_TRY(rec_linear(cmd, p->attn, B, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_norm(cmd, m, y, p->tmp, B, &e->n1, y));
-            VKF_TRY(rec_linear(cmd, y, B, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(vkf_op_attention_decode(cmd, &cross));
-            VKF_TRY(rec_linear(cmd, p->attn, B, &e->co, p->tmp, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_norm(cmd, m, y, p->tmp, B, &e->n2, y));
-            VKF_TRY(rec_linear(cmd, y, B, &e->ff1, p->hidden, c->activation, NULL));
-            VKF_TRY(rec_linear(cmd, p->hidden, B, &e->ff2, p->tmp, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(rec_norm(cmd, m, y, p->tmp, B, &e->n3, y));
-        } else {
-            VKF_TRY(rec_norm(cmd, m, y, NULL, B, &e->n1, p->yn));
-            VKF_TRY(rec_linear(cmd, p->yn, B, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(vkf_op_kv_append(cmd, p->qkv, p->state, p->cache_k[i], p->cache_v[i], B, d, p->steps));
-            VKF_TRY(vkf_op_attention_decode(cmd, &self));
-            VKF_TRY(rec_linear(cmd, p->attn, B, &e->o, alt, VKF_ACTIVATION_NONE, y));
-            VKF_TRY(rec_norm(cmd, m, alt, NULL, B, &e->n2, p->yn));
-            VKF_TRY(rec_linear(cmd, p->yn, B, &e->cq, p->q, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(vkf_op_attention_decode(cmd, &cross));
-            VKF_TRY(rec_linear(cmd, p->attn, B, &e->co, y, VKF_ACTIVATION_NONE, alt));
-            VKF_TRY(rec_norm(cmd, m, y, NULL, B, &e->n3, p->yn));
-            VKF_TRY(rec_linear(cmd, p->yn, B, &e->ff1, p->hidden, c->activation, NULL));
-            VKF_TRY(rec_linear(cmd, p->hidden, B, &e->ff2, alt, VKF_ACTIVATION_NONE, y));
-            vkf_tensor *swap = y;
-            y = alt, alt = swap;
-        }
-    }
-    /* logits = generator(decoder.norm(y)); next ids = argmax; position += 1 */
-    VKF_TRY(rec_norm(cmd, m, y, NULL, B, &m->dec_norm, p->yn));
-    VKF_TRY(rec_linear(cmd, p->yn, B, &m->gen, p->logits, VKF_ACTIVATION_NONE, NULL));
-    VKF_TRY(vkf_op_argmax(cmd, p->logits, p->state, p->step_ids, p->tokens, B, c->tgt_vocab_size, p->steps));
-    return vkf_op_advance(cmd, p->state);
-}
-
-static vkf_status gen_plan_build(vkf_model *m, uint32_t B, uint32_t S, uint32_t steps, gen_plan **out)
-{
-    vkf_context *ctx = m->ctx;
-    const vkf_model_config *c = &m->cfg;
-    uint64_t d = c->d_model, L = c->n_decoder_layers;
-    gen_plan *p = calloc(1, sizeof *p);
-    if (!p) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a generation plan");
-    p->batch = B, p->src_len = S, p->steps = steps;
-    p->cross_kv = calloc(L, sizeof *p->cross_kv);
-    p->cache_k = calloc(L, sizeof *p->cache_k);
-    p->cache_v = calloc(L, sizeof *p->cache_v);
-    vkf_status st = p->cross_kv && p->cache_k && p->cache_v ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (st == VKF_OK) p->layers = (uint32_t)L;
-    if (st == VKF_OK) st = fwd_plan_alloc(m, B, S, 1, &p->enc);
-    bool lowrank_cross = m->cross_attn.kind == VKF_ATTN_LOWRANK;
-    p->cross_keys = lowrank_cross ? m->cross_attn.rank : S;
-    for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
-        st = tensor2(ctx, m->act, (uint64_t)B * p->cross_keys, 2 * d, &p->cross_kv[i]);
-        if (st == VKF_OK) st = tensor2(ctx, m->act, (uint64_t)B * steps, d, &p->cache_k[i]);
-        if (st == VKF_OK) st = tensor2(ctx, m->act, (uint64_t)B * steps, d, &p->cache_v[i]);
-    }
-    uint64_t keys = steps > p->cross_keys ? steps : p->cross_keys;
-    attn_choice sc = site_choice(m, SITE_DEC_SELF);
-    if (st == VKF_OK && sc.kind == VKF_ATTN_FUSED && sc.pattern == VKF_ATTENTION_BIGBIRD) {
-        /* the decode step's random blocks: causal, so the forward pass's */
-        vkf_bigbird bb = {sc.block, sc.globals, sc.random, true, m->seed};
-        uint64_t blocks = vkf_div_up(steps, sc.block), n = blocks * sc.random > 0 ? blocks * sc.random : 1;
-        int32_t *h = calloc(n, sizeof *h);
-        st = h ? tensor2(ctx, VKF_DTYPE_I32, 1, n, &p->bb_random) : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-        for (uint64_t qb = 0; st == VKF_OK && qb < blocks; qb++) vkf_bigbird_random_blocks(&bb, (uint32_t)qb, 0, h + qb * sc.random);
-        if (st == VKF_OK) st = vkf_tensor_upload(p->bb_random, h, n * sizeof *h);
-        free(h);
-    }
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->src_lengths);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, 1, &p->state);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->step_ids);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->tokens);
-    vkf_tensor **acts[] = {&p->y, &p->y2, &p->yn, &p->q, &p->attn, &p->tmp};
-    for (size_t i = 0; st == VKF_OK && i < sizeof acts / sizeof acts[0]; i++) st = tensor2(ctx, m->act, B, d, acts[i]);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, B, 3 * d, &p->qkv);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, B, c->d_ff, &p->hidden);
-    if (st == VKF_OK) st = tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * c->n_heads, keys, &p->scratch);
-    if (st == VKF_OK) st = tensor2(ctx, m->act, B, c->tgt_vocab_size, &p->logits);
-    /* The encoder and every layer's cross-attention keys/values: once per batch. */
-    if (st == VKF_OK) st = vkf_cmd_create(ctx, m->cmd_flags, &p->encode);
-    if (st == VKF_OK) st = rec_encoder(p->encode, m, p->enc);
-    for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
-        if (!lowrank_cross) {
-            st = rec_linear(p->encode, p->enc->memory, B * S, &m->dec[i].ckv, p->cross_kv[i], VKF_ACTIVATION_NONE, NULL);
-            continue;
-        }
-        /* lowrank: the memory's keys and values, projected to K rows per source */
-        st = rec_linear(p->encode, p->enc->memory, B * S, &m->dec[i].ckv, p->enc->kv, VKF_ACTIVATION_NONE, NULL);
-        if (st == VKF_OK)
-            st = vkf_op_lowrank_project(p->encode, p->enc->lr_proj[1], B, p->cross_keys, S, d, p->enc->kv, 0, 2 * d,
-                                        p->cross_kv[i]);
-    }
-    if (st == VKF_OK) st = vkf_cmd_create(ctx, m->cmd_flags, &p->step);
-    if (st == VKF_OK) st = rec_step(p->step, m, p);
-    if (st != VKF_OK) {
-        gen_plan_free(p);
-        return st;
-    }
-    *out = p;
-    return VKF_OK;
-}
-
-vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t max_new, int32_t *out_ids,
-                              uint32_t *out_lengths)
-{
-    if (!m || !out_ids || !out_lengths)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate: %s is NULL",
-                        !m ? "model" : !out_ids ? "out_ids" : "out_lengths");
-    uint32_t S;
-    VKF_TRY(check_sequences(m, src, m->cfg.src_vocab_size, "source", &S));
-    if (max_new == 0 || max_new > m->cfg.max_len)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate: max_new %u is outside 1..%u (the model's max_len)",
-                        max_new, m->cfg.max_len);
-    uint32_t B = src->count;
-    gen_plan *p = m->gen_plan;
-    if (!p || p->batch != B || p->src_len != S || p->steps != max_new) {
-        gen_plan_free(m->gen_plan);
-        m->gen_plan = NULL;
-        VKF_TRY(gen_plan_build(m, B, S, max_new, &p));
-        m->gen_plan = p;
-    }
-    VKF_TRY(upload_ids(m, src, S, p->enc->src_ids, p->enc->src_mask, p->enc->src_lengths));
-    VKF_TRY(upload_lowrank(m, p->enc, src));
-    int32_t *ids = malloc((size_t)B * sizeof *ids);
-    int32_t *tokens = malloc((size_t)B * max_new * sizeof *tokens);
-    bool *done = calloc(B, sizeof *done);
-    vkf_status st = ids && tokens && done ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (uint32_t b = 0; st == VKF_OK && b < B; b++) {
-        ids[b] = (int32_t)src->lengths[b];
-        out_lengths[b] = 0;
-    }
-    if (st == VKF_OK) st = vkf_tensor_upload(p->src_lengths, ids, (uint64_t)B * sizeof *ids);
-    if (st == VKF_OK) st = vkf_cmd_submit(p->encode);
-    int32_t zero = 0;
-    if (st == VKF_OK) st = vkf_tensor_upload(p->state, &zero, sizeof zero);
-    for (uint32_t b = 0; st == VKF_OK && b < B; b++) ids[b] = m->cfg.bos_id;
-    if (st == VKF_OK) st = vkf_tensor_upload(p->step_ids, ids, (uint64_t)B * sizeof *ids);
-    /* Each step: one submit of the same command buffer; the host only reads the
-     * chosen ids to know when every sequence has reached eos. */
-    uint32_t steps = 0, finished = 0;
-    while (st == VKF_OK && steps < max_new && finished < B) {
-        st = vkf_cmd_submit(p->step);
-        if (st == VKF_OK) st = vkf_tensor_download(p->step_ids, ids, (uint64_t)B * sizeof *ids);
-        for (uint32_t b = 0; st == VKF_OK && b < B; b++) {
-            if (done[b]) continue;
-            if (ids[b] == m->cfg.eos_id) done[b] = true, finished++;
-            else out_lengths[b]++;
-        }
-        steps++;
-    }
-    if (st == VKF_OK) st = vkf_tensor_download(p->tokens, tokens, (uint64_t)B * max_new * sizeof *tokens);
-    for (uint32_t b = 0; st == VKF_OK && b < B; b++)
-        for (uint32_t j = 0; j < max_new; j++)
-            out_ids[(size_t)b * max_new + j] = j < out_lengths[b] ? tokens[(size_t)b * max_new + j] : m->cfg.pad_id;
-    free(ids), free(tokens), free(done);
-    return st;
-}
-
 /* ------------------------------------------------------------------ attention variants */
 
 /* Recorded plans bake the attention choice and seed in: drop them. */
 static void drop_plans(vkf_model *m)
 {
     for (int i = 0; i < MAX_FORWARD_PLANS; i++) {
-        fwd_plan_free(m->plans[i]);
+        vkf_fwd_plan_free(m->plans[i]);
         m->plans[i] = NULL;
     }
-    gen_plan_free(m->gen_plan);
+    vkf_gen_plan_free(m->gen_plan);
     m->gen_plan = NULL;
     m->last_forward = NULL;
 }

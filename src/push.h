@@ -108,4 +108,35 @@ enum {
     VKF_ATTENTION_FLAG_CAUSAL = 2u,
 };
 
+/* shaders/kv_gather.comp */
+typedef struct vkf_push_kv_gather {
+    uint32_t rows, src_rows;
+    uint32_t row_words, src_row_words;
+    uint32_t fixed_words;
+    uint32_t words_per_position;
+    uint32_t use_state;
+} vkf_push_kv_gather;
+_Static_assert(sizeof(vkf_push_kv_gather) == 7 * 4, "mirror of kv_gather.comp");
+
+/* shaders/beam_topk.comp */
+typedef struct vkf_push_beam_topk {
+    uint32_t sources, beams, vocab, n_cand;
+    int32_t eos;
+    uint32_t min_new;
+} vkf_push_beam_topk;
+_Static_assert(sizeof(vkf_push_beam_topk) == 6 * 4, "mirror of beam_topk.comp");
+
+/* shaders/sample.comp */
+typedef struct vkf_push_sample {
+    uint32_t rows, cols;
+    uint32_t token_capacity;
+    float inv_temperature;
+    uint32_t top_k;                     /* 0: off */
+    float top_p;                        /* 1: off */
+    uint32_t seed_lo, seed_hi;
+    int32_t eos;
+    uint32_t min_new;
+} vkf_push_sample;
+_Static_assert(sizeof(vkf_push_sample) == 10 * 4, "mirror of sample.comp");
+
 #endif /* VKF_PUSH_H */

@@ -145,7 +145,7 @@ def main():
                               f"expected {want[i, j]:.6g}, got {got[i, j]:.6g}")
                         failed += 1
                 src = rng.integers(3, config["src_vocab_size"], 30).tolist()
-                r = subprocess.run([vkformer, "generate", "--model", path, "--attention", pattern, "--max-new", "20",
+                r = subprocess.run([vkformer, "generate", "--model", path, "--attention", pattern, "--max-new", "20", "--raw-ids",
                                     "--src", ",".join(map(str, src))], capture_output=True, text=True)
                 want = torch_greedy(model, pattern, src, 20)
                 got = [int(x) for x in r.stdout.split(",")] if r.returncode == 0 and r.stdout.strip() else []

@@ -123,7 +123,8 @@ def forward_cli(model_path, src, tgt, out_path, extra=()):
 
 
 def generate_cli(model_path, src, max_new):
-    rc, out, err = run_vkformer(["generate", "--model", model_path, "--src", ids_arg(src), "--max-new", str(max_new)])
+    rc, out, err = run_vkformer(["generate", "--model", model_path, "--src", ids_arg(src), "--max-new", str(max_new),
+                                 "--raw-ids"])
     if rc != 0:
         return None, "vkformer generate exited %d: %s" % (rc, " | ".join(err[-5:]))
     lines = out.splitlines()
@@ -386,7 +387,7 @@ def check_precision(tmp, rng):
     # the two F16 paths may round apart).
     if has16:
         rc, out_text, err = run_vkformer(["generate", "--model", path32, "--src", ids_arg(src), "--max-new", "20",
-                                          "--precision", "f16"])
+                                          "--precision", "f16", "--raw-ids"])
         ids = [int(x) for x in out_text.split(",")] if rc == 0 and out_text.strip() else []
         what = "--precision f16: generate follows the F16 forward pass"
         if rc != 0:

@@ -50,6 +50,15 @@ static const char usage_text[] =
     "                                        logits (len(tgt), tgt_vocab) as float32 .npy\n"
     "  generate --model FILE --src IDS [--max-new N]\n"
     "                                        greedy ids, comma-separated, without bos/eos\n"
+    "  generate --src IDS [--src IDS ...] | --input FILE | -   several sources, one batch, one line\n"
+    "                                        each; eos_id is appended unless the ids end with it\n"
+    "                                        (as translate does; --raw-ids: as given)\n"
+    "  generate|translate ... --timing       tokens/s and time to first token on stderr\n"
+    "  generate|translate ... --temperature T --top-k K --top-p P [--seed N]\n"
+    "                                        sampling on the GPU (any of the three turns it on)\n"
+    "  generate|translate ... --beam K [--length-penalty A] [--early-stopping] [--n-best N] [--min-new N]\n"
+    "                                        beam search (Hugging Face semantics); --n-best N > 1 prints\n"
+    "                                        N lines \"ids<TAB>score\" per source, best first\n"
     "  translate --model FILE TEXT [--max-new N]\n"
     "                                        greedy decoding of text (models with vocabularies)\n"
     "  translate --model FILE --input FILE [--batch B]\n"
@@ -97,6 +106,17 @@ typedef struct options {
     const char *kernel;                 /* bench matmul --kernel FAMILY (NULL: auto) */
     vkf_model_load_options load;        /* from --precision */
     bool verbose;                       /* --verbose: the library's info messages too */
+    unsigned long beam, n_best, min_new; /* generate/translate --beam K (0: greedy), --n-best N, --min-new N */
+    double length_penalty;              /* --length-penalty A (beam; default 1) */
+    bool early_stopping;                /* --early-stopping (beam) */
+    bool beam_given;                    /* --beam was given (so --beam 0 is an error, not greedy) */
+    const char *srcs[256];              /* generate: every --src, in order */
+    unsigned n_srcs;
+    bool timing;                        /* generate/translate --timing: tokens/s, time to first token */
+    bool raw_ids;                       /* generate --raw-ids: the sources as given, no eos appended */
+    bool sample;                        /* --temperature, --top-k or --top-p given: sampling (seeded by --seed) */
+    double temperature, top_p;
+    unsigned long top_k;
 } options;
 
 int cmd_bench_attention(int argc, char **argv); /* tools/bench_attention.c */
@@ -939,6 +959,73 @@ static int cmd_forward(const options *o)
 }
 
 /* Greedy decoding of one source; prints ids or text. */
+/* --timing: one line on stderr about the last generation. */
+static void print_timing(const options *o, const vkf_model *model, uint32_t sources)
+{
+    vkf_generate_stats t;
+    if (!o->timing || vkf_model_generate_stats(model, &t) != VKF_OK) return;
+    fprintf(stderr, "timing: %u source%s, %llu tokens in %.1f ms (%u steps): %.1f tokens/s, first token after %.1f ms\n",
+            sources, sources == 1 ? "" : "s", (unsigned long long)t.tokens, t.total_ms, t.steps,
+            t.total_ms > 0 ? 1e3 * (double)t.tokens / t.total_ms : 0.0, t.first_token_ms);
+}
+
+/* The decoding options of --beam, --length-penalty, --early-stopping, --n-best, --min-new. */
+static vkf_generate_options beam_options(const options *o, uint32_t max_new)
+{
+    vkf_generate_options g;
+    vkf_generate_options_init(&g);
+    g.max_new = max_new;
+    g.min_new = (uint32_t)(o->min_new > UINT32_MAX ? UINT32_MAX : o->min_new);
+    g.beams = (uint32_t)(o->beam > UINT32_MAX ? UINT32_MAX : o->beam);
+    g.n_best = o->n_best ? (uint32_t)(o->n_best > UINT32_MAX ? UINT32_MAX : o->n_best) : 1;
+    g.length_penalty = (float)o->length_penalty;
+    g.early_stopping = o->early_stopping;
+    if (o->sample) {
+        if (!o->beam_given) g.beams = 1;
+        g.sample = true;
+        g.temperature = (float)o->temperature;
+        g.top_k = (uint32_t)(o->top_k > UINT32_MAX ? UINT32_MAX : o->top_k);
+        g.top_p = (float)o->top_p;
+        g.seed = o->seed;
+    }
+    return g;
+}
+
+/* Beam search of src: the best hypothesis as a line of ids (or text); with
+ * --n-best N > 1, N lines "ids<TAB>score", best first. */
+static int beam_and_print(const options *o, vkf_context *ctx, vkf_model *model, const vkf_sequences *s,
+                          uint32_t max_new, bool as_text)
+{
+    vkf_generate_options g = beam_options(o, max_new);
+    uint32_t nb = g.n_best ? g.n_best : 1;
+    int32_t *out = xmalloc((size_t)s->count * nb * max_new * sizeof *out);
+    uint32_t *lens = xmalloc((size_t)s->count * nb * sizeof *lens);
+    float *scores = xmalloc((size_t)s->count * nb * sizeof *scores);
+    vkf_status st = vkf_model_generate_with(model, s, &g, out, lens, scores);
+    int code = st == VKF_OK ? 0 : fail(st);
+    if (code == 0) print_timing(o, model, s->count);
+    size_t cap = 64 + (size_t)max_new * 64;
+    char *text = xmalloc(cap);
+    for (uint32_t h = 0; code == 0 && h < s->count * nb; h++) {
+        const int32_t *ids = out + (size_t)h * max_new;
+        if (as_text) {
+            st = vkf_model_decode_text(model, ids, lens[h], text, cap);
+            if (st != VKF_OK) {
+                code = fail(st);
+                break;
+            }
+            printf("%s", text);
+        } else {
+            for (uint32_t i = 0; i < lens[h]; i++) printf("%s%d", i ? "," : "", ids[i]);
+        }
+        if (nb > 1) printf("\t%.6f", scores[h]);
+        printf("\n");
+    }
+    free(out), free(lens), free(scores), free(text);
+    vkf_model_destroy(model);
+    return close_context(ctx, code);
+}
+
 static int generate_and_print(const options *o, vkf_context *ctx, vkf_model *model, const int32_t *src, uint32_t len,
                               bool as_text)
 {
@@ -950,13 +1037,16 @@ static int generate_and_print(const options *o, vkf_context *ctx, vkf_model *mod
         return close_context(ctx, EXIT_USAGE);
     }
     uint32_t max_new = o->max_new ? (uint32_t)o->max_new : cfg.max_len;
+    vkf_sequences s = {1, &src, &len};
+    if (o->beam_given || o->sample) return beam_and_print(o, ctx, model, &s, max_new, as_text);
     int32_t *out = xmalloc((size_t)max_new * sizeof *out);
     uint32_t out_len = 0;
-    vkf_sequences s = {1, &src, &len};
     vkf_status st = vkf_model_generate(model, &s, max_new, out, &out_len);
     int code = 0;
     if (st != VKF_OK) code = fail(st);
-    else if (as_text) {
+    else print_timing(o, model, 1);
+    if (code) {
+    } else if (as_text) {
         size_t cap = 64 + (size_t)out_len * 64;
         char *text = xmalloc(cap);
         st = vkf_model_decode_text(model, out, out_len, text, cap);
@@ -972,19 +1062,113 @@ static int generate_and_print(const options *o, vkf_context *ctx, vkf_model *mod
     return close_context(ctx, code);
 }
 
-static int cmd_generate(const options *o)
+/* Reads one id list per line (empty lines skipped) from FILE, or stdin for "-". */
+static long read_id_lines(const char *path, char ***out)
 {
-    int32_t *src;
-    long ns = parse_ids(o->src, "--src", &src);
-    if (ns < 0) return EXIT_USAGE;
-    vkf_context *ctx;
-    vkf_model *model;
-    int code = open_model(o, &ctx, &model);
-    if (code == 0) code = generate_and_print(o, ctx, model, src, (uint32_t)ns, false);
-    free(src);
-    return code;
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "vkformer: cannot read %s\n", path);
+        return -1;
+    }
+    char **lines = NULL, buf[65536];
+    long n = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        buf[strcspn(buf, "\r\n")] = '\0';
+        if (!buf[0]) continue;
+        lines = realloc(lines, (size_t)(n + 1) * sizeof *lines);
+        if (!lines || !(lines[n] = strdup(buf))) {
+            fprintf(stderr, "vkformer: out of memory\n");
+            exit(EXIT_ERROR);
+        }
+        n++;
+    }
+    if (f != stdin) fclose(f);
+    *out = lines;
+    return n;
 }
 
+/* generate: every source (--src repeated, or --input FILE|-: one id list per line)
+ * decoded as one batch; one line of ids per source (per hypothesis with --n-best).
+ * Each source ends with eos, as translate's text does: eos_id is appended unless
+ * the list already ends with it (--raw-ids: the lists exactly as given). */
+static int cmd_generate(const options *o)
+{
+    char **lines = NULL;
+    long count = 0;
+    if (o->input && o->n_srcs) {
+        fprintf(stderr, "vkformer: generate takes --src or --input, not both\n");
+        return EXIT_USAGE;
+    }
+    if (o->input) {
+        count = read_id_lines(o->input, &lines);
+        if (count < 0) return EXIT_ERROR;
+        if (count == 0) {
+            fprintf(stderr, "vkformer: %s holds no id lists\n", o->input);
+            free(lines);
+            return EXIT_USAGE;
+        }
+    } else if (o->n_srcs == 0) {
+        fprintf(stderr, "vkformer: generate needs --src IDS (repeatable) or --input FILE|-\n");
+        return EXIT_USAGE;
+    }
+    uint32_t n = o->input ? (uint32_t)count : o->n_srcs;
+    int32_t **ids = xmalloc(n * sizeof *ids);
+    uint32_t *lens = xmalloc(n * sizeof *lens);
+    int code = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        long ns = parse_ids(o->input ? lines[i] : o->srcs[i], o->input ? o->input : "--src", &ids[i]);
+        if (ns < 0) {
+            for (uint32_t j = 0; j < i; j++) free(ids[j]);
+            code = EXIT_USAGE;
+            n = 0;
+            break;
+        }
+        lens[i] = (uint32_t)ns;
+    }
+    for (long i = 0; i < count; i++) free(lines[i]);
+    free(lines);
+    vkf_context *ctx = NULL;
+    vkf_model *model = NULL;
+    if (code == 0) code = open_model(o, &ctx, &model);
+    vkf_model_config cfg;
+    if (code == 0) {
+        vkf_model_get_config(model, &cfg);
+        for (uint32_t i = 0; !o->raw_ids && i < n; i++) /* end each source with eos, as translate does */
+            if (lens[i] == 0 || ids[i][lens[i] - 1] != cfg.eos_id) {
+                ids[i] = realloc(ids[i], (lens[i] + 1) * sizeof **ids);
+                ids[i][lens[i]++] = cfg.eos_id;
+            }
+        if (o->max_new > cfg.max_len) {
+            fprintf(stderr, "vkformer: --max-new %lu exceeds the model's max_len %u\n", o->max_new, cfg.max_len);
+            vkf_model_destroy(model);
+            code = close_context(ctx, EXIT_USAGE);
+            model = NULL;
+        }
+    }
+    if (code == 0 && model) {
+        uint32_t max_new = o->max_new ? (uint32_t)o->max_new : cfg.max_len;
+        vkf_sequences s = {n, (const int32_t *const *)ids, lens};
+        if (o->beam_given || o->sample) {
+            code = beam_and_print(o, ctx, model, &s, max_new, false);
+        } else {
+            int32_t *out = xmalloc((size_t)n * max_new * sizeof *out);
+            uint32_t *out_lens = xmalloc(n * sizeof *out_lens);
+            vkf_status st = vkf_model_generate(model, &s, max_new, out, out_lens);
+            if (st != VKF_OK) code = fail(st);
+            for (uint32_t b = 0; code == 0 && b < n; b++) {
+                for (uint32_t i = 0; i < out_lens[b]; i++) printf("%s%d", i ? "," : "", out[(size_t)b * max_new + i]);
+                printf("\n");
+            }
+            if (code == 0) print_timing(o, model, n);
+            free(out), free(out_lens);
+            vkf_model_destroy(model);
+            code = close_context(ctx, code);
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) free(ids[i]);
+    free(ids), free(lens);
+    return code;
+}
 
 /* Translates every line of a file, `batch` lines per generate call; lines with a
  * TAB carry the expected output and are scored by exact match. */
@@ -1017,6 +1201,8 @@ static int translate_file(const options *o)
     uint32_t *lens = xmalloc(B * sizeof *lens), *out_lens = xmalloc(B * sizeof *out_lens);
     char line[4096], *text = xmalloc((size_t)max_new * 64 + 64);
     unsigned long scored = 0, correct = 0, lineno = 0;
+    vkf_generate_stats total = {0};
+    uint32_t sources = 0;
     bool eof = false;
     vkf_status st = VKF_OK;
     while (st == VKF_OK && !eof) {
@@ -1039,7 +1225,19 @@ static int translate_file(const options *o)
         }
         if (st != VKF_OK || n == 0) break;
         vkf_sequences s = {n, ptrs, lens};
-        st = vkf_model_generate(model, &s, max_new, out, out_lens);
+        if (o->beam_given || o->sample) {
+            vkf_generate_options g = beam_options(o, max_new);
+            g.n_best = 1;
+            st = vkf_model_generate_with(model, &s, &g, out, out_lens, NULL);
+        } else {
+            st = vkf_model_generate(model, &s, max_new, out, out_lens);
+        }
+        vkf_generate_stats t;
+        if (st == VKF_OK && vkf_model_generate_stats(model, &t) == VKF_OK) {
+            if (sources == 0) total.first_token_ms = t.first_token_ms;
+            total.total_ms += t.total_ms, total.steps += t.steps, total.tokens += t.tokens;
+            sources += n;
+        }
         for (uint32_t i = 0; i < n; i++) {
             if (st == VKF_OK) st = vkf_model_decode_text(model, out + (size_t)i * max_new, out_lens[i], text, (size_t)max_new * 64 + 64);
             if (st == VKF_OK) {
@@ -1052,6 +1250,10 @@ static int translate_file(const options *o)
     }
     if (code == 0 && scored)
         printf("accuracy: %lu of %lu (%.2f%%) exact matches\n", correct, scored, 100.0 * correct / scored);
+    if (code == 0 && o->timing)
+        fprintf(stderr, "timing: %u sources in batches of %u, %llu tokens in %.1f ms (%u steps): %.1f tokens/s, first "
+                "token after %.1f ms\n", sources, B, (unsigned long long)total.tokens, total.total_ms, total.steps,
+                total.total_ms > 0 ? 1e3 * (double)total.tokens / total.total_ms : 0.0, total.first_token_ms);
     fclose(f);
     free(expected), free(ids), free(out), free(ptrs), free(lens), free(out_lens), free(text);
     vkf_model_destroy(model);
@@ -1208,6 +1410,29 @@ static void print_breakdown(const vkf_cmd *cmd, bool json)
     free(ms);
 }
 
+/* Beam search with 4 beams over all T steps (eos held off by min_new) of the
+ * bench's sources, as B x 4 rows: GPU time of the encoder run and of one step (the
+ * KV-cache gather and the top-k included), wall-clock stats. */
+static vkf_status bench_beam4(vkf_model *model, const vkf_sequences *ss, const char *name, unsigned long T,
+                              double *enc_ms, double *step_ms, vkf_generate_stats *stats)
+{
+    fprintf(stderr, "bench model %s: beam search (4 beams), %lu tokens\n", name, T);
+    vkf_generate_options g;
+    vkf_generate_options_init(&g);
+    g.beams = 4, g.max_new = (uint32_t)T, g.min_new = (uint32_t)T;
+    int32_t *ids = xmalloc((size_t)ss->count * T * sizeof *ids);
+    uint32_t *lens = xmalloc(ss->count * sizeof *lens);
+    vkf_status st = vkf_model_generate_with(model, ss, &g, ids, lens, NULL);
+    free(ids), free(lens);
+    const vkf_cmd *step = NULL, *enc = NULL;
+    if (st == VKF_OK) st = vkf_model_last_cmd(model, VKF_PASS_DECODE_STEP, &step);
+    if (st == VKF_OK) st = vkf_cmd_gpu_ms(step, step_ms);
+    if (st == VKF_OK) st = vkf_model_last_cmd(model, VKF_PASS_ENCODE, &enc);
+    if (st == VKF_OK) st = vkf_cmd_gpu_ms(enc, enc_ms);
+    if (st == VKF_OK) st = vkf_model_generate_stats(model, stats);
+    return st;
+}
+
 static int cmd_bench_model(const options *o)
 {
     const preset *p = NULL;
@@ -1277,9 +1502,14 @@ static int cmd_bench_model(const options *o)
     if (st == VKF_OK) st = vkf_model_last_cmd(model, VKF_PASS_DECODE_STEP, &step);
     if (st == VKF_OK) st = vkf_cmd_gpu_ms(step, &step_ms);
     uint64_t peak = 0;
+    vkf_generate_stats greedy_stats = {0}, beam_stats = {0};
+    vkf_model_generate_stats(model, &greedy_stats);
+    double beam_step_ms = 0, beam_enc_ms = 0;
     vkf_context_peak_memory(ctx, &peak);
     if (st != VKF_OK) code = fail(st);
     else {
+        /* the greedy plan's command lists are read (print_breakdown) before beam search replaces them */
+#define BEAM4() (st = bench_beam4(model, &ss, p->name, T, &beam_enc_ms, &beam_step_ms, &beam_stats))
         qsort(fwd, o->repeat, sizeof *fwd, compare_doubles);
         double median = o->repeat % 2 ? fwd[o->repeat / 2] : 0.5 * (fwd[o->repeat / 2 - 1] + fwd[o->repeat / 2]);
         if (o->json) {
@@ -1289,7 +1519,15 @@ static int cmd_bench_model(const options *o)
             print_breakdown(last, true);
             printf("},\"step_ops\":{");
             print_breakdown(step, true);
-            printf("},\"device\":");
+            BEAM4();
+            printf("},\"greedy\":{\"step_ms\":%.4f,\"tokens_per_s\":%.2f,\"first_token_ms\":%.3f,\"bytes\":%llu},"
+                   "\"beam4\":{\"encode_ms\":%.4f,\"step_ms\":%.4f,\"tokens_per_s\":%.2f,\"first_token_ms\":%.3f,"
+                   "\"bytes\":%llu}",
+                   step_ms, greedy_stats.total_ms > 0 ? 1e3 * greedy_stats.tokens / greedy_stats.total_ms : 0.0,
+                   greedy_stats.first_token_ms, (unsigned long long)greedy_stats.plan_bytes, beam_enc_ms, beam_step_ms,
+                   beam_stats.total_ms > 0 ? 1e3 * beam_stats.tokens / beam_stats.total_ms : 0.0,
+                   beam_stats.first_token_ms, (unsigned long long)beam_stats.plan_bytes);
+            printf(",\"device\":");
             json_string(info.name);
             printf("}\n");
         } else {
@@ -1300,8 +1538,21 @@ static int cmd_bench_model(const options *o)
             printf("  generation: encoder  %10.3f ms GPU; decode step at position %lu: %.3f ms GPU per token\n", enc_ms,
                    T - 1, step_ms);
             print_breakdown(step, false);
-            printf("  peak device memory   %10.1f MiB\n", (double)peak / (1 << 20));
+            BEAM4();
+            printf("  greedy:  %8.3f ms GPU per step; %.1f tokens/s wall, first token after %.1f ms; generation plan "
+                   "%.1f MiB\n", step_ms, greedy_stats.total_ms > 0 ? 1e3 * greedy_stats.tokens / greedy_stats.total_ms : 0.0,
+                   greedy_stats.first_token_ms, (double)greedy_stats.plan_bytes / (1 << 20));
+            printf("  beam 4:  %8.3f ms GPU per step (B x 4 rows; encoder %.3f ms); %.1f tokens/s wall (best "
+                   "hypotheses), first token after %.1f ms; generation plan %.1f MiB\n", beam_step_ms, beam_enc_ms,
+                   beam_stats.total_ms > 0 ? 1e3 * beam_stats.tokens / beam_stats.total_ms : 0.0,
+                   beam_stats.first_token_ms, (double)beam_stats.plan_bytes / (1 << 20));
+            const vkf_cmd *beam_step = NULL;
+            if (st == VKF_OK && vkf_model_last_cmd(model, VKF_PASS_DECODE_STEP, &beam_step) == VKF_OK)
+                print_breakdown(beam_step, false);
+            printf("  peak device memory   %10.1f MiB (before beam search)\n", (double)peak / (1 << 20));
         }
+#undef BEAM4
+        if (st != VKF_OK) code = fail(st);
     }
     free(src), free(tgt), free(sp), free(tp), free(sl), free(tl), free(logits), free(fwd), free(gen), free(gl);
     vkf_model_destroy(model);
@@ -1545,7 +1796,7 @@ static int cmd_tune(const options *o)
 
 int main(int argc, char **argv)
 {
-    options o = {.repeat = 10};
+    options o = {.repeat = 10, .length_penalty = 1.0, .temperature = 1.0, .top_p = 1.0};
     /* --no-coopmat, for every command (bench attention and bench startup's child
      * processes included): the same as VKFORMER_COOPMAT=0. */
     int kept = 1;
@@ -1594,6 +1845,13 @@ int main(int argc, char **argv)
                                 : strcmp(a, "--tgt") == 0  ? &o.tgt
                                                            : &o.out;
             *slot = next;
+            if (slot == &o.src) {
+                if (o.n_srcs == sizeof o.srcs / sizeof o.srcs[0]) {
+                    fprintf(stderr, "vkformer: at most %zu --src\n", sizeof o.srcs / sizeof o.srcs[0]);
+                    return EXIT_USAGE;
+                }
+                o.srcs[o.n_srcs++] = next;
+            }
             i++;
         } else if (strcmp(a, "--max-new") == 0) number = &o.max_new;
         else if (strcmp(a, "--batch") == 0) number = &o.batch;
@@ -1606,7 +1864,34 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--quick") == 0) o.quick = true;
         else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) o.verbose = true;
         else if (strcmp(a, "--seed") == 0) number = &o.seed;
-        else if (a[0] == '-' && !(a[1] >= '0' && a[1] <= '9')) {
+        else if (strcmp(a, "--beam") == 0) number = &o.beam, o.beam_given = true;
+        else if (strcmp(a, "--n-best") == 0) number = &o.n_best;
+        else if (strcmp(a, "--min-new") == 0) number = &o.min_new;
+        else if (strcmp(a, "--early-stopping") == 0) o.early_stopping = true;
+        else if (strcmp(a, "--timing") == 0) o.timing = true;
+        else if (strcmp(a, "--raw-ids") == 0) o.raw_ids = true;
+        else if (strcmp(a, "--top-k") == 0) number = &o.top_k, o.sample = true;
+        else if (strcmp(a, "--temperature") == 0 || strcmp(a, "--top-p") == 0) {
+            char *end = NULL;
+            double v = next ? strtod(next, &end) : NAN;
+            if (!next || end == next || *end) {
+                fprintf(stderr, "vkformer: %s needs a number\n", a);
+                return EXIT_USAGE;
+            }
+            *(strcmp(a, "--top-p") == 0 ? &o.top_p : &o.temperature) = v;
+            o.sample = true;
+            i++;
+        }
+        else if (strcmp(a, "--length-penalty") == 0) {
+            char *end = NULL;
+            o.length_penalty = next ? strtod(next, &end) : NAN;
+            if (!next || end == next || *end || !isfinite(o.length_penalty)) {
+                fprintf(stderr, "vkformer: --length-penalty needs a number\n");
+                return EXIT_USAGE;
+            }
+            i++;
+        }
+        else if (a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9')) {
             fprintf(stderr, "vkformer: unknown option %s\n%s", a, usage_text);
             return EXIT_USAGE;
         } else if (npos < 3) positional[npos++] = a;
@@ -1631,7 +1916,14 @@ int main(int argc, char **argv)
     if (strcmp(positional[0], "check") == 0) return cmd_check(&o);
     if (strcmp(positional[0], "bench") == 0) return cmd_bench(&o, positional[1]);
     if (strcmp(positional[0], "forward") == 0) return cmd_forward(&o);
-    if (strcmp(positional[0], "generate") == 0) return cmd_generate(&o);
+    if (strcmp(positional[0], "generate") == 0) {
+        if (positional[1] && strcmp(positional[1], "-") == 0 && !o.input) o.input = "-"; /* ids from stdin */
+        else if (positional[1]) {
+            fprintf(stderr, "vkformer: unexpected argument %s\n", positional[1]);
+            return EXIT_USAGE;
+        }
+        return cmd_generate(&o);
+    }
     if (strcmp(positional[0], "translate") == 0) return cmd_translate(&o, positional[1]);
     if (strcmp(positional[0], "tune") == 0) return cmd_tune(&o);
     fprintf(stderr, "vkformer: unknown command \"%s\"\n%s", positional[0], usage_text);

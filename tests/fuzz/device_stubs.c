@@ -56,3 +56,11 @@ void vkf_lsh_plan_destroy(struct vkf_lsh_plan *plan)
 {
     if (plan) DEVICE_CALL("vkf_lsh_plan_destroy");
 }
+
+/* generate.c's plan, freed by vkf_model_destroy; the dry run never makes one. */
+struct gen_plan;
+void vkf_gen_plan_free(struct gen_plan *p);
+void vkf_gen_plan_free(struct gen_plan *p)
+{
+    if (p) DEVICE_CALL("vkf_gen_plan_free");
+}
