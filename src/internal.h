@@ -9,6 +9,7 @@
 #include "vkformer.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ status.c */
 
@@ -33,6 +34,28 @@ const char *vkf_vk_result_name(VkResult result);
         VkResult vkf_vk_result_ = (call);                                               \
         if (vkf_vk_result_ != VK_SUCCESS) return vkf_fail_vk(vkf_vk_result_, #call);    \
     } while (0)
+
+/* IEEE half of x, rounded to nearest even (overflow to infinity): F16 weights
+ * (model.c) and tune cases (tune.c). */
+static inline uint16_t vkf_half_from_float(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xffu, mant = u & 0x7fffffu;
+    if (exp == 0xffu) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0)); /* inf, nan */
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) { /* subnormal half, or zero */
+        if (e < -10) return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e), h = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rest > half || (rest == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++; /* may carry into the exponent: still right */
+    return (uint16_t)(sign | h);
+}
 
 /* ------------------------------------------------------------------ memory.c */
 

@@ -248,27 +248,6 @@ static vkf_status upload(loader *L, const float *data, uint32_t rows, uint32_t c
     return vkf_tensor_upload(*out, data, (uint64_t)(rows ? rows : 1) * cols * sizeof(float));
 }
 
-/* IEEE half of x, rounded to nearest even (overflow to infinity). */
-static uint16_t half_from_float(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xffu, mant = u & 0x7fffffu;
-    if (exp == 0xffu) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0)); /* inf, nan */
-    int e = (int)exp - 127 + 15;
-    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) { /* subnormal half, or zero */
-        if (e < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - e), h = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rest > half || (rest == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rest = mant & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++; /* may carry into the exponent: still right */
-    return (uint16_t)(sign | h);
-}
-
 /* A weight (rows, cols), or rows [row0, row0 + nrows) of one (rows, cols).
  * Stored F16 where the device reads 16-bit storage and the precision asks for
  * it: auto keeps the file's F16 as F16, f16 also converts F32 and BF16. */
@@ -293,7 +272,7 @@ static vkf_status load_matrix(loader *L, const char *name, uint32_t rows, uint32
             if (!grown) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory converting \"%s\"", name);
             L->halves = grown, L->halves_count = count;
         }
-        for (uint64_t e = 0; e < count; e++) L->halves[e] = half_from_float(data[(uint64_t)row0 * cols + e]);
+        for (uint64_t e = 0; e < count; e++) L->halves[e] = vkf_half_from_float(data[(uint64_t)row0 * cols + e]);
         return vkf_tensor_upload(*out, L->halves, count * 2);
     }
     const float *data = NULL;
@@ -641,7 +620,7 @@ static vkf_status upload_act(const vkf_model *m, vkf_tensor *t, const float *dat
     if (m->act == VKF_DTYPE_F32) return vkf_tensor_upload(t, data, count * sizeof *data);
     uint16_t *h = malloc(count * sizeof *h);
     if (!h) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory converting to F16");
-    for (uint64_t e = 0; e < count; e++) h[e] = half_from_float(data[e]);
+    for (uint64_t e = 0; e < count; e++) h[e] = vkf_half_from_float(data[e]);
     vkf_status st = vkf_tensor_upload(t, h, count * sizeof *h);
     free(h);
     return st;

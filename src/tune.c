@@ -378,27 +378,6 @@ static bool matches(const float *got, const double *want, size_t n, double tol, 
     return ok;
 }
 
-/* IEEE half of x, rounded to nearest even (model.c has the same for weights). */
-static uint16_t half_from_float(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xffu, mant = u & 0x7fffffu;
-    if (exp == 0xffu) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    int e = (int)exp - 127 + 15;
-    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) {
-        if (e < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - e), h = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rest > half || (rest == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rest = mant & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-}
-
 static float float_from_half(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
@@ -432,7 +411,7 @@ static vkf_status tensor_from_f16(vkf_context *ctx, const float *data, uint64_t 
     if (!data) return VKF_OK;
     uint16_t *h = malloc(rows * cols * 2);
     vkf_status st = h ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
-    for (uint64_t e = 0; h && e < rows * cols; e++) h[e] = half_from_float(data[e]);
+    for (uint64_t e = 0; h && e < rows * cols; e++) h[e] = vkf_half_from_float(data[e]);
     if (st == VKF_OK) st = vkf_tensor_upload(*out, h, rows * cols * 2);
     free(h);
     if (st != VKF_OK) vkf_tensor_destroy(*out), *out = NULL;
@@ -455,8 +434,8 @@ static vkf_status matmul_case_make(vkf_context *ctx, uint32_t m, uint32_t n, uin
     c->b = random_floats((size_t)n * k);
     c->ref = malloc((size_t)m * n * sizeof *c->ref);
     if (!c->a || !c->b || !c->ref) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory tuning");
-    for (size_t e = 0; f16 && e < (size_t)m * k; e++) c->a[e] = float_from_half(half_from_float(c->a[e]));
-    for (size_t e = 0; f16 && e < (size_t)n * k; e++) c->b[e] = float_from_half(half_from_float(c->b[e]));
+    for (size_t e = 0; f16 && e < (size_t)m * k; e++) c->a[e] = float_from_half(vkf_half_from_float(c->a[e]));
+    for (size_t e = 0; f16 && e < (size_t)n * k; e++) c->b[e] = float_from_half(vkf_half_from_float(c->b[e]));
     for (uint32_t i = 0; i < m; i++)
         for (uint32_t j = 0; j < n; j++) {
             const float *x = c->a + (size_t)i * k, *y = c->b + (size_t)j * k;
