@@ -473,11 +473,21 @@ VKF_API vkf_status vkf_model_load(vkf_context *context, const char *path, vkf_mo
  * projections, attention inputs and outputs, KV cache, logits) as F16, and fails
  * with VKF_ERROR_UNSUPPORTED on a device without 16-bit storage. Biases and norms
  * stay F32. With F16, dense-naive and lsh (no F16 form) and head_dim > 256 are
- * refused. */
+ * refused.
+ * INT8 quantizes every weight matrix (attention projections, cross-attention,
+ * FFN, the generator) at load to symmetric int8 with one F32 scale per output
+ * channel (vkf_quantize_int8_rows: scale = max|row| / 127, halves rounded away
+ * from zero), from F32, F16 or BF16 files. Weight matrices stored I8 in the file
+ * (with "<name>_scale", docs/file-format.md) are kept as they are with AUTO and
+ * INT8 and dequantized with F32 and F16. Activations stay F32 on every device;
+ * embeddings are kept as AUTO keeps them (F16 from an F16 file on a device with
+ * 16-bit storage, else F32); biases and norms F32. Every attention variant runs
+ * (attention reads activations, not weights). */
 typedef enum vkf_precision {
     VKF_PRECISION_AUTO = 0,
     VKF_PRECISION_F32 = 1,
     VKF_PRECISION_F16 = 2,
+    VKF_PRECISION_INT8 = 3,
 } vkf_precision;
 typedef struct vkf_model_load_options {
     vkf_precision precision;

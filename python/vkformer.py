@@ -115,7 +115,7 @@ class _DeviceInfoHead(ctypes.Structure):
     _fields_ = [("index", ctypes.c_uint32), ("name", ctypes.c_char * 256), ("type", ctypes.c_int)]
 
 
-_PRECISIONS = {"auto": 0, "f32": 1, "f16": 2}
+_PRECISIONS = {"auto": 0, "f32": 1, "f16": 2, "int8": 3}
 _ACTIVATIONS = {0: "none", 1: "relu", 2: "gelu"}
 _DTYPES = {0: "f32", 1: "i32", 2: "f16"}
 
@@ -448,8 +448,8 @@ class Model:
 def load(path, device=None, precision="auto", attention=None, cross_attention=None, seed=None, validation=None,
          library=None):
     """Loads a model file on a context of its own (closed with the model).
-    device, validation, library: as for Context; precision "auto", "f32" or
-    "f16"; attention, cross_attention, seed: as Model.set_attention/set_seed."""
+    device, validation, library: as for Context; precision "auto", "f32", "f16"
+    or "int8"; attention, cross_attention, seed: as Model.set_attention/set_seed."""
     context = Context(device=device, validation=validation, library=library)
     try:
         model = Model(context, path, precision)

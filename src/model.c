@@ -197,12 +197,14 @@ typedef struct loader {
     float *scratch;                     /* owned host buffer for conversions */
     uint16_t *halves;                   /* owned host buffer for F32 -> F16 */
     uint64_t halves_count;
+    int8_t *quant;                      /* owned host buffer for int8 quantization */
+    uint64_t quant_count;
     uint64_t scratch_floats;
 } loader;
 
-/* Checks tensor `name` has shape (rows, cols) (or (cols) when rows == 0) and a
- * float dtype, and notes the name as expected. */
-static vkf_status find_checked(loader *L, const char *name, uint32_t rows, uint32_t cols, const vkf_st_tensor **out)
+/* Checks tensor `name` is there with shape (rows, cols) (or (cols) when rows == 0). */
+static vkf_status find_shaped(const loader *L, const char *name, uint32_t rows, uint32_t cols,
+                              const vkf_st_tensor **out)
 {
     const vkf_st_tensor *t = vkf_st_find(L->file, name);
     if (!t) return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" is missing", name);
@@ -218,6 +220,15 @@ static vkf_status find_checked(loader *L, const char *name, uint32_t rows, uint3
         if (rows == 0) return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" has shape %s, expected (%u)", name, got, cols);
         return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" has shape %s, expected (%u, %u)", name, got, rows, cols);
     }
+    *out = t;
+    return VKF_OK;
+}
+
+/* find_shaped, and a float dtype; notes the name as expected. */
+static vkf_status find_checked(loader *L, const char *name, uint32_t rows, uint32_t cols, const vkf_st_tensor **out)
+{
+    const vkf_st_tensor *t = NULL;
+    VKF_TRY(find_shaped(L, name, rows, cols, &t));
     if (t->dtype != VKF_ST_F32 && t->dtype != VKF_ST_F16 && t->dtype != VKF_ST_BF16)
         return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" has dtype %s; F32, F16 or BF16 expected", name,
                         vkf_st_dtype_name(t->dtype));
@@ -254,10 +265,11 @@ static vkf_status upload(loader *L, const float *data, uint32_t rows, uint32_t c
 static vkf_status load_matrix(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0, uint32_t nrows,
                               vkf_tensor **out)
 {
-    const vkf_st_tensor *t;
+    const vkf_st_tensor *t = NULL;
     VKF_TRY(find_checked(L, name, rows, cols, &t));
     bool as_f16 = !L->dry_run && L->m->ctx->storage_16bit &&
-                  (L->precision == VKF_PRECISION_F16 || (L->precision == VKF_PRECISION_AUTO && t->dtype == VKF_ST_F16));
+                  (L->precision == VKF_PRECISION_F16 ||
+                   ((L->precision == VKF_PRECISION_AUTO || L->precision == VKF_PRECISION_INT8) && t->dtype == VKF_ST_F16));
     if (as_f16) {
         uint64_t shape[2] = {nrows, cols}, count = (uint64_t)nrows * cols;
         VKF_TRY(vkf_tensor_create(L->m->ctx, VKF_DTYPE_F16, 2, shape, out));
@@ -280,10 +292,101 @@ static vkf_status load_matrix(loader *L, const char *name, uint32_t rows, uint32
     return upload(L, data + (uint64_t)row0 * cols, nrows, cols, out);
 }
 
+/* Precision int8: rows [row0, row0 + nrows) of weight matrix `name` (rows, cols)
+ * quantized to symmetric int8 with one F32 scale per row (output channel), by
+ * vkf_quantize_int8_rows: *out (nrows, cols) I8, *out_scale (nrows) F32. */
+static vkf_status load_matrix_i8(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0,
+                                 uint32_t nrows, vkf_tensor **out, vkf_tensor **out_scale)
+{
+    const vkf_st_tensor *t = NULL;
+    const float *data = NULL;
+    VKF_TRY(find_checked(L, name, rows, cols, &t));
+    VKF_TRY(read_floats(L, t, &data));
+    if (L->dry_run) return VKF_OK;
+    uint64_t count = (uint64_t)nrows * cols;
+    if (count > L->quant_count) {
+        int8_t *grown = realloc(L->quant, count);
+        if (!grown) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory quantizing \"%s\"", name);
+        L->quant = grown, L->quant_count = count;
+    }
+    float *sc = malloc(nrows * sizeof *sc);
+    if (!sc) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory quantizing \"%s\"", name);
+    vkf_status st = vkf_quantize_int8_rows(data + (uint64_t)row0 * cols, nrows, cols, L->quant, sc);
+    if (st != VKF_OK) {
+        char why[512]; /* vkf_fail rewrites the buffer vkf_last_error points to */
+        snprintf(why, sizeof why, "%s", vkf_last_error());
+        st = vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" cannot be quantized to int8: %s", name, why);
+    }
+    uint64_t shape[2] = {nrows, cols};
+    if (st == VKF_OK) st = vkf_tensor_create(L->m->ctx, VKF_DTYPE_I8, 2, shape, out);
+    if (st == VKF_OK) st = vkf_tensor_upload(*out, L->quant, count);
+    if (st == VKF_OK) st = vkf_tensor_create(L->m->ctx, VKF_DTYPE_F32, 1, shape, out_scale);
+    if (st == VKF_OK) st = vkf_tensor_upload(*out_scale, sc, (uint64_t)nrows * sizeof *sc);
+    free(sc);
+    return st;
+}
+
+/* An int8 weight matrix from the file: `name` I8 (rows, cols) with `name`_scale
+ * F32 (rows), one finite non-negative scale per row (docs/file-format.md). Rows
+ * [row0, row0 + nrows) are uploaded as they are (I8 + scales) with precision auto
+ * or int8, and dequantized (q * scale) to F32 or F16 with f32 or f16. */
+static vkf_status load_matrix_file_i8(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0,
+                                      uint32_t nrows, vkf_tensor **out, vkf_tensor **out_scale)
+{
+    const vkf_st_tensor *t = NULL, *s = NULL;
+    VKF_TRY(find_shaped(L, name, rows, cols, &t));
+    char sname[288];
+    snprintf(sname, sizeof sname, "%s_scale", name);
+    if (!vkf_st_find(L->file, sname))
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" is I8 but its scales \"%s\" (F32, %u) are missing", name,
+                        sname, rows);
+    VKF_TRY(find_checked(L, sname, 0, rows, &s));
+    if (s->dtype != VKF_ST_F32)
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" has dtype %s; int8 scales are F32", sname,
+                        vkf_st_dtype_name(s->dtype));
+    if (!name_add(&L->expected, name)) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    const float *all = NULL;
+    VKF_TRY(read_floats(L, s, &all));
+    for (uint32_t r = 0; r < rows; r++)
+        if (!(isfinite(all[r]) && all[r] >= 0.0f))
+            return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\": scale %u is %g; scales must be finite and >= 0",
+                            sname, r, (double)all[r]);
+    if (L->dry_run) return VKF_OK;
+    uint64_t count = (uint64_t)nrows * cols;
+    const int8_t *q = (const int8_t *)vkf_st_data(L->file, t) + (uint64_t)row0 * cols;
+    float *buf = malloc((L->precision == VKF_PRECISION_F32 || L->precision == VKF_PRECISION_F16 ? count : nrows) *
+                        sizeof *buf);
+    if (!buf) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory reading \"%s\"", name);
+    vkf_status st = VKF_OK;
+    uint64_t shape[2] = {nrows, cols};
+    if (L->precision == VKF_PRECISION_AUTO || L->precision == VKF_PRECISION_INT8) {
+        memcpy(buf, all + row0, nrows * sizeof *buf);
+        st = vkf_tensor_create(L->m->ctx, VKF_DTYPE_I8, 2, shape, out);
+        if (st == VKF_OK) st = vkf_tensor_upload(*out, q, count);
+        if (st == VKF_OK) st = vkf_tensor_create(L->m->ctx, VKF_DTYPE_F32, 1, shape, out_scale);
+        if (st == VKF_OK) st = vkf_tensor_upload(*out_scale, buf, (uint64_t)nrows * sizeof *buf);
+        free(buf);
+        return st;
+    }
+    for (uint64_t e = 0; e < count; e++) buf[e] = (float)q[e] * all[row0 + e / cols];
+    if (L->precision == VKF_PRECISION_F16) {
+        uint16_t *h = malloc(count * sizeof *h);
+        st = h ? vkf_tensor_create(L->m->ctx, VKF_DTYPE_F16, 2, shape, out)
+               : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory converting \"%s\"", name);
+        for (uint64_t e = 0; st == VKF_OK && e < count; e++) h[e] = vkf_half_from_float(buf[e]);
+        if (st == VKF_OK) st = vkf_tensor_upload(*out, h, count * sizeof *h);
+        free(h);
+    } else {
+        st = upload(L, buf, nrows, cols, out);
+    }
+    free(buf);
+    return st;
+}
+
 /* A vector (n), or entries [begin, begin + count) of it. */
 static vkf_status load_vector(loader *L, const char *name, uint32_t n, uint32_t begin, uint32_t count, vkf_tensor **out)
 {
-    const vkf_st_tensor *t;
+    const vkf_st_tensor *t = NULL;
     const float *data = NULL;
     VKF_TRY(find_checked(L, name, 0, n, &t));
     VKF_TRY(read_floats(L, t, &data));
@@ -298,7 +401,13 @@ static vkf_status load_linear(loader *L, const char *prefix, const char *wname, 
     snprintf(b, sizeof b, "%s%s", prefix, bname);
     out->out = nrows;
     out->in = cols;
-    VKF_TRY(load_matrix(L, w, rows, cols, row0, nrows, &out->w));
+    const vkf_st_tensor *in_file = vkf_st_find(L->file, w);
+    if (in_file && in_file->dtype == VKF_ST_I8)
+        VKF_TRY(load_matrix_file_i8(L, w, rows, cols, row0, nrows, &out->w, &out->scale));
+    else if (L->precision == VKF_PRECISION_INT8)
+        VKF_TRY(load_matrix_i8(L, w, rows, cols, row0, nrows, &out->w, &out->scale));
+    else
+        VKF_TRY(load_matrix(L, w, rows, cols, row0, nrows, &out->w));
     return load_vector(L, b, rows, row0, nrows, &out->b);
 }
 
@@ -388,6 +497,7 @@ static vkf_status load_weights(loader *L)
 static void linear_free(linear *l)
 {
     vkf_tensor_destroy(l->w);
+    vkf_tensor_destroy(l->scale);
     vkf_tensor_destroy(l->b);
 }
 
@@ -453,7 +563,7 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
     if (!ctx || !path) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_load: %s is NULL", ctx ? "path" : "context");
     if (ctx->lost) return vkf_fail(VKF_ERROR_DEVICE_LOST, "the device was lost; destroy and recreate the context");
     vkf_precision precision = options ? options->precision : VKF_PRECISION_AUTO;
-    if ((unsigned)precision > VKF_PRECISION_F16)
+    if ((unsigned)precision > VKF_PRECISION_INT8)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_load: unknown precision %d", (int)precision);
     if (precision == VKF_PRECISION_F16 && !ctx->storage_16bit)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "precision f16 needs 16-bit storage buffers (storageBuffer16BitAccess), "
@@ -499,6 +609,7 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
     }
     free(L.scratch);
     free(L.halves);
+    free(L.quant);
     name_free(&L.expected);
     vkf_st_close(L.file);
     if (st != VKF_OK) {
@@ -554,6 +665,7 @@ vkf_status vkf_rec_linear(vkf_cmd *cmd, const vkf_tensor *in, uint32_t rows, con
     d.m = rows, d.n = l->out, d.k = l->in;
     d.a.tensor = (vkf_tensor *)in;
     d.b.tensor = l->w;
+    d.b_scale = l->scale;
     d.c.tensor = out;
     d.bias = l->b;
     d.residual.tensor = (vkf_tensor *)residual;

@@ -10,7 +10,8 @@
 #define MAX_FORWARD_PLANS 4
 
 typedef struct linear {
-    vkf_tensor *w;                      /* (out, in), as nn.Linear.weight */
+    vkf_tensor *w;                      /* (out, in), as nn.Linear.weight: F32, F16 or I8 */
+    vkf_tensor *scale;                  /* (out) F32 per-output-channel scales iff w is I8, else NULL */
     vkf_tensor *b;                      /* (out) */
     uint32_t out, in;
 } linear;

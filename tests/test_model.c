@@ -574,6 +574,17 @@ static void test_auto_precision(vkf_context *ctx, const char *path)
         CHECK(c.activations == VKF_DTYPE_F32);
         vkf_model_destroy(m);
     }
+    /* int8 (weight matrices quantized at load) keeps F32 activations, auto's override aside */
+    vkf_model_load_options i8 = {.precision = VKF_PRECISION_INT8};
+    CHECK_OK(vkf_model_load_with(ctx, path, &i8, &m));
+    if (m) {
+        CHECK_OK(vkf_model_get_config(m, &c));
+        CHECK(c.activations == VKF_DTYPE_F32);
+        CHECK_OK(vkf_model_set_attention(m, "lsh:1:4", "dense-naive"));
+        vkf_model_destroy(m);
+    }
+    vkf_model_load_options past = {.precision = (vkf_precision)(VKF_PRECISION_INT8 + 1)};
+    CHECK_FAIL(vkf_model_load_with(ctx, path, &past, &m), VKF_ERROR_INVALID_ARGUMENT, "unknown precision");
     setenv("VKFORMER_AUTO_PRECISION", "f32", 1);
     CHECK_OK(vkf_model_load(ctx, path, &m));
     if (m) {

@@ -11,7 +11,7 @@ with random weights:
 
     /usr/bin/python3 tools/export_torch.py --out model.safetensors --d-model 48 \\
         --heads 6 --encoder-layers 2 --decoder-layers 2 --d-ff 100 --src-vocab 37 \\
-        --tgt-vocab 37 --activation gelu --norm-first --seed 1 [--dtype f16]
+        --tgt-vocab 37 --activation gelu --norm-first --seed 1 [--dtype f16|int8]
 
 As a module it gives build_model(), export(), forward_logits() and greedy() so
 tests and the training script use the same definitions.
@@ -100,7 +100,29 @@ def build_model(config, seed=0):
     return model.eval()
 
 
-_DTYPES = {torch.float32: ("F32", "<f4"), torch.float16: ("F16", "<f2")}
+_DTYPES = {torch.float32: ("F32", "<f4"), torch.float16: ("F16", "<f2"), torch.int8: ("I8", "<i1")}
+
+
+def is_linear_weight(name):
+    """The weight matrices that --dtype int8 quantizes (every nn.Linear-style
+    matrix: attention in/out projections, FFN, the generator); embeddings, biases
+    and norms stay F32."""
+    return name.endswith(("in_proj_weight", "out_proj.weight", "linear1.weight", "linear2.weight")) or \
+        name == "generator.weight"
+
+
+def quantize_int8_rows(w):
+    """Symmetric per-row int8 as vkf_quantize_int8_rows, in fp32: scale = max|row| /
+    127 (0 for an all-zero row), q = w / scale rounded to nearest, halves away from
+    zero. Returns (q int8, scale float32), w ~ q * scale[:, None]."""
+    w = w.detach().to(torch.float32).cpu()
+    scale = w.abs().amax(dim=1) / torch.tensor(127.0, dtype=torch.float32)
+    x = w / torch.where(scale > 0, scale, torch.ones_like(scale))[:, None]
+    r = torch.round(x)  # halves to even: fix the exact halves below
+    half = (x - torch.trunc(x)).abs() == 0.5
+    r = torch.where(half, torch.trunc(x) + torch.sign(x), r)
+    r = torch.where(scale[:, None] > 0, r.clamp(-127, 127), torch.zeros_like(r))
+    return r.to(torch.int8), scale.contiguous()
 
 
 def write_safetensors(path, tensors, metadata):
@@ -134,7 +156,16 @@ def export(model, path, dtype=torch.float32, src_vocab=None, tgt_vocab=None, low
         config["src_vocab"] = list(src_vocab)
     if tgt_vocab is not None:
         config["tgt_vocab"] = list(tgt_vocab)
-    tensors = {name: t.detach().to(dtype).cpu() for name, t in model.state_dict().items()}
+    if dtype == torch.int8:
+        # weight matrices as I8 with "<name>_scale" F32 (rows); everything else F32
+        tensors = {}
+        for name, t in model.state_dict().items():
+            if is_linear_weight(name):
+                tensors[name], tensors[name + "_scale"] = quantize_int8_rows(t)
+            else:
+                tensors[name] = t.detach().to(torch.float32).cpu()
+    else:
+        tensors = {name: t.detach().to(dtype).cpu() for name, t in model.state_dict().items()}
     for kind, proj in (lowrank or {}).items():
         tensors[f"lowrank.{kind}_proj"] = proj.detach().to(torch.float32).cpu()
     write_safetensors(path, tensors, {"vkformer.config": json.dumps(config)})
@@ -177,7 +208,8 @@ def main():
     p.add_argument("--eps", type=float, default=1e-5)
     p.add_argument("--embed-scale", type=float, default=None, help="default sqrt(d_model)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--dtype", choices=("f32", "f16"), default="f32")
+    p.add_argument("--dtype", choices=("f32", "f16", "int8"), default="f32",
+                   help="int8: weight matrices as I8 with per-row F32 scales (<name>_scale)")
     a = p.parse_args()
     config = default_config(d_model=a.d_model, n_heads=a.heads, n_encoder_layers=a.encoder_layers,
                             n_decoder_layers=a.decoder_layers, d_ff=a.d_ff, activation=a.activation,
@@ -185,7 +217,7 @@ def main():
                             tgt_vocab_size=a.tgt_vocab, max_len=a.max_len,
                             embed_scale=a.embed_scale if a.embed_scale is not None else math.sqrt(a.d_model))
     model = build_model(config, seed=a.seed)
-    export(model, a.out, torch.float16 if a.dtype == "f16" else torch.float32)
+    export(model, a.out, {"f32": torch.float32, "f16": torch.float16, "int8": torch.int8}[a.dtype])
 
 
 if __name__ == "__main__":

@@ -81,8 +81,9 @@ static const char usage_text[] =
     "  dense | dense-naive | local:W | strided:W:S | bigbird:B:G:R | lsh:H:C | lowrank:K\n"
     "--cross-attention dense|dense-naive|lowrank:K, --seed N (bigbird, lsh, lowrank), and\n"
     "--verbose (say where a variant does not apply and what runs instead), and\n"
-    "--precision auto|f32|f16 (storage: f16 stores weights and activations as F16 and needs 16-bit\n"
-    "storage; auto is f16 on GPUs that have it, else the file's weights with f32 activations)\n"
+    "--precision auto|f32|f16|int8 (storage: f16 stores weights and activations as F16 and needs\n"
+    "16-bit storage; int8 quantizes weight matrices at load, one scale per output channel, f32\n"
+    "activations; auto is f16 on GPUs that have it, else the file's weights with f32 activations)\n"
     "common options: --device INDEX|NAME-SUBSTRING, --max-device-memory BYTES (cap on tensors),\n"
     "--no-coopmat (no cooperative-matrix kernels; the same as VKFORMER_COOPMAT=0)\n";
 
@@ -101,7 +102,7 @@ typedef struct options {
     unsigned long batch, src_len, tgt_len;
     bool quick;                         /* tune: few candidates, small shapes */
     unsigned long seed;                 /* --seed: bigbird, lsh, lowrank */
-    const char *precision;              /* --precision auto|f32|f16: weight storage */
+    const char *precision;              /* --precision auto|f32|f16|int8: weight storage */
     const char *dtype;                  /* bench matmul --dtype f32|f16 (NULL: f32) */
     const char *kernel;                 /* bench matmul --kernel FAMILY (NULL: auto) */
     vkf_model_load_options load;        /* from --precision */
@@ -842,15 +843,16 @@ static long parse_ids(const char *text, const char *flag, int32_t **out)
     return (long)n;
 }
 
-/* --precision auto|f32|f16 (NULL: auto); prints the usage error itself. */
+/* --precision auto|f32|f16|int8 (NULL: auto); prints the usage error itself. */
 static bool parse_precision(const char *text, vkf_precision *out)
 {
     *out = VKF_PRECISION_AUTO;
     if (!text || strcmp(text, "auto") == 0) return true;
     if (strcmp(text, "f32") == 0) *out = VKF_PRECISION_F32;
     else if (strcmp(text, "f16") == 0) *out = VKF_PRECISION_F16;
+    else if (strcmp(text, "int8") == 0) *out = VKF_PRECISION_INT8;
     else {
-        fprintf(stderr, "vkformer: --precision must be auto, f32 or f16, not \"%s\"\n", text);
+        fprintf(stderr, "vkformer: --precision must be auto, f32, f16 or int8, not \"%s\"\n", text);
         return false;
     }
     return true;
@@ -1466,6 +1468,8 @@ static int cmd_bench_model(const options *o)
     if (code) return code;
     vkf_device_info info;
     vkf_context_device_info(ctx, &info);
+    uint64_t model_bytes = 0; /* device bytes of the loaded model's tensors (weights, scales, biases, norms, PE) */
+    vkf_context_memory_usage(ctx, NULL, &model_bytes);
     vkf_status st = vkf_model_set_profiling(model, true);
     /* Random sources and targets (ids 3.. so no eos), full length. */
     int32_t *src = xmalloc(B * S * sizeof *src), *tgt = xmalloc(B * T * sizeof *tgt);
@@ -1514,8 +1518,9 @@ static int cmd_bench_model(const options *o)
         double median = o->repeat % 2 ? fwd[o->repeat / 2] : 0.5 * (fwd[o->repeat / 2 - 1] + fwd[o->repeat / 2]);
         if (o->json) {
             printf("{\"bench\":\"model\",\"preset\":\"%s\",\"batch\":%lu,\"src_len\":%lu,\"tgt_len\":%lu,"
-                   "\"forward_ms\":%.4f,\"encode_ms\":%.4f,\"step_ms\":%.4f,\"peak_bytes\":%llu,\"forward_ops\":{",
-                   p->name, B, S, T, median, enc_ms, step_ms, (unsigned long long)peak);
+                   "\"forward_ms\":%.4f,\"encode_ms\":%.4f,\"step_ms\":%.4f,\"peak_bytes\":%llu,\"model_bytes\":%llu,"
+                   "\"forward_ops\":{",
+                   p->name, B, S, T, median, enc_ms, step_ms, (unsigned long long)peak, (unsigned long long)model_bytes);
             print_breakdown(last, true);
             printf("},\"step_ops\":{");
             print_breakdown(step, true);
@@ -1549,7 +1554,8 @@ static int cmd_bench_model(const options *o)
             const vkf_cmd *beam_step = NULL;
             if (st == VKF_OK && vkf_model_last_cmd(model, VKF_PASS_DECODE_STEP, &beam_step) == VKF_OK)
                 print_breakdown(beam_step, false);
-            printf("  peak device memory   %10.1f MiB (before beam search)\n", (double)peak / (1 << 20));
+            printf("  peak device memory   %10.1f MiB (before beam search); model tensors %.1f MiB\n",
+                   (double)peak / (1 << 20), (double)model_bytes / (1 << 20));
         }
 #undef BEAM4
         if (st != VKF_OK) code = fail(st);

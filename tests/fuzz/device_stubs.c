@@ -64,3 +64,10 @@ void vkf_gen_plan_free(struct gen_plan *p)
 {
     if (p) DEVICE_CALL("vkf_gen_plan_free");
 }
+
+/* Precision int8's quantization at load (ops.c); the dry run loads with auto. */
+vkf_status vkf_quantize_int8_rows(const float *w, uint64_t rows, uint64_t cols, int8_t *out_q, float *out_scales)
+{
+    (void)w, (void)rows, (void)cols, (void)out_q, (void)out_scales;
+    DEVICE_CALL("vkf_quantize_int8_rows");
+}
