@@ -11,12 +11,14 @@
 # sanitizers; they are dlopen'ed into the sanitized test processes, which is fine
 # for ASan. Their own leaks are suppressed in tests/sanitizer/lsan.supp (each
 # with its reason); the library's must be zero. Environment: VKFORMER_ASAN_DIR
-# (default build-asan), SANITIZE_CC (default clang-14).
+# (default build-asan), SANITIZE_CC (default clang-14), SANITIZE_CXX (for the
+# library's C++ shim over libsentencepiece; default clang++-14, the same clang).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${VKFORMER_ASAN_DIR:-$root/build-asan}
 cc=${SANITIZE_CC:-clang-14}
+cxx=${SANITIZE_CXX:-clang++-14}
 
 # --- packages: the project's build and test dependencies (as tools/setup.sh
 # --swiftshader, less SwiftShader: only lavapipe runs here), clang with its
@@ -24,11 +26,15 @@ cc=${SANITIZE_CC:-clang-14}
 # llvm-symbolizer (llvm-14) for readable stacks.
 packages=(clang-14 libclang-rt-14-dev llvm-14 libc6-dev pkg-config meson ninja-build glslc libvulkan-dev
           libvulkan-volk-dev libvulkan1 vulkan-validationlayers mesa-vulkan-drivers libjansson-dev python3
-          python3-torch python3-numpy)
+          libsentencepiece-dev python3-torch python3-numpy python3-sentencepiece)
 "$root/tools/install_packages.sh" sanitize "${packages[@]}"
 
 if ! command -v "$cc" >/dev/null 2>&1; then
     echo "sanitize: $cc not found: install clang-14 (Debian 12) or set SANITIZE_CC" >&2
+    exit 1
+fi
+if ! command -v "$cxx" >/dev/null 2>&1; then
+    echo "sanitize: $cxx not found: install clang-14 (Debian 12) or set SANITIZE_CXX" >&2
     exit 1
 fi
 rt_dir="$("$cc" -print-resource-dir)/lib/linux"
@@ -44,10 +50,19 @@ symbolizer=$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true
 # so the tool runs sanitized wherever it is started from (test scripts, Python)
 # with no LD_PRELOAD; b_lundef=false lets libvkformer.so leave the runtime's
 # symbols to the executable. gcc works too but its libubsan leaks 128 bytes at
-# exit in every process.
+# exit in every process. The C++ compiler is the same clang (one sanitizer
+# runtime); CC and CXX stay exported for ninja's reconfigures. A build directory
+# from before the C++ source (or with another C++ compiler) is set up again.
+export CC=$cc CXX=$cxx
+if [ -f "$build/build.ninja" ] &&
+   ! grep -A1 '^rule cpp_COMPILER$' "$build/build.ninja" | grep -qF -e "command = $cxx " -e "ccache $cxx "; then
+    echo "sanitize: $build has no $cxx as its C++ compiler: setting it up again" >&2
+    rm -rf "$build"
+fi
 if [ ! -f "$build/build.ninja" ]; then
-    CC=$cc meson setup "$build" "$root" -Db_sanitize=address,undefined -Db_lundef=false \
-        -Dbuildtype=debugoptimized -Dc_args=-fno-omit-frame-pointer -Dswiftshader_icd= >&2
+    meson setup "$build" "$root" -Db_sanitize=address,undefined -Db_lundef=false \
+        -Dbuildtype=debugoptimized -Dc_args=-fno-omit-frame-pointer -Dcpp_args=-fno-omit-frame-pointer \
+        -Dswiftshader_icd= >&2
 fi
 ninja -C "$build" >&2
 

@@ -28,13 +28,15 @@ done
 
 # Debian 12 packages: compiler and build tools, the Vulkan headers, volk (Vulkan is
 # loaded at run time), glslc (GLSL -> SPIR-V at build time), the validation layer,
-# lavapipe (Mesa's CPU Vulkan driver), vulkaninfo, and jansson (model-file headers).
-packages=(gcc libc6-dev pkg-config meson ninja-build glslc libvulkan-dev libvulkan-volk-dev libvulkan1
-          vulkan-validationlayers mesa-vulkan-drivers vulkan-tools libjansson-dev python3)
+# lavapipe (Mesa's CPU Vulkan driver), vulkaninfo, jansson (model-file headers),
+# and SentencePiece (the tokenizers of Marian models; g++ for its C++ shim).
+packages=(gcc g++ libc6-dev pkg-config meson ninja-build glslc libvulkan-dev libvulkan-volk-dev libvulkan1
+          vulkan-validationlayers mesa-vulkan-drivers vulkan-tools libjansson-dev libsentencepiece-dev python3)
 if [ "$with_swiftshader" = 1 ]; then
     # The tests compare whole models with PyTorch (Debian's, run by /usr/bin/python3),
-    # and draw bench attention's plot with gnuplot.
-    packages+=(brotli ca-certificates python3-torch python3-numpy gnuplot-nox)
+    # the SentencePiece shim with Python's sentencepiece, and draw bench attention's
+    # plot with gnuplot.
+    packages+=(brotli ca-certificates python3-torch python3-numpy python3-sentencepiece gnuplot-nox)
     command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
 
