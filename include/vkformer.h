@@ -328,6 +328,7 @@ typedef enum vkf_activation {
     VKF_ACTIVATION_NONE = 0,
     VKF_ACTIVATION_RELU = 1,
     VKF_ACTIVATION_GELU = 2,            /* exact: x/2 * (1 + erf(x / sqrt 2)) */
+    VKF_ACTIVATION_SILU = 3,            /* x * sigmoid(x), "swish" */
 } vkf_activation;
 
 /* C = act(alpha * A·Bᵀ + bias) + residual, for every item of a batch of
@@ -402,6 +403,12 @@ typedef struct vkf_embed_desc {
     /* (1) I32 or NULL: state[0] is added to every position, so a decode step
      * recorded once serves every position. Positions past the table give NaN. */
     vkf_tensor *position_state;
+    /* A table split across several tensors (each within one binding): this table
+     * holds vocabulary rows table_row0 .. table_row0 + table_rows - 1 (table_rows 0:
+     * all rows from table_row0), and only tokens whose id falls there are written;
+     * recording one embed per part fills every token. An id outside 0..vocab-1
+     * gives NaN from the part with table_row0 0. */
+    uint32_t table_row0, table_rows;
 } vkf_embed_desc;
 
 /* Makes the (positions, d) F32 table PE(pos, 2i) = sin(pos / 10000^(2i/d)),

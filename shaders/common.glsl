@@ -28,5 +28,6 @@ float activate(float x, uint act)
 {
     if (act == 1u) return max(x, 0.0);
     if (act == 2u) return gelu(x);
+    if (act == 3u) return x / (1.0 + exp(-x));   // SiLU (swish), as torch.nn.functional.silu
     return x;
 }

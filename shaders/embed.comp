@@ -5,7 +5,8 @@
 // kept in GPU memory, so one recorded step serves every position.
 // pe is the sinusoidal table made on the host (vkf_positional_encoding_create).
 // One invocation per output element. An id outside [0, vocab), or a position past
-// the table, writes NaN and never reads out of bounds.
+// the table, writes NaN and never reads out of bounds. A table split in parts holds
+// rows row0 .. row0 + rows - 1; each part writes only its tokens.
 #extension GL_GOOGLE_include_directive : require
 #include "act.glsl"
 #include "common.glsl"
@@ -20,6 +21,7 @@ layout(push_constant) uniform Push {
     float scale;
     uint seq_len, pos_offset;
     uint pos_from_state;    // 1: add state[0] to every position
+    uint row0, rows;        // vocabulary rows of this table (a part of a split embedding)
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufIds { int ids[]; };         // (tokens)
@@ -42,10 +44,11 @@ void main()
     uint pos = t % pc.seq_len + pc.pos_offset;
     if (pc.pos_from_state != 0u) pos += uint(max(state[0], 0));
     if (id < 0 || uint(id) >= pc.vocab || (pc.positions != 0u && pos >= pc.positions)) {
-        outv[e] = ACT_T(uintBitsToFloat(0x7fc00000u));
+        if (pc.row0 == 0u) outv[e] = ACT_T(uintBitsToFloat(0x7fc00000u));
         return;
     }
-    float v = float(table[uint(id) * pc.d + c]) * pc.scale;
+    if (uint(id) < pc.row0 || uint(id) - pc.row0 >= pc.rows) return;   // another part's row
+    float v = float(table[(uint(id) - pc.row0) * pc.d + c]) * pc.scale;
     if (pc.positions != 0u) v += pe[pos * pc.d + c];
     outv[e] = ACT_T(v);
 }

@@ -527,7 +527,7 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     vkf_context *ctx = vkf_cmd_context(cmd);
     if (d->m == 0 || d->n == 0 || d->k == 0)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive (m %u, n %u, k %u)", fn, d->m, d->n, d->k);
-    if ((unsigned)d->activation > VKF_ACTIVATION_GELU)
+    if ((unsigned)d->activation > VKF_ACTIVATION_SILU)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: unknown activation %d", fn, (int)d->activation);
     if (!isfinite(d->alpha)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: alpha is not finite", fn);
     uint64_t b0 = d->batch[0] ? d->batch[0] : 1, b1 = d->batch[1] ? d->batch[1] : 1;
@@ -738,7 +738,11 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
     VKF_TRY(vkf_check_tensor(cmd, d->ids, VKF_DTYPE_I32, d->tokens, fn, "ids"));
     vkf_dtype table_dtype;
     VKF_TRY(float_input_dtype(cmd, d->table, true, fn, "table", &table_dtype));
-    VKF_TRY(vkf_check_tensor(cmd, d->table, table_dtype, (uint64_t)d->vocab * d->d, fn, "table"));
+    if (d->table_row0 >= d->vocab || d->table_rows > d->vocab - d->table_row0)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: table rows %u.. (%u of them) pass the vocabulary of %u", fn,
+                        d->table_row0, d->table_rows, d->vocab);
+    uint32_t table_rows = d->table_rows ? d->table_rows : d->vocab - d->table_row0;
+    VKF_TRY(vkf_check_tensor(cmd, d->table, table_dtype, (uint64_t)table_rows * d->d, fn, "table"));
     vkf_dtype act;
     VKF_TRY(activation_dtype(cmd, d->out, fn, "out", &act));
     VKF_TRY(vkf_check_tensor(cmd, d->out, act, n, fn, "out"));
@@ -767,6 +771,8 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
         .seq_len = seq_len,
         .pos_offset = d->pos_offset,
         .pos_from_state = d->position_state ? 1u : 0u,
+        .row0 = d->table_row0,
+        .rows = table_rows,
     };
     if (d->position_state) {
         VKF_TRY(vkf_check_tensor(cmd, d->position_state, VKF_DTYPE_I32, 1, fn, "position_state"));

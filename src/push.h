@@ -52,8 +52,9 @@ typedef struct vkf_push_embed {
     float scale;
     uint32_t seq_len, pos_offset;
     uint32_t pos_from_state;
+    uint32_t row0, rows;                /* the vocabulary rows this table holds */
 } vkf_push_embed;
-_Static_assert(sizeof(vkf_push_embed) == 8 * 4, "mirror of embed.comp");
+_Static_assert(sizeof(vkf_push_embed) == 10 * 4, "mirror of embed.comp");
 
 /* shaders/attention_decode.comp */
 typedef struct vkf_push_attention_decode {

@@ -289,7 +289,7 @@ static void test_matmul_errors(vkf_context *ctx, vkf_cmd *cmd, const operands *o
     MM_EXPECT((d.c.tensor = o->b, d.k = N), VKF_ERROR_INVALID_ARGUMENT, "alias");
     MM_EXPECT(d.bias = o->c, VKF_ERROR_INVALID_ARGUMENT, "alias");
     /* Bad values. */
-    MM_EXPECT(d.activation = (vkf_activation)3, VKF_ERROR_INVALID_ARGUMENT, "activation");
+    MM_EXPECT(d.activation = (vkf_activation)4, VKF_ERROR_INVALID_ARGUMENT, "activation");
     MM_EXPECT(d.activation = (vkf_activation)-1, VKF_ERROR_INVALID_ARGUMENT, "activation");
     MM_EXPECT(d.alpha = NAN, VKF_ERROR_INVALID_ARGUMENT, "alpha");
     MM_EXPECT(d.alpha = INFINITY, VKF_ERROR_INVALID_ARGUMENT, "alpha");
@@ -413,6 +413,9 @@ static void test_embed_errors(vkf_context *ctx, vkf_cmd *cmd, const operands *o)
     EM_EXPECT((d.positions = pe_short, d.pos_offset = 5), VKF_ERROR_INVALID_ARGUMENT, "positions");
     EM_EXPECT((d.positions = pe_short, d.seq_len = 10), VKF_ERROR_INVALID_ARGUMENT, "positions");
     EM_EXPECT((d.positions = pe_short, d.pos_offset = UINT32_MAX), VKF_ERROR_INVALID_ARGUMENT, "positions");
+    EM_EXPECT(d.table_row0 = N, VKF_ERROR_INVALID_ARGUMENT, "vocabulary");          /* a part past the vocabulary */
+    EM_EXPECT((d.table_row0 = 1, d.table_rows = N), VKF_ERROR_INVALID_ARGUMENT, "vocabulary");
+    EM_EXPECT((d.table_rows = N, d.vocab = N + 5, d.table = o->a), VKF_ERROR_INVALID_ARGUMENT, "table holds"); /* part too small */
 #undef EM_EXPECT
     /* The boundary is accepted: offset 4 uses positions 4..8. Recorded into a
      * scratch list, as the shared one must stay empty. */

@@ -152,6 +152,7 @@ static void test_matmul_family(vkf_context *ctx, const char *family)
     mm_case opts[] = {
         {.m = 17, .n = 100, .k = 64, .bias = true, .act = VKF_ACTIVATION_RELU, .alpha = 1.0f},
         {.m = 100, .n = 17, .k = 257, .bias = true, .act = VKF_ACTIVATION_GELU, .alpha = 1.0f},
+        {.m = 33, .n = 65, .k = 40, .bias = true, .residual = true, .act = VKF_ACTIVATION_SILU, .alpha = 1.0f},
         {.m = 64, .n = 3, .k = 17, .residual = true, .alpha = 0.125f},
         {.m = 257, .n = 64, .k = 100, .bias = true, .residual = true, .act = VKF_ACTIVATION_GELU, .alpha = 0.5f},
         {.m = 17, .n = 100, .k = 64, .b_kn = true, .alpha = 1.0f},
@@ -295,14 +296,32 @@ static void test_layernorm(vkf_context *ctx)
 
 /* ------------------------------------------------------------------ embedding */
 
+static void run_embed_parts(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, float scale,
+                            bool positional, uint32_t seq_len, uint32_t pos_offset, int bad_id_at, uint64_t seed,
+                            uint32_t parts);
+
 static void run_embed(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, float scale, bool positional,
                       uint32_t seq_len, uint32_t pos_offset, int bad_id_at, uint64_t seed)
+{
+    run_embed_parts(ctx, tokens, d, vocab, scale, positional, seq_len, pos_offset, bad_id_at, seed, 1);
+}
+
+/* The table split into `parts` tensors of ceil(vocab / parts) rows, one embed
+ * recorded per part (as models do past maxStorageBufferRange). */
+static void run_embed_parts(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, float scale,
+                            bool positional, uint32_t seq_len, uint32_t pos_offset, int bad_id_at, uint64_t seed,
+                            uint32_t parts)
 {
     float *table = harness_random((size_t)vocab * d, seed);
     int32_t *ids = harness_alloc(tokens * sizeof *ids);
     for (uint32_t t = 0; t < tokens; t++) ids[t] = (int32_t)(((uint64_t)t * 2654435761u + seed) % vocab);
     if (bad_id_at >= 0) ids[bad_id_at] = (bad_id_at % 2) ? -1 : (int32_t)vocab;
-    vkf_tensor *tt = harness_tensor(ctx, table, vocab, d), *to = harness_tensor(ctx, NULL, tokens, d);
+    uint32_t per = (vocab + parts - 1) / parts;
+    vkf_tensor *tp[8] = {0}, *to = harness_tensor(ctx, NULL, tokens, d);
+    for (uint32_t i = 0; i < parts && i < 8; i++) {
+        uint32_t r0 = i * per, n = vocab - r0 < per ? vocab - r0 : per;
+        tp[i] = harness_tensor(ctx, table + (size_t)r0 * d, n, d);
+    }
     vkf_tensor *ti, *tpe = NULL;
     uint32_t max_pos = (seq_len ? seq_len : tokens) + pos_offset;
     if (positional) CHECK_OK(vkf_positional_encoding_create(ctx, max_pos, d, &tpe));
@@ -313,9 +332,12 @@ static void run_embed(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vo
     CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
     vkf_embed_desc e;
     vkf_embed_desc_init(&e);
-    e.tokens = tokens, e.d = d, e.vocab = vocab, e.ids = ti, e.table = tt, e.out = to;
+    e.tokens = tokens, e.d = d, e.vocab = vocab, e.ids = ti, e.out = to;
     e.scale = scale, e.positions = tpe, e.seq_len = seq_len, e.pos_offset = pos_offset;
-    CHECK_OK(vkf_cmd_embed(cmd, &e));
+    for (uint32_t i = 0; i < parts && i < 8; i++) {
+        e.table = tp[i], e.table_row0 = i * per, e.table_rows = parts > 1 ? (uint32_t)(vkf_tensor_bytes(tp[i]) / 4 / d) : 0;
+        CHECK_OK(vkf_cmd_embed(cmd, &e));
+    }
     CHECK_OK(vkf_cmd_submit(cmd));
     float *got = harness_download(to), *want = harness_alloc((size_t)tokens * d * 4);
     ref_embed(want, ids, table, tokens, d, vocab, scale, positional, seq_len, pos_offset);
@@ -327,11 +349,12 @@ static void run_embed(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vo
         }
     }
     char what[128];
-    snprintf(what, sizeof what, "embed tokens=%u d=%u vocab=%u scale=%g pe=%d seq=%u offset=%u bad=%d", tokens, d,
-             vocab, scale, positional, seq_len, pos_offset, bad_id_at);
+    snprintf(what, sizeof what, "embed tokens=%u d=%u vocab=%u scale=%g pe=%d seq=%u offset=%u bad=%d parts=%u", tokens,
+             d, vocab, scale, positional, seq_len, pos_offset, bad_id_at, parts);
     harness_compare(what, got, want, (size_t)tokens * d, 1e-6, 1e-6);
     vkf_cmd_destroy(cmd);
-    vkf_tensor_destroy(tt), vkf_tensor_destroy(to), vkf_tensor_destroy(ti), vkf_tensor_destroy(tpe);
+    for (uint32_t i = 0; i < 8; i++) vkf_tensor_destroy(tp[i]);
+    vkf_tensor_destroy(to), vkf_tensor_destroy(ti), vkf_tensor_destroy(tpe);
     free(table), free(ids), free(got), free(want);
 }
 
@@ -349,6 +372,9 @@ static void test_embed(vkf_context *ctx)
     run_embed(ctx, 4, 64, 100, 8.0f, true, 1, 257, -1, seed++);         /* decode steps at position 257 */
     run_embed(ctx, 100, 64, 100, 1.0f, true, 0, 0, 7, seed++);          /* id = -1 */
     run_embed(ctx, 100, 64, 100, 1.0f, true, 0, 0, 42, seed++);         /* id = vocab */
+    run_embed_parts(ctx, 300, 24, 1001, 3.0f, true, 0, 0, -1, seed++, 3);  /* split table, uneven last part */
+    run_embed_parts(ctx, 64, 16, 100, 1.0f, true, 0, 0, 7, seed++, 2);     /* split, id = -1 */
+    run_embed_parts(ctx, 64, 16, 100, 1.0f, false, 0, 0, 42, seed++, 7);   /* split in 7, id = vocab */
 }
 
 /* ------------------------------------------------------------------ F16 weights */
@@ -1086,6 +1112,7 @@ static void int8_cases(vkf_context *ctx, const char *family, bool act16, uint64_
         {.m = 17, .n = 33, .k = 40, .pad = 1, .bias = true, .alpha = 1.0f},   /* unaligned bytes */
         {.m = 33, .n = 17, .k = 100, .pad = 4, .residual = true, .alpha = 1.0f}, /* aligned with padding */
         {.m = 17, .n = 33, .k = 40, .b0 = 3, .bias = true, .act = VKF_ACTIVATION_GELU, .alpha = 1.0f}, /* batched */
+        {.m = 5, .n = 100, .k = 64, .bias = true, .act = VKF_ACTIVATION_SILU, .alpha = 1.0f},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int kn = 0; kn < 2; kn++) {

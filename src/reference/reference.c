@@ -9,6 +9,7 @@ static double activate(double x, int act)
 {
     if (act == 1) return x > 0 ? x : 0;
     if (act == 2) return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    if (act == 3) return x / (1.0 + exp(-x));
     return x;
 }
 
