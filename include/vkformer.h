@@ -446,22 +446,32 @@ VKF_API vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *desc);
  * PyTorch nn.Transformer weights with embeddings and a generator. */
 typedef struct vkf_model vkf_model;
 
+typedef enum vkf_model_format {
+    VKF_MODEL_VKFORMER = 0,             /* one .safetensors file in vkformer's layout (docs/file-format.md) */
+    VKF_MODEL_MARIAN = 1,               /* a Hugging Face MarianMTModel folder (docs/models.md) */
+} vkf_model_format;
+
 typedef struct vkf_model_config {
     uint32_t d_model, n_heads;
     uint32_t n_encoder_layers, n_decoder_layers;
     uint32_t d_ff;
-    vkf_activation activation;          /* RELU or GELU */
+    vkf_activation activation;          /* RELU, GELU or SILU */
     bool norm_first;                    /* pre-LN layers */
     float layer_norm_eps;
     uint32_t src_vocab_size, tgt_vocab_size;
     uint32_t max_len;                   /* longest source or target sequence */
     float embed_scale;
-    int32_t pad_id, bos_id, eos_id;
-    bool has_vocab;                     /* src_vocab and tgt_vocab present: text in and out */
+    int32_t pad_id, bos_id, eos_id;     /* bos_id: where decoding starts (Marian: decoder_start_token_id) */
+    bool has_vocab;                     /* text in and out: vocabularies, or a folder's SentencePiece models */
     vkf_dtype activations;              /* F32, or F16 as the load's precision decided */
+    vkf_model_format format;            /* what was loaded: a vkformer file or a Hugging Face folder */
 } vkf_model_config;
 
-/* Reads, validates and uploads a model file. Any inconsistency (missing or
+/* Reads, validates and uploads a model: a vkformer .safetensors file, or a
+ * Hugging Face MarianMTModel folder (config.json, model.safetensors, source.spm,
+ * target.spm, vocab.json, generation_config.json; docs/models.md). Embeddings
+ * and the generator past the device's maxStorageBufferRange are held in parts.
+ * Any inconsistency (missing or
  * unexpected tensor, wrong shape or dtype, bad config key) fails with
  * VKF_ERROR_BAD_MODEL and a message naming the tensor or key. F16 weight
  * matrices and embeddings stay F16 on devices with 16-bit storage (arithmetic is
@@ -604,10 +614,22 @@ typedef struct vkf_generate_options {
     uint32_t top_k;             /* 0: no cut (init 0) */
     float top_p;                /* (0, 1]; 1: no cut (init 1) */
     uint64_t seed;              /* init 0 */
+    /* Hugging Face generation_config semantics (a Marian folder's defaults turn
+     * both on): forced_eos makes the last step (step max_new) choose eos, as
+     * forced_eos_token_id; renormalize re-normalises the log-probabilities after
+     * eos is banned before min_new, as renormalize_logits (init false). */
+    bool forced_eos;
+    bool renormalize;
 } vkf_generate_options;
 
 /* Fills the defaults; max_new 0 stands for the model's max_len. */
 VKF_API void vkf_generate_options_init(vkf_generate_options *options);
+/* The model's own defaults: a Hugging Face folder's generation_config.json
+ * (num_beams, max_length or max_new_tokens, min_length, length_penalty,
+ * early_stopping, num_return_sequences, forced_eos_token_id, renormalize_logits;
+ * bad_words_ids of one token are banned in every generation of the model),
+ * vkf_generate_options_init's for a vkformer file. */
+VKF_API vkf_status vkf_model_generate_defaults(const vkf_model *model, vkf_generate_options *out_options);
 
 /* Beam search (Hugging Face generate semantics for num_beams, length_penalty,
  * early_stopping and num_return_sequences = n_best) of every source at once:

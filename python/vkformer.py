@@ -91,6 +91,7 @@ class _ModelConfig(ctypes.Structure):
         ("eos_id", ctypes.c_int32),
         ("has_vocab", ctypes.c_bool),
         ("activations", ctypes.c_int),
+        ("format", ctypes.c_int),   # 0: a vkformer file, 1: a Hugging Face Marian folder
     ]
 
 

@@ -2,7 +2,8 @@
 // One beam-search step's candidates, one workgroup per source b of K beams:
 //   score(k, v) = beam_scores[b*K + k] + log_softmax(logits[b*K + k])[v]
 // over the K*V (beam, token) pairs, as Hugging Face's beam search scores them; eos
-// is left out while the step (state[0]) is below min_new. Writes the n_cand best in
+// is left out while the step (state[0]) is below min_new (and, with renormalize,
+// out of the log_softmax too); at step force_step eos is the only candidate. Writes the n_cand best in
 // descending order (equal scores: the lower k*V + v first) to cand_scores[b, :] and
 // cand_ids[b, :] = k*V + v (-1 and -inf where fewer candidates exist). Selection is
 // n_cand rounds of a parallel arg-max over the pairs after the previous winner.
@@ -19,6 +20,8 @@ layout(push_constant) uniform Push {
     uint sources, beams, vocab, n_cand;
     int eos;
     uint min_new;
+    uint force_step;        // at this step only eos (score + 0), as forced_eos_token_id; ~0u: never
+    uint renormalize;       // 1: eos left out of the log_softmax too while it is banned (renormalize_logits)
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufLogits { ACT_T logits[]; };      // (sources*beams, vocab)
@@ -46,11 +49,15 @@ void main()
     if (b >= pc.sources) return;
     const uint tid = gl_LocalInvocationID.x;
     const uint K = pc.beams, V = pc.vocab;
+    const bool no_eos = state[0] < int(pc.min_new);
+    const bool forced = uint(state[0]) == pc.force_step;
+    const int skip = no_eos && pc.renormalize != 0u ? pc.eos : -1;
     // log_softmax of each beam's row: max, then log(sum(exp(x - max)))
     for (uint k = 0u; k < K; k++) {
         const uint base = (b * K + k) * V;
         float m = uintBitsToFloat(0xff800000u);
-        for (uint j = tid; j < V; j += WG) m = max(m, float(logits[base + j]));
+        for (uint j = tid; j < V; j += WG)
+            if (int(j) != skip) m = max(m, float(logits[base + j]));
         red_v[tid] = m;
         barrier();
         for (uint s = WG / 2u; s > 0u; s >>= 1) {
@@ -60,7 +67,8 @@ void main()
         m = red_v[0];
         barrier();
         float sum = 0.0;
-        for (uint j = tid; j < V; j += WG) sum += exp(float(logits[base + j]) - m);
+        for (uint j = tid; j < V; j += WG)
+            if (int(j) != skip) sum += exp(float(logits[base + j]) - m);
         red_v[tid] = sum;
         barrier();
         for (uint s = WG / 2u; s > 0u; s >>= 1) {
@@ -73,7 +81,6 @@ void main()
         }
         barrier();
     }
-    const bool no_eos = state[0] < int(pc.min_new);
     float prev_v = 0.0;
     uint prev_i = NONE;
     for (uint c = 0u; c < pc.n_cand; c++) {
@@ -81,8 +88,9 @@ void main()
         uint bi = NONE;
         for (uint i = tid; i < K * V; i += WG) {
             const uint k = i / V, v = i - k * V;
-            if (no_eos && int(v) == pc.eos) continue;
-            const float x = beam_scores[b * K + k] + ((float(logits[(b * K + k) * V + v]) - row_max[k]) - row_logsum[k]);
+            if (forced ? int(v) != pc.eos : (no_eos && int(v) == pc.eos)) continue;
+            const float x = forced ? beam_scores[b * K + k]
+                                   : beam_scores[b * K + k] + ((float(logits[(b * K + k) * V + v]) - row_max[k]) - row_logsum[k]);
             if (isnan(x) || isinf(x)) continue;
             if (prev_i != NONE && !better(prev_v, prev_i, x, i)) continue;   // not after the previous winner
             if (better(x, i, bv, bi)) { bv = x; bi = i; }

@@ -9,7 +9,8 @@
 // [0, 1) times the kept mass, walked through the kept tokens in index order (each
 // invocation a contiguous chunk). Deterministic for a seed on one device; other
 // devices may round exp() differently and so draw differently near a boundary.
-// eos is left out while the step (state[0]) is below min_new. Writes ids[row] and
+// eos is left out while the step (state[0]) is below min_new; at force_step the
+// token is eos. Writes ids[row] and
 // tokens[row, state[0]], as argmax.comp.
 #extension GL_GOOGLE_include_directive : require
 #include "act.glsl"
@@ -28,6 +29,7 @@ layout(push_constant) uniform Push {
     uint seed_lo, seed_hi;
     int eos;
     uint min_new;
+    uint force_step;        // at this step the token is eos (forced_eos_token_id); ~0u: never
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufLogits { ACT_T logits[]; };  // (rows, cols)
@@ -157,6 +159,7 @@ void main()
                 if (acc > u) break;
             }
         }
+        if (uint(pos) == pc.force_step) id = pc.eos;
         ids[row] = id;
         if (pos >= 0 && uint(pos) < pc.token_capacity) tokens[row * pc.token_capacity + uint(pos)] = id;
     }

@@ -719,6 +719,20 @@ vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **
     if (!request || !*request) request = getenv("VKFORMER_DEVICE");
     if (st == VKF_OK) st = choose_device(ctx->instance, request, &ctx->physical, &ctx->info);
     if (st == VKF_OK) {
+        /* VKFORMER_MAX_BINDING=BYTES lowers the binding limit the library plans with
+         * (never raises it): tests split tensors on any driver with small models. */
+        const char *env = getenv("VKFORMER_MAX_BINDING");
+        if (env) {
+            char *end = NULL;
+            unsigned long long v = strtoull(env, &end, 10);
+            if (!*env || *end || v < 1024 || v > UINT32_MAX)
+                st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "VKFORMER_MAX_BINDING=\"%s\" is not a byte count in "
+                              "1024..4294967295", env);
+            else if (v < ctx->info.max_storage_buffer_range)
+                ctx->info.max_storage_buffer_range = v;
+        }
+    }
+    if (st == VKF_OK) {
         vkGetPhysicalDeviceMemoryProperties(ctx->physical, &ctx->memory_properties);
         choose_memory_types(&ctx->memory_properties, options->allow_host_visible,
                             &ctx->device_memory_type, &ctx->staging_memory_type, &ctx->direct_host_access);

@@ -81,7 +81,7 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p, vkf_te
         VKF_TRY(vkf_op_kv_gather(cmd, from_v[i], B, row_words, p->parent, p->state, cache_v[i], B, row_words, 0, pos_words, true));
     }
     /* y (B, d) = tgt_embed(step_ids) * scale + PE(state) */
-    VKF_TRY(vkf_rec_embed(cmd, m, m->tgt_embed, c->tgt_vocab_size, p->step_ids, B, 1, p->state, y));
+    VKF_TRY(vkf_rec_embed(cmd, m, &m->tgt_embed, p->step_ids, B, 1, p->state, true, y));
     for (uint32_t i = 0; i < c->n_decoder_layers; i++) {
         const dec_layer *e = &m->dec[i];
         /* self-attention over the cache: keys/values of positions 0..state */
@@ -139,11 +139,16 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p, vkf_te
         }
     }
     /* logits = generator(decoder.norm(y)); next ids = argmax; position += 1 */
-    VKF_TRY(vkf_rec_norm(cmd, m, y, NULL, B, &m->dec_norm, p->yn));
-    VKF_TRY(vkf_rec_linear(cmd, p->yn, B, &m->gen, p->logits, VKF_ACTIVATION_NONE, NULL));
+    if (m->dec_norm.g) {
+        VKF_TRY(vkf_rec_norm(cmd, m, y, NULL, B, &m->dec_norm, p->yn));
+        VKF_TRY(vkf_rec_generator(cmd, m, p->yn, B, true, p->logits));
+    } else {
+        VKF_TRY(vkf_rec_generator(cmd, m, y, B, true, p->logits));
+    }
     if (p->beams)
         VKF_TRY(vkf_op_beam_topk(cmd, p->logits, p->beam_scores, p->state, p->cand_scores, p->cand_ids, p->sources,
-                                 p->beams, c->tgt_vocab_size, 2 * p->beams, c->eos_id, p->min_new));
+                                 p->beams, c->tgt_vocab_size, 2 * p->beams, c->eos_id, p->min_new,
+                                 p->forced_eos ? p->steps - 1 : UINT32_MAX, p->renormalize));
     else if (p->sample)
         VKF_TRY(vkf_op_sample(cmd, p->logits, p->state, p->step_ids, p->tokens, B, c->tgt_vocab_size, p->steps,
                               &p->sampling, c->eos_id));
@@ -155,7 +160,8 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p, vkf_te
 /* The plan of `sources` sources of length S for up to `steps` tokens: greedy with
  * beams 0, else beam search with `beams` rows per source. */
 static vkf_status gen_plan_build(vkf_model *m, uint32_t sources, uint32_t beams, uint32_t S, uint32_t steps,
-                                 uint32_t min_new, const vkf_generate_options *sampling, gen_plan **out)
+                                 const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
+                                 gen_plan **out)
 {
     vkf_context *ctx = m->ctx;
     const vkf_model_config *c = &m->cfg;
@@ -164,7 +170,9 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t sources, uint32_t beams,
     gen_plan *p = calloc(1, sizeof *p);
     if (!p) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a generation plan");
     p->batch = B, p->src_len = S, p->steps = steps;
-    p->sources = sources, p->beams = beams, p->min_new = min_new;
+    p->sources = sources, p->beams = beams;
+    if (beam_opts)
+        p->min_new = beam_opts->min_new, p->forced_eos = beam_opts->forced_eos, p->renormalize = beam_opts->renormalize;
     if (sampling) p->sample = true, p->sampling = *sampling;
     p->cross_kv = calloc(L, sizeof *p->cross_kv);
     p->cache_k = calloc(L, sizeof *p->cache_k);
@@ -278,11 +286,49 @@ static bool same_sampling(const gen_plan *p, const vkf_generate_options *o)
 {
     if (!o) return !p->sample;
     return p->sample && p->sampling.temperature == o->temperature && p->sampling.top_k == o->top_k &&
-           p->sampling.top_p == o->top_p && p->sampling.seed == o->seed && p->sampling.min_new == o->min_new;
+           p->sampling.top_p == o->top_p && p->sampling.seed == o->seed && p->sampling.min_new == o->min_new &&
+           p->sampling.forced_eos == o->forced_eos;
 }
 
 static vkf_status greedy_run(vkf_model *m, const vkf_sequences *src, uint32_t max_new,
                              const vkf_generate_options *sampling, int32_t *out_ids, uint32_t *out_lengths);
+static vkf_status beam_run(vkf_model *m, const vkf_sequences *src, const vkf_generate_options *o, int32_t *out_ids,
+                           uint32_t *out_lengths, float *out_scores);
+
+/* Runs generation over the sources; where a plan for all of them at once would
+ * need a tensor past one binding (maxStorageBufferRange: logits, KV caches,
+ * activations) or past the device's grid, the sources run in halves, each half
+ * as its own batch (results are per source, so they do not change). */
+static vkf_status run_split(vkf_model *m, const vkf_sequences *src, uint32_t max_new, const vkf_generate_options *o,
+                            bool beam, int32_t *out_ids, uint32_t *out_lengths, float *out_scores)
+{
+    vkf_status st = beam ? beam_run(m, src, o, out_ids, out_lengths, out_scores)
+                         : greedy_run(m, src, max_new, o, out_ids, out_lengths);
+    if (st == VKF_ERROR_TOO_LARGE && src && src->count == 1) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", vkf_last_error());
+        return vkf_fail(st, "%s (generating even one source at a time)", msg);
+    }
+    if (st != VKF_ERROR_TOO_LARGE || !src || src->count < 2 || !src->ids || !src->lengths) return st;
+    vkf_gen_plan_free(m->gen_plan);
+    m->gen_plan = NULL;
+    uint32_t half = src->count / 2, nb = beam ? o->n_best : 1;
+    vkf_sequences a = {half, src->ids, src->lengths}, b = {src->count - half, src->ids + half, src->lengths + half};
+    vkf_generate_stats total = {0};
+    VKF_TRY(run_split(m, &a, max_new, o, beam, out_ids, out_lengths, out_scores));
+    total = m->stats;
+    size_t ids_off = (size_t)half * nb * max_new;
+    VKF_TRY(run_split(m, &b, max_new, o, beam, out_ids + ids_off, out_lengths + (size_t)half * nb,
+                      out_scores ? out_scores + (size_t)half * nb : NULL));
+    total.tokens += m->stats.tokens;
+    total.steps = total.steps > m->stats.steps ? total.steps : m->stats.steps;
+    total.total_ms += m->stats.total_ms;
+    if (m->stats.plan_bytes > total.plan_bytes) total.plan_bytes = m->stats.plan_bytes;
+    m->stats = total;
+    vkf_log(m->ctx, VKF_LOG_INFO, "generation of %u sources ran as batches of %u and %u: one batch would need a "
+            "tensor past the device's limits", src->count, a.count, b.count);
+    return VKF_OK;
+}
 
 vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t max_new, int32_t *out_ids,
                               uint32_t *out_lengths)
@@ -290,7 +336,7 @@ vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t m
     if (!m || !out_ids || !out_lengths)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate: %s is NULL",
                         !m ? "model" : !out_ids ? "out_ids" : "out_lengths");
-    return greedy_run(m, src, max_new, NULL, out_ids, out_lengths);
+    return run_split(m, src, max_new, NULL, false, out_ids, out_lengths, NULL);
 }
 
 /* Greedy decoding, or sampling with `sampling`: one token per row and step. */
@@ -309,7 +355,7 @@ static vkf_status greedy_run(vkf_model *m, const vkf_sequences *src, uint32_t ma
     if (!p || p->beams || p->batch != B || p->src_len != S || p->steps != max_new || !same_sampling(p, sampling)) {
         vkf_gen_plan_free(m->gen_plan);
         m->gen_plan = NULL;
-        VKF_TRY(gen_plan_build(m, B, 0, S, max_new, 0, sampling, &p));
+        VKF_TRY(gen_plan_build(m, B, 0, S, max_new, NULL, sampling, &p));
         m->gen_plan = p;
     }
     VKF_TRY(vkf_upload_ids(m, src, S, p->enc->src_ids, p->enc->src_mask, p->enc->src_lengths));
@@ -387,7 +433,8 @@ vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, uint32_t src_ro
 
 vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *beam_scores,
                             const vkf_tensor *state, vkf_tensor *cand_scores, vkf_tensor *cand_ids, uint32_t sources,
-                            uint32_t beams, uint32_t vocab, uint32_t n_cand, int32_t eos, uint32_t min_new)
+                            uint32_t beams, uint32_t vocab, uint32_t n_cand, int32_t eos, uint32_t min_new,
+                            uint32_t force_step, bool renormalize)
 {
     static const char fn[] = "beam_topk";
     VKF_TRY(vkf_check_cmd(cmd, logits, fn));
@@ -403,7 +450,7 @@ vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_te
     VKF_TRY(vkf_check_tensor(cmd, cand_scores, VKF_DTYPE_F32, (uint64_t)sources * n_cand, fn, "cand_scores"));
     VKF_TRY(vkf_check_tensor(cmd, cand_ids, VKF_DTYPE_I32, (uint64_t)sources * n_cand, fn, "cand_ids"));
     vkf_push_beam_topk pc = {.sources = sources, .beams = beams, .vocab = vocab, .n_cand = n_cand, .eos = eos,
-                             .min_new = min_new};
+                             .min_new = min_new, .force_step = force_step, .renormalize = renormalize};
     if (sources > ctx->info.max_workgroup_count[0])
         return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %u sources exceed the device's grid", fn, sources);
     uint32_t groups[3] = {sources, 1, 1};
@@ -521,10 +568,18 @@ vkf_status vkf_model_generate_with(vkf_model *m, const vkf_sequences *src, const
     VKF_TRY(check_options(m, &o));
     if (o.sample) {
         uint32_t max_new = o.max_new ? o.max_new : m->cfg.max_len;
-        VKF_TRY(greedy_run(m, src, max_new, &o, out_ids, out_lengths));
+        VKF_TRY(run_split(m, src, max_new, &o, false, out_ids, out_lengths, NULL));
         for (uint32_t b = 0; out_scores && b < src->count; b++) out_scores[b] = NAN;
         return VKF_OK;
     }
+    return run_split(m, src, o.max_new ? o.max_new : m->cfg.max_len, &o, true, out_ids, out_lengths, out_scores);
+}
+
+/* Beam search of a batch of sources (checked options). */
+static vkf_status beam_run(vkf_model *m, const vkf_sequences *src, const vkf_generate_options *opts, int32_t *out_ids,
+                           uint32_t *out_lengths, float *out_scores)
+{
+    const vkf_generate_options o = *opts;
     uint32_t S;
     VKF_TRY(vkf_check_sequences(m, src, m->cfg.src_vocab_size, "source", &S));
     const uint32_t steps = o.max_new ? o.max_new : m->cfg.max_len, K = o.beams, NB = o.n_best, NB2 = 2 * K;
@@ -532,10 +587,11 @@ vkf_status vkf_model_generate_with(vkf_model *m, const vkf_sequences *src, const
     double t0 = now_ms();
     m->stats = (vkf_generate_stats){0};
     gen_plan *p = m->gen_plan;
-    if (!p || p->beams != K || p->sources != B || p->src_len != S || p->steps != steps || p->min_new != o.min_new) {
+    if (!p || p->beams != K || p->sources != B || p->src_len != S || p->steps != steps || p->min_new != o.min_new ||
+        p->forced_eos != o.forced_eos || p->renormalize != o.renormalize) {
         vkf_gen_plan_free(m->gen_plan);
         m->gen_plan = NULL;
-        VKF_TRY(gen_plan_build(m, B, K, S, steps, o.min_new, NULL, &p));
+        VKF_TRY(gen_plan_build(m, B, K, S, steps, &o, NULL, &p));
         m->gen_plan = p;
     }
     VKF_TRY(vkf_upload_ids(m, src, S, p->enc->src_ids, p->enc->src_mask, p->enc->src_lengths));
@@ -661,7 +717,7 @@ vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
     vkf_push_sample pc = {.rows = rows, .cols = cols, .token_capacity = token_capacity,
                           .inv_temperature = 1.0f / o->temperature, .top_k = o->top_k, .top_p = o->top_p,
                           .seed_lo = (uint32_t)o->seed, .seed_hi = (uint32_t)(o->seed >> 32), .eos = eos,
-                          .min_new = o->min_new};
+                          .min_new = o->min_new, .force_step = o->forced_eos ? token_capacity - 1 : UINT32_MAX};
     if (rows > ctx->info.max_workgroup_count[0])
         return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %u rows exceed the device's grid", fn, rows);
     uint32_t groups[3] = {rows, 1, 1};

@@ -6,9 +6,11 @@
 #include "model.h"
 #include "attention_lsh.h"
 #include "safetensors.h"
+#include "model_load.h"
 
 #include <ctype.h>
 #include <jansson.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,7 +131,8 @@ static vkf_status parse_config(vkf_model *m, const char *text)
         if (!act) st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: key \"activation\" is missing");
         else if (a && strcmp(a, "relu") == 0) c->activation = VKF_ACTIVATION_RELU;
         else if (a && strcmp(a, "gelu") == 0) c->activation = VKF_ACTIVATION_GELU;
-        else st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: \"activation\" must be \"relu\" or \"gelu\"");
+        else if (a && strcmp(a, "silu") == 0) c->activation = VKF_ACTIVATION_SILU;
+        else st = vkf_fail(VKF_ERROR_BAD_MODEL, "vkformer.config: \"activation\" must be \"relu\", \"gelu\" or \"silu\"");
     }
     if (st == VKF_OK) {
         json_t *nf = json_object_get(cfg, "norm_first");
@@ -164,13 +167,9 @@ static vkf_status parse_config(vkf_model *m, const char *text)
 
 /* ------------------------------------------------------------------ weights */
 
-/* Names the loader expects, to find unexpected tensors afterwards. */
-typedef struct name_list {
-    char **names;
-    uint32_t count, capacity;
-} name_list;
+/* ------------------------------------------------------------------ weights */
 
-static bool name_add(name_list *l, const char *name)
+bool vkf_ld_name_add(name_list *l, const char *name)
 {
     if (l->count == l->capacity) {
         uint32_t cap = l->capacity ? 2 * l->capacity : 64;
@@ -182,28 +181,14 @@ static bool name_add(name_list *l, const char *name)
     return (l->names[l->count++] = strdup(name)) != NULL;
 }
 
-static void name_free(name_list *l)
+void vkf_ld_names_free(name_list *l)
 {
     for (uint32_t i = 0; i < l->count; i++) free(l->names[i]);
     free(l->names);
 }
 
-typedef struct loader {
-    vkf_model *m;
-    vkf_st_file *file;
-    bool dry_run;                       /* check and convert, but make no device tensors */
-    name_list expected;
-    vkf_precision precision;            /* of weight matrices and embeddings */
-    float *scratch;                     /* owned host buffer for conversions */
-    uint16_t *halves;                   /* owned host buffer for F32 -> F16 */
-    uint64_t halves_count;
-    int8_t *quant;                      /* owned host buffer for int8 quantization */
-    uint64_t quant_count;
-    uint64_t scratch_floats;
-} loader;
-
 /* Checks tensor `name` is there with shape (rows, cols) (or (cols) when rows == 0). */
-static vkf_status find_shaped(const loader *L, const char *name, uint32_t rows, uint32_t cols,
+vkf_status vkf_ld_find_shaped(const loader *L, const char *name, uint32_t rows, uint32_t cols,
                               const vkf_st_tensor **out)
 {
     const vkf_st_tensor *t = vkf_st_find(L->file, name);
@@ -224,21 +209,21 @@ static vkf_status find_shaped(const loader *L, const char *name, uint32_t rows, 
     return VKF_OK;
 }
 
-/* find_shaped, and a float dtype; notes the name as expected. */
-static vkf_status find_checked(loader *L, const char *name, uint32_t rows, uint32_t cols, const vkf_st_tensor **out)
+/* vkf_ld_find_shaped, and a float dtype; notes the name as expected. */
+vkf_status vkf_ld_find(loader *L, const char *name, uint32_t rows, uint32_t cols, const vkf_st_tensor **out)
 {
     const vkf_st_tensor *t = NULL;
-    VKF_TRY(find_shaped(L, name, rows, cols, &t));
+    VKF_TRY(vkf_ld_find_shaped(L, name, rows, cols, &t));
     if (t->dtype != VKF_ST_F32 && t->dtype != VKF_ST_F16 && t->dtype != VKF_ST_BF16)
         return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" has dtype %s; F32, F16 or BF16 expected", name,
                         vkf_st_dtype_name(t->dtype));
-    if (!name_add(&L->expected, name)) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (!vkf_ld_name_add(&L->expected, name)) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     *out = t;
     return VKF_OK;
 }
 
 /* A checked tensor converted to floats in the scratch buffer. */
-static vkf_status read_floats(loader *L, const vkf_st_tensor *t, const float **out)
+vkf_status vkf_ld_floats(loader *L, const vkf_st_tensor *t, const float **out)
 {
     if (t->elements > L->scratch_floats) {
         float *grown = realloc(L->scratch, t->elements * sizeof *grown);
@@ -262,11 +247,11 @@ static vkf_status upload(loader *L, const float *data, uint32_t rows, uint32_t c
 /* A weight (rows, cols), or rows [row0, row0 + nrows) of one (rows, cols).
  * Stored F16 where the device reads 16-bit storage and the precision asks for
  * it: auto keeps the file's F16 as F16, f16 also converts F32 and BF16. */
-static vkf_status load_matrix(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0, uint32_t nrows,
+vkf_status vkf_ld_matrix(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0, uint32_t nrows,
                               vkf_tensor **out)
 {
     const vkf_st_tensor *t = NULL;
-    VKF_TRY(find_checked(L, name, rows, cols, &t));
+    VKF_TRY(vkf_ld_find(L, name, rows, cols, &t));
     bool as_f16 = !L->dry_run && L->m->ctx->storage_16bit &&
                   (L->precision == VKF_PRECISION_F16 ||
                    ((L->precision == VKF_PRECISION_AUTO || L->precision == VKF_PRECISION_INT8) && t->dtype == VKF_ST_F16));
@@ -278,7 +263,7 @@ static vkf_status load_matrix(loader *L, const char *name, uint32_t rows, uint32
             return vkf_tensor_upload(*out, raw + (uint64_t)row0 * cols * 2, count * 2);
         }
         const float *data = NULL;
-        VKF_TRY(read_floats(L, t, &data));
+        VKF_TRY(vkf_ld_floats(L, t, &data));
         if (count > L->halves_count) {
             uint16_t *grown = realloc(L->halves, count * sizeof *grown);
             if (!grown) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory converting \"%s\"", name);
@@ -288,20 +273,20 @@ static vkf_status load_matrix(loader *L, const char *name, uint32_t rows, uint32
         return vkf_tensor_upload(*out, L->halves, count * 2);
     }
     const float *data = NULL;
-    VKF_TRY(read_floats(L, t, &data));
+    VKF_TRY(vkf_ld_floats(L, t, &data));
     return upload(L, data + (uint64_t)row0 * cols, nrows, cols, out);
 }
 
 /* Precision int8: rows [row0, row0 + nrows) of weight matrix `name` (rows, cols)
  * quantized to symmetric int8 with one F32 scale per row (output channel), by
  * vkf_quantize_int8_rows: *out (nrows, cols) I8, *out_scale (nrows) F32. */
-static vkf_status load_matrix_i8(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0,
+vkf_status vkf_ld_matrix_i8(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0,
                                  uint32_t nrows, vkf_tensor **out, vkf_tensor **out_scale)
 {
     const vkf_st_tensor *t = NULL;
     const float *data = NULL;
-    VKF_TRY(find_checked(L, name, rows, cols, &t));
-    VKF_TRY(read_floats(L, t, &data));
+    VKF_TRY(vkf_ld_find(L, name, rows, cols, &t));
+    VKF_TRY(vkf_ld_floats(L, t, &data));
     if (L->dry_run) return VKF_OK;
     uint64_t count = (uint64_t)nrows * cols;
     if (count > L->quant_count) {
@@ -330,23 +315,23 @@ static vkf_status load_matrix_i8(loader *L, const char *name, uint32_t rows, uin
  * F32 (rows), one finite non-negative scale per row (docs/file-format.md). Rows
  * [row0, row0 + nrows) are uploaded as they are (I8 + scales) with precision auto
  * or int8, and dequantized (q * scale) to F32 or F16 with f32 or f16. */
-static vkf_status load_matrix_file_i8(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0,
+static vkf_status vkf_ld_matrix_file_i8(loader *L, const char *name, uint32_t rows, uint32_t cols, uint32_t row0,
                                       uint32_t nrows, vkf_tensor **out, vkf_tensor **out_scale)
 {
     const vkf_st_tensor *t = NULL, *s = NULL;
-    VKF_TRY(find_shaped(L, name, rows, cols, &t));
+    VKF_TRY(vkf_ld_find_shaped(L, name, rows, cols, &t));
     char sname[288];
     snprintf(sname, sizeof sname, "%s_scale", name);
     if (!vkf_st_find(L->file, sname))
         return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" is I8 but its scales \"%s\" (F32, %u) are missing", name,
                         sname, rows);
-    VKF_TRY(find_checked(L, sname, 0, rows, &s));
+    VKF_TRY(vkf_ld_find(L, sname, 0, rows, &s));
     if (s->dtype != VKF_ST_F32)
         return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" has dtype %s; int8 scales are F32", sname,
                         vkf_st_dtype_name(s->dtype));
-    if (!name_add(&L->expected, name)) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (!vkf_ld_name_add(&L->expected, name)) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     const float *all = NULL;
-    VKF_TRY(read_floats(L, s, &all));
+    VKF_TRY(vkf_ld_floats(L, s, &all));
     for (uint32_t r = 0; r < rows; r++)
         if (!(isfinite(all[r]) && all[r] >= 0.0f))
             return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\": scale %u is %g; scales must be finite and >= 0",
@@ -384,16 +369,16 @@ static vkf_status load_matrix_file_i8(loader *L, const char *name, uint32_t rows
 }
 
 /* A vector (n), or entries [begin, begin + count) of it. */
-static vkf_status load_vector(loader *L, const char *name, uint32_t n, uint32_t begin, uint32_t count, vkf_tensor **out)
+vkf_status vkf_ld_vector(loader *L, const char *name, uint32_t n, uint32_t begin, uint32_t count, vkf_tensor **out)
 {
     const vkf_st_tensor *t = NULL;
     const float *data = NULL;
-    VKF_TRY(find_checked(L, name, 0, n, &t));
-    VKF_TRY(read_floats(L, t, &data));
+    VKF_TRY(vkf_ld_find(L, name, 0, n, &t));
+    VKF_TRY(vkf_ld_floats(L, t, &data));
     return upload(L, data + begin, 0, count, out);
 }
 
-static vkf_status load_linear(loader *L, const char *prefix, const char *wname, const char *bname, uint32_t rows,
+vkf_status vkf_ld_linear(loader *L, const char *prefix, const char *wname, const char *bname, uint32_t rows,
                               uint32_t cols, uint32_t row0, uint32_t nrows, linear *out)
 {
     char w[256], b[256];
@@ -403,21 +388,116 @@ static vkf_status load_linear(loader *L, const char *prefix, const char *wname, 
     out->in = cols;
     const vkf_st_tensor *in_file = vkf_st_find(L->file, w);
     if (in_file && in_file->dtype == VKF_ST_I8)
-        VKF_TRY(load_matrix_file_i8(L, w, rows, cols, row0, nrows, &out->w, &out->scale));
+        VKF_TRY(vkf_ld_matrix_file_i8(L, w, rows, cols, row0, nrows, &out->w, &out->scale));
     else if (L->precision == VKF_PRECISION_INT8)
-        VKF_TRY(load_matrix_i8(L, w, rows, cols, row0, nrows, &out->w, &out->scale));
+        VKF_TRY(vkf_ld_matrix_i8(L, w, rows, cols, row0, nrows, &out->w, &out->scale));
     else
-        VKF_TRY(load_matrix(L, w, rows, cols, row0, nrows, &out->w));
-    return load_vector(L, b, rows, row0, nrows, &out->b);
+        VKF_TRY(vkf_ld_matrix(L, w, rows, cols, row0, nrows, &out->w));
+    return vkf_ld_vector(L, b, rows, row0, nrows, &out->b);
 }
 
-static vkf_status load_norm(loader *L, const char *prefix, uint32_t d, norm *out)
+vkf_status vkf_ld_norm(loader *L, const char *prefix, uint32_t d, norm *out)
 {
     char g[256], b[256];
     snprintf(g, sizeof g, "%s.weight", prefix);
     snprintf(b, sizeof b, "%s.bias", prefix);
-    VKF_TRY(load_vector(L, g, d, 0, d, &out->g));
-    return load_vector(L, b, d, 0, d, &out->b);
+    VKF_TRY(vkf_ld_vector(L, g, d, 0, d, &out->g));
+    return vkf_ld_vector(L, b, d, 0, d, &out->b);
+}
+
+/* Host floats (rows, cols) as a weight in the load's precision: int8 with per-row
+ * scales (int8), F16 (f16; auto and int8 keep a file's F16 as F16), else F32. */
+static vkf_status upload_weight(loader *L, const char *name, const float *data, uint32_t rows, uint32_t cols,
+                                bool file_f16, vkf_tensor **out, vkf_tensor **out_scale)
+{
+    if (L->dry_run) return VKF_OK;
+    vkf_context *ctx = L->m->ctx;
+    uint64_t shape[2] = {rows, cols}, count = (uint64_t)rows * cols;
+    if (L->precision == VKF_PRECISION_INT8) {
+        int8_t *q = malloc(count);
+        float *sc = malloc(rows * sizeof *sc);
+        vkf_status st = q && sc ? vkf_quantize_int8_rows(data, rows, cols, q, sc)
+                                : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory quantizing \"%s\"", name);
+        if (st != VKF_OK && q && sc) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", vkf_last_error());
+            st = vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" cannot be quantized to int8: %s", name, why);
+        }
+        if (st == VKF_OK) st = vkf_tensor_create(ctx, VKF_DTYPE_I8, 2, shape, out);
+        if (st == VKF_OK) st = vkf_tensor_upload(*out, q, count);
+        if (st == VKF_OK) st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 1, shape, out_scale);
+        if (st == VKF_OK) st = vkf_tensor_upload(*out_scale, sc, (uint64_t)rows * sizeof *sc);
+        free(q), free(sc);
+        return st;
+    }
+    bool as_f16 = ctx->storage_16bit && (L->precision == VKF_PRECISION_F16 || (L->precision == VKF_PRECISION_AUTO && file_f16));
+    if (!as_f16) return upload(L, data, rows, cols, out);
+    uint16_t *h = malloc(count * sizeof *h);
+    if (!h) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory converting \"%s\"", name);
+    for (uint64_t e = 0; e < count; e++) h[e] = vkf_half_from_float(data[e]);
+    vkf_status st = vkf_tensor_create(ctx, VKF_DTYPE_F16, 2, shape, out);
+    if (st == VKF_OK) st = vkf_tensor_upload(*out, h, count * sizeof *h);
+    free(h);
+    return st;
+}
+
+vkf_status vkf_ld_stacked(loader *L, const char *const *wnames, const char *const *bnames, uint32_t n,
+                          uint32_t rows_each, uint32_t cols, linear *out)
+{
+    uint64_t per = (uint64_t)rows_each * cols, rows = (uint64_t)n * rows_each;
+    float *w = malloc(rows * cols * sizeof *w), *b = malloc(rows * sizeof *b);
+    vkf_status st = w && b ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory reading \"%s\"", wnames[0]);
+    bool f16 = true;
+    for (uint32_t i = 0; st == VKF_OK && i < n; i++) {
+        const vkf_st_tensor *t = NULL;
+        const float *data = NULL;
+        st = vkf_ld_find(L, wnames[i], rows_each, cols, &t);
+        if (st == VKF_OK) st = vkf_ld_floats(L, t, &data);
+        if (st == VKF_OK) memcpy(w + i * per, data, per * sizeof *w), f16 = f16 && t->dtype == VKF_ST_F16;
+        if (st == VKF_OK) st = vkf_ld_find(L, bnames[i], 0, rows_each, &t);
+        if (st == VKF_OK) st = vkf_ld_floats(L, t, &data);
+        if (st == VKF_OK) memcpy(b + (uint64_t)i * rows_each, data, rows_each * sizeof *b);
+    }
+    out->out = (uint32_t)rows, out->in = cols;
+    if (st == VKF_OK) st = upload_weight(L, wnames[0], w, (uint32_t)rows, cols, f16, &out->w, &out->scale);
+    if (st == VKF_OK) st = upload(L, b, 0, (uint32_t)rows, &out->b);
+    free(w), free(b);
+    return st;
+}
+
+vkf_status vkf_ld_table(loader *L, const char *name, uint32_t rows, uint32_t d, split_table *out)
+{
+    /* parts sized for 4-byte elements, so that F32 and F16 tables split alike and a
+     * tied generator can take the same parts */
+    uint64_t range = L->dry_run ? UINT64_MAX : L->m->ctx->info.max_storage_buffer_range;
+    uint64_t per = range / ((uint64_t)d * 4);
+    if (per == 0)
+        return vkf_fail(VKF_ERROR_TOO_LARGE, "tensor \"%s\": one row of %u floats exceeds the device's "
+                        "maxStorageBufferRange of %llu bytes", name, d, (unsigned long long)range);
+    if (per > rows) per = rows;
+    uint32_t parts = (uint32_t)((rows + per - 1) / per);
+    out->part = calloc(parts, sizeof *out->part);
+    if (!out->part) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for \"%s\"", name);
+    out->parts = parts, out->rows_per_part = (uint32_t)per, out->rows = rows, out->borrowed = false;
+    for (uint32_t i = 0; i < parts; i++) {
+        uint32_t r0 = i * (uint32_t)per, n = rows - r0 < per ? rows - r0 : (uint32_t)per;
+        VKF_TRY(vkf_ld_matrix(L, name, rows, d, r0, n, &out->part[i]));
+    }
+    if (parts > 1 && !L->dry_run)
+        vkf_log(L->m->ctx, VKF_LOG_INFO, "\"%s\" (%u x %u) is held in %u parts of up to %llu rows (maxStorageBufferRange "
+                "%llu bytes)", name, rows, d, parts, (unsigned long long)per, (unsigned long long)range);
+    return VKF_OK;
+}
+
+vkf_status vkf_ld_check_unexpected(const loader *L, const char *hint)
+{
+    for (uint32_t i = 0; i < vkf_st_count(L->file); i++) {
+        const char *name = vkf_st_at(L->file, i)->name;
+        bool known = false;
+        for (uint32_t k = 0; k < L->expected.count && !known; k++) known = strcmp(L->expected.names[k], name) == 0;
+        if (!known) return vkf_fail(VKF_ERROR_BAD_MODEL, "unexpected tensor \"%s\" (%s)", name, hint);
+    }
+    return VKF_OK;
 }
 
 static vkf_status load_weights(loader *L)
@@ -426,41 +506,47 @@ static vkf_status load_weights(loader *L)
     const vkf_model_config *c = &m->cfg;
     uint32_t d = c->d_model, f = c->d_ff;
     char p[160];
-    VKF_TRY(load_matrix(L, "src_embed.weight", c->src_vocab_size, d, 0, c->src_vocab_size, &m->src_embed));
-    VKF_TRY(load_matrix(L, "tgt_embed.weight", c->tgt_vocab_size, d, 0, c->tgt_vocab_size, &m->tgt_embed));
+    VKF_TRY(vkf_ld_table(L, "src_embed.weight", c->src_vocab_size, d, &m->src_embed));
+    VKF_TRY(vkf_ld_table(L, "tgt_embed.weight", c->tgt_vocab_size, d, &m->tgt_embed));
     for (uint32_t i = 0; i < c->n_encoder_layers; i++) {
         enc_layer *e = &m->enc[i];
         snprintf(p, sizeof p, "transformer.encoder.layers.%u.", i);
-        VKF_TRY(load_linear(L, p, "self_attn.in_proj_weight", "self_attn.in_proj_bias", 3 * d, d, 0, 3 * d, &e->qkv));
-        VKF_TRY(load_linear(L, p, "self_attn.out_proj.weight", "self_attn.out_proj.bias", d, d, 0, d, &e->o));
-        VKF_TRY(load_linear(L, p, "linear1.weight", "linear1.bias", f, d, 0, f, &e->ff1));
-        VKF_TRY(load_linear(L, p, "linear2.weight", "linear2.bias", d, f, 0, d, &e->ff2));
+        VKF_TRY(vkf_ld_linear(L, p, "self_attn.in_proj_weight", "self_attn.in_proj_bias", 3 * d, d, 0, 3 * d, &e->qkv));
+        VKF_TRY(vkf_ld_linear(L, p, "self_attn.out_proj.weight", "self_attn.out_proj.bias", d, d, 0, d, &e->o));
+        VKF_TRY(vkf_ld_linear(L, p, "linear1.weight", "linear1.bias", f, d, 0, f, &e->ff1));
+        VKF_TRY(vkf_ld_linear(L, p, "linear2.weight", "linear2.bias", d, f, 0, d, &e->ff2));
         snprintf(p, sizeof p, "transformer.encoder.layers.%u.norm1", i);
-        VKF_TRY(load_norm(L, p, d, &e->n1));
+        VKF_TRY(vkf_ld_norm(L, p, d, &e->n1));
         snprintf(p, sizeof p, "transformer.encoder.layers.%u.norm2", i);
-        VKF_TRY(load_norm(L, p, d, &e->n2));
+        VKF_TRY(vkf_ld_norm(L, p, d, &e->n2));
     }
-    VKF_TRY(load_norm(L, "transformer.encoder.norm", d, &m->enc_norm));
+    VKF_TRY(vkf_ld_norm(L, "transformer.encoder.norm", d, &m->enc_norm));
     for (uint32_t i = 0; i < c->n_decoder_layers; i++) {
         dec_layer *e = &m->dec[i];
         snprintf(p, sizeof p, "transformer.decoder.layers.%u.", i);
-        VKF_TRY(load_linear(L, p, "self_attn.in_proj_weight", "self_attn.in_proj_bias", 3 * d, d, 0, 3 * d, &e->qkv));
-        VKF_TRY(load_linear(L, p, "self_attn.out_proj.weight", "self_attn.out_proj.bias", d, d, 0, d, &e->o));
-        VKF_TRY(load_linear(L, p, "multihead_attn.in_proj_weight", "multihead_attn.in_proj_bias", 3 * d, d, 0, d, &e->cq));
-        VKF_TRY(load_linear(L, p, "multihead_attn.in_proj_weight", "multihead_attn.in_proj_bias", 3 * d, d, d, 2 * d,
+        VKF_TRY(vkf_ld_linear(L, p, "self_attn.in_proj_weight", "self_attn.in_proj_bias", 3 * d, d, 0, 3 * d, &e->qkv));
+        VKF_TRY(vkf_ld_linear(L, p, "self_attn.out_proj.weight", "self_attn.out_proj.bias", d, d, 0, d, &e->o));
+        VKF_TRY(vkf_ld_linear(L, p, "multihead_attn.in_proj_weight", "multihead_attn.in_proj_bias", 3 * d, d, 0, d, &e->cq));
+        VKF_TRY(vkf_ld_linear(L, p, "multihead_attn.in_proj_weight", "multihead_attn.in_proj_bias", 3 * d, d, d, 2 * d,
                             &e->ckv));
-        VKF_TRY(load_linear(L, p, "multihead_attn.out_proj.weight", "multihead_attn.out_proj.bias", d, d, 0, d, &e->co));
-        VKF_TRY(load_linear(L, p, "linear1.weight", "linear1.bias", f, d, 0, f, &e->ff1));
-        VKF_TRY(load_linear(L, p, "linear2.weight", "linear2.bias", d, f, 0, d, &e->ff2));
+        VKF_TRY(vkf_ld_linear(L, p, "multihead_attn.out_proj.weight", "multihead_attn.out_proj.bias", d, d, 0, d, &e->co));
+        VKF_TRY(vkf_ld_linear(L, p, "linear1.weight", "linear1.bias", f, d, 0, f, &e->ff1));
+        VKF_TRY(vkf_ld_linear(L, p, "linear2.weight", "linear2.bias", d, f, 0, d, &e->ff2));
         const char *norms[3] = {"norm1", "norm2", "norm3"};
         norm *dst[3] = {&e->n1, &e->n2, &e->n3};
         for (int k = 0; k < 3; k++) {
             snprintf(p, sizeof p, "transformer.decoder.layers.%u.%s", i, norms[k]);
-            VKF_TRY(load_norm(L, p, d, dst[k]));
+            VKF_TRY(vkf_ld_norm(L, p, d, dst[k]));
         }
     }
-    VKF_TRY(load_norm(L, "transformer.decoder.norm", d, &m->dec_norm));
-    VKF_TRY(load_linear(L, "", "generator.weight", "generator.bias", c->tgt_vocab_size, d, 0, c->tgt_vocab_size, &m->gen));
+    VKF_TRY(vkf_ld_norm(L, "transformer.decoder.norm", d, &m->dec_norm));
+    /* the generator in the target embedding's parts: rows [i * per, ...) each */
+    m->gen_parts = m->tgt_embed.parts;
+    if (!(m->gen = calloc(m->gen_parts, sizeof *m->gen))) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t i = 0; i < m->gen_parts; i++) {
+        uint32_t per = m->tgt_embed.rows_per_part, r0 = i * per, n = c->tgt_vocab_size - r0 < per ? c->tgt_vocab_size - r0 : per;
+        VKF_TRY(vkf_ld_linear(L, "", "generator.weight", "generator.bias", c->tgt_vocab_size, d, r0, n, &m->gen[i]));
+    }
     /* Optional projections for lowrank:K, kept on the host (each forward masks
      * them to the sources' lengths). */
     static const char *const lr_names[2] = {"lowrank.self_proj", "lowrank.cross_proj"};
@@ -469,9 +555,9 @@ static vkf_status load_weights(loader *L)
         if (!t) continue;
         uint32_t K = t->rank == 2 && t->shape[0] >= 1 && t->shape[0] <= 65536 ? (uint32_t)t->shape[0] : 1;
         const vkf_st_tensor *checked;
-        VKF_TRY(find_checked(L, lr_names[i], K, c->max_len, &checked));
+        VKF_TRY(vkf_ld_find(L, lr_names[i], K, c->max_len, &checked));
         const float *data = NULL;
-        VKF_TRY(read_floats(L, checked, &data));
+        VKF_TRY(vkf_ld_floats(L, checked, &data));
         for (uint64_t e = 0; e < checked->elements; e++)
             if (!isfinite(data[e]))
                 return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" holds a value that is not finite", lr_names[i]);
@@ -482,23 +568,25 @@ static vkf_status load_weights(loader *L)
         m->lr_file_rank[i] = K;
     }
     /* Anything else in the file means it was written for another layout. */
-    for (uint32_t i = 0; i < vkf_st_count(L->file); i++) {
-        const char *name = vkf_st_at(L->file, i)->name;
-        bool known = false;
-        for (uint32_t k = 0; k < L->expected.count && !known; k++) known = strcmp(L->expected.names[k], name) == 0;
-        if (!known)
-            return vkf_fail(VKF_ERROR_BAD_MODEL,
-                            "unexpected tensor \"%s\" (the config says %u encoder and %u decoder layers)", name,
-                            c->n_encoder_layers, c->n_decoder_layers);
-    }
+    char hint[96];
+    snprintf(hint, sizeof hint, "the config says %u encoder and %u decoder layers", c->n_encoder_layers,
+             c->n_decoder_layers);
+    VKF_TRY(vkf_ld_check_unexpected(L, hint));
     return L->dry_run ? VKF_OK : vkf_positional_encoding_create(m->ctx, c->max_len, d, &m->pe);
 }
 
 static void linear_free(linear *l)
 {
-    vkf_tensor_destroy(l->w);
+    if (!l->w_borrowed) vkf_tensor_destroy(l->w);
     vkf_tensor_destroy(l->scale);
     vkf_tensor_destroy(l->b);
+    vkf_tensor_destroy(l->b_gen);
+}
+
+static void table_free(split_table *t)
+{
+    for (uint32_t i = 0; t->part && !t->borrowed && i < t->parts; i++) vkf_tensor_destroy(t->part[i]);
+    free(t->part);
 }
 
 static void norm_free(norm *n)
@@ -527,10 +615,13 @@ void vkf_model_destroy(vkf_model *m)
     free(m->dec);
     norm_free(&m->enc_norm);
     norm_free(&m->dec_norm);
-    linear_free(&m->gen);
-    vkf_tensor_destroy(m->src_embed);
-    vkf_tensor_destroy(m->tgt_embed);
+    for (uint32_t i = 0; m->gen && i < m->gen_parts; i++) linear_free(&m->gen[i]);
+    free(m->gen);
+    table_free(&m->src_embed);
+    table_free(&m->tgt_embed);
     vkf_tensor_destroy(m->pe);
+    vkf_tensor_destroy(m->pe_dec);
+    vkf_hf_free(m->hf);
     free_vocab(m->src_vocab, m->cfg.src_vocab_size);
     free_vocab(m->tgt_vocab, m->cfg.tgt_vocab_size);
     free(m->tgt_join);
@@ -572,8 +663,16 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
     if (!m) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a model");
     m->ctx = ctx;
     loader L = {.m = m, .precision = precision};
-    vkf_status st = vkf_st_open(path, &L.file);
-    if (st == VKF_OK) st = parse_config(m, vkf_st_metadata(L.file, "vkformer.config"));
+    /* a directory is a Hugging Face folder (hf_marian.c); a file is vkformer's own */
+    struct stat sb;
+    bool folder = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    vkf_status st = VKF_OK;
+    if (folder) {
+        st = vkf_hf_open(m, path, &L);
+    } else {
+        st = vkf_st_open(path, &L.file);
+        if (st == VKF_OK) st = parse_config(m, vkf_st_metadata(L.file, "vkformer.config"));
+    }
     /* VKFORMER_AUTO_PRECISION=f16|f32 overrides what auto means on this device
      * (tests run the GPU choice on lavapipe with it); f16 still needs 16-bit storage. */
     const char *auto_env = precision == VKF_PRECISION_AUTO ? getenv("VKFORMER_AUTO_PRECISION") : NULL;
@@ -601,8 +700,8 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
     if (st == VKF_OK && m->act == VKF_DTYPE_F16 && m->cfg.d_model / m->cfg.n_heads > VKF_ATTENTION_MAX_HEAD_DIM)
         st = vkf_fail(VKF_ERROR_UNSUPPORTED, "precision f16: head_dim %u passes the fused kernel's %u, and the unfused "
                       "path has no F16 form; use f32 or auto", m->cfg.d_model / m->cfg.n_heads, VKF_ATTENTION_MAX_HEAD_DIM);
-    if (st == VKF_OK) st = load_weights(&L);
-    if (st == VKF_ERROR_BAD_MODEL && !strstr(vkf_last_error(), path)) {
+    if (st == VKF_OK) st = folder ? vkf_hf_load_weights(&L) : load_weights(&L);
+    if ((st == VKF_ERROR_BAD_MODEL || (folder && st == VKF_ERROR_UNSUPPORTED)) && !strstr(vkf_last_error(), path)) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", vkf_last_error());
         vkf_fail(st, "%s: %s", path, msg);
@@ -610,7 +709,7 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
     free(L.scratch);
     free(L.halves);
     free(L.quant);
-    name_free(&L.expected);
+    vkf_ld_names_free(&L.expected);
     vkf_st_close(L.file);
     if (st != VKF_OK) {
         vkf_model_destroy(m); /* destroy functions leave the last error alone */
@@ -634,7 +733,7 @@ vkf_status vkf_model_check_bytes(const void *data, size_t size)
     }
     if (st == VKF_OK) st = load_weights(&L);
     free(L.scratch);
-    name_free(&L.expected);
+    vkf_ld_names_free(&L.expected);
     vkf_st_close(L.file);
     vkf_model_destroy(m); /* holds no device objects: a dry run made none */
     return st;
@@ -645,6 +744,15 @@ vkf_status vkf_model_get_config(const vkf_model *m, vkf_model_config *out)
     if (!m || !out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_get_config: %s is NULL", m ? "out_config" : "model");
     *out = m->cfg;
     out->activations = m->act;
+    return VKF_OK;
+}
+
+vkf_status vkf_model_generate_defaults(const vkf_model *m, vkf_generate_options *out)
+{
+    if (!m || !out)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate_defaults: %s is NULL", m ? "out_options" : "model");
+    if (m->hf) return vkf_hf_generate_defaults(m, out);
+    vkf_generate_options_init(out);
     return VKF_OK;
 }
 
@@ -862,17 +970,42 @@ static vkf_status rec_attention(vkf_cmd *cmd, const vkf_model *m, fwd_plan *pl, 
     return vkf_cmd_matmul(cmd, &o);
 }
 
-vkf_status vkf_rec_embed(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor *table, uint32_t vocab,
-                         const vkf_tensor *ids, uint32_t tokens, uint32_t seq_len, const vkf_tensor *state,
-                         vkf_tensor *out)
+vkf_status vkf_rec_embed(vkf_cmd *cmd, const vkf_model *m, const split_table *table, const vkf_tensor *ids,
+                         uint32_t tokens, uint32_t seq_len, const vkf_tensor *state, bool decoder, vkf_tensor *out)
 {
     vkf_embed_desc e;
     vkf_embed_desc_init(&e);
-    e.tokens = tokens, e.d = m->cfg.d_model, e.vocab = vocab;
-    e.ids = (vkf_tensor *)ids, e.table = (vkf_tensor *)table, e.out = out;
-    e.scale = m->cfg.embed_scale, e.positions = m->pe, e.seq_len = seq_len;
+    e.tokens = tokens, e.d = m->cfg.d_model, e.vocab = table->rows;
+    e.ids = (vkf_tensor *)ids, e.out = out;
+    e.scale = m->cfg.embed_scale, e.positions = decoder && m->pe_dec ? m->pe_dec : m->pe, e.seq_len = seq_len;
     e.position_state = (vkf_tensor *)state;
-    return vkf_cmd_embed(cmd, &e);
+    for (uint32_t i = 0; i < table->parts; i++) {
+        e.table = table->part[i];
+        e.table_row0 = i * table->rows_per_part;
+        e.table_rows = table->parts > 1 ? (i + 1 < table->parts ? table->rows_per_part : table->rows - e.table_row0) : 0;
+        VKF_TRY(vkf_cmd_embed(cmd, &e));
+    }
+    return VKF_OK;
+}
+
+vkf_status vkf_rec_generator(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor *in, uint32_t rows, bool generation,
+                             vkf_tensor *logits)
+{
+    uint32_t col = 0;
+    for (uint32_t i = 0; i < m->gen_parts; i++) {
+        const linear *l = &m->gen[i];
+        vkf_matmul_desc d;
+        vkf_matmul_desc_init(&d);
+        d.m = rows, d.n = l->out, d.k = l->in;
+        d.a.tensor = (vkf_tensor *)in;
+        d.b.tensor = l->w;
+        d.b_scale = l->scale;
+        d.c = (vkf_matrix_view){logits, col, m->cfg.tgt_vocab_size, {0, 0}};
+        d.bias = generation && l->b_gen ? l->b_gen : l->b;
+        VKF_TRY(vkf_cmd_matmul(cmd, &d));
+        col += l->out;
+    }
+    return VKF_OK;
 }
 
 /* ------------------------------------------------------------------ forward plans */
@@ -898,7 +1031,7 @@ vkf_status vkf_rec_encoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
     uint32_t B = p->batch, S = p->src_len, rows = B * S, d = c->d_model;
     vkf_tensor *x = p->a, *alt = p->b;
     /* x = src_embed(ids) * scale + PE */
-    VKF_TRY(vkf_rec_embed(cmd, m, m->src_embed, c->src_vocab_size, p->src_ids, rows, S, NULL, x));
+    VKF_TRY(vkf_rec_embed(cmd, m, &m->src_embed, p->src_ids, rows, S, NULL, false, x));
     for (uint32_t i = 0; i < c->n_encoder_layers; i++) {
         const enc_layer *e = &m->enc[i];
         heads_view q = {p->qkv, 0, 3 * d}, k = {p->qkv, d, 3 * d}, v = {p->qkv, 2 * d, 3 * d};
@@ -910,7 +1043,9 @@ vkf_status vkf_rec_encoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
             VKF_TRY(vkf_rec_norm(cmd, m, x, p->tmp, rows, &e->n1, x));
             VKF_TRY(vkf_rec_linear(cmd, x, rows, &e->ff1, p->hidden, c->activation, NULL));
             VKF_TRY(vkf_rec_linear(cmd, p->hidden, rows, &e->ff2, p->tmp, VKF_ACTIVATION_NONE, NULL));
-            VKF_TRY(vkf_rec_norm(cmd, m, x, p->tmp, rows, &e->n2, x));
+            /* without a final norm (Marian) the last layer writes the memory */
+            bool last = i + 1 == c->n_encoder_layers && !m->enc_norm.g;
+            VKF_TRY(vkf_rec_norm(cmd, m, x, p->tmp, rows, &e->n2, last ? p->memory : x));
         } else {
             /* alt = x + SelfAttn(LN1(x)); x = alt + FFN(LN2(alt)) */
             VKF_TRY(vkf_rec_norm(cmd, m, x, NULL, rows, &e->n1, p->n));
@@ -923,6 +1058,10 @@ vkf_status vkf_rec_encoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
         }
     }
     /* memory = encoder.norm(x) */
+    if (!m->enc_norm.g) {
+        if (c->norm_first) return vkf_fail(VKF_ERROR_UNSUPPORTED, "a pre-LN encoder without a final norm");
+        return VKF_OK;
+    }
     return vkf_rec_norm(cmd, m, x, NULL, rows, &m->enc_norm, p->memory);
 }
 
@@ -933,7 +1072,7 @@ static vkf_status rec_decoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
     uint32_t B = p->batch, S = p->src_len, T = p->tgt_len, rows = B * T, d = c->d_model;
     vkf_tensor *y = p->a, *alt = p->b;
     /* y = tgt_embed(ids) * scale + PE */
-    VKF_TRY(vkf_rec_embed(cmd, m, m->tgt_embed, c->tgt_vocab_size, p->tgt_ids, rows, T, NULL, y));
+    VKF_TRY(vkf_rec_embed(cmd, m, &m->tgt_embed, p->tgt_ids, rows, T, NULL, true, y));
     heads_view sq = {p->qkv, 0, 3 * d}, sk = {p->qkv, d, 3 * d}, sv = {p->qkv, 2 * d, 3 * d};
     heads_view cq = {p->q, 0, d}, ck = {p->kv, 0, 2 * d}, cv = {p->kv, d, 2 * d};
     for (uint32_t i = 0; i < c->n_decoder_layers; i++) {
@@ -970,9 +1109,10 @@ static vkf_status rec_decoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p)
             y = alt, alt = swap;
         }
     }
-    /* logits = generator(decoder.norm(y)) */
+    /* logits = generator(decoder.norm(y)) (Marian: no final norm) */
+    if (!m->dec_norm.g) return vkf_rec_generator(cmd, m, y, rows, false, p->logits);
     VKF_TRY(vkf_rec_norm(cmd, m, y, NULL, rows, &m->dec_norm, p->n));
-    return vkf_rec_linear(cmd, p->n, rows, &m->gen, p->logits, VKF_ACTIVATION_NONE, NULL);
+    return vkf_rec_generator(cmd, m, p->n, rows, false, p->logits);
 }
 
 /* Activations for B sequences of S source and T target tokens. */
@@ -1104,6 +1244,61 @@ vkf_status vkf_upload_ids(const vkf_model *m, const vkf_sequences *s, uint32_t l
     return st;
 }
 
+/* One batch's logits into out (count, t_out, V), t_out >= the batch's longest target. */
+static vkf_status forward_batch(vkf_model *m, const vkf_sequences *src, const vkf_sequences *tgt, uint32_t S, uint32_t T,
+                                float *out, uint32_t t_out)
+{
+    uint32_t B = src->count, V = m->cfg.tgt_vocab_size;
+    fwd_plan *p;
+    VKF_TRY(forward_plan(m, B, S, T, &p));
+    VKF_TRY(vkf_upload_ids(m, src, S, p->src_ids, p->src_mask, p->src_lengths));
+    VKF_TRY(vkf_upload_ids(m, tgt, T, p->tgt_ids, NULL, NULL));
+    VKF_TRY(vkf_upload_lowrank(m, p, src));
+    VKF_TRY(vkf_cmd_submit(p->cmd));
+    m->last_forward = p->cmd;
+    uint64_t need = (uint64_t)B * T * V;
+    float *dst = out;
+    if (T != t_out && !(dst = malloc(need * sizeof *dst)))
+        return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for logits");
+    vkf_status st = download_act(m, p->logits, dst, need);
+    if (dst != out) {
+        for (uint32_t i = B; st == VKF_OK && i-- > 0;)
+            memcpy(out + (uint64_t)i * t_out * V, dst + (uint64_t)i * T * V, (uint64_t)T * V * sizeof *out);
+        free(dst);
+    }
+    for (uint32_t i = 0; st == VKF_OK && i < B; i++) /* rows past each target are padding */
+        memset(out + ((uint64_t)i * t_out + tgt->lengths[i]) * V, 0,
+               (uint64_t)(t_out - tgt->lengths[i]) * V * sizeof(float));
+    return st;
+}
+
+/* A batch whose plan would need a tensor past one binding (or the grid) runs in
+ * halves, each with its own longest lengths. */
+static vkf_status forward_split(vkf_model *m, const vkf_sequences *src, const vkf_sequences *tgt, float *out,
+                                uint32_t t_out)
+{
+    uint32_t S = 0, T = 0;
+    for (uint32_t i = 0; i < src->count; i++) {
+        if (src->lengths[i] > S) S = src->lengths[i];
+        if (tgt->lengths[i] > T) T = tgt->lengths[i];
+    }
+    vkf_status st = forward_batch(m, src, tgt, S, T, out, t_out);
+    if (st == VKF_ERROR_TOO_LARGE && src->count == 1) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", vkf_last_error());
+        return vkf_fail(st, "%s (a forward pass of even one sequence)", msg);
+    }
+    if (st != VKF_ERROR_TOO_LARGE || src->count < 2) return st;
+    uint32_t half = src->count / 2, V = m->cfg.tgt_vocab_size;
+    vkf_sequences s1 = {half, src->ids, src->lengths}, t1 = {half, tgt->ids, tgt->lengths};
+    vkf_sequences s2 = {src->count - half, src->ids + half, src->lengths + half};
+    vkf_sequences t2 = {src->count - half, tgt->ids + half, tgt->lengths + half};
+    vkf_log(m->ctx, VKF_LOG_INFO, "the forward pass of %u sequences ran as batches of %u and %u: one batch would "
+            "need a tensor past the device's limits", src->count, s1.count, s2.count);
+    VKF_TRY(forward_split(m, &s1, &t1, out, t_out));
+    return forward_split(m, &s2, &t2, out + (uint64_t)half * t_out * V, t_out);
+}
+
 vkf_status vkf_model_forward(vkf_model *m, const vkf_sequences *src, const vkf_sequences *tgt, float *out_logits,
                              uint64_t out_floats)
 {
@@ -1119,17 +1314,7 @@ vkf_status vkf_model_forward(vkf_model *m, const vkf_sequences *src, const vkf_s
     if (out_floats != need)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_forward: out_logits holds %llu floats, %llu needed",
                         (unsigned long long)out_floats, (unsigned long long)need);
-    fwd_plan *p;
-    VKF_TRY(forward_plan(m, B, S, T, &p));
-    VKF_TRY(vkf_upload_ids(m, src, S, p->src_ids, p->src_mask, p->src_lengths));
-    VKF_TRY(vkf_upload_ids(m, tgt, T, p->tgt_ids, NULL, NULL));
-    VKF_TRY(vkf_upload_lowrank(m, p, src));
-    VKF_TRY(vkf_cmd_submit(p->cmd));
-    m->last_forward = p->cmd;
-    VKF_TRY(download_act(m, p->logits, out_logits, need));
-    for (uint32_t i = 0; i < B; i++) /* rows past each target are padding */
-        memset(out_logits + ((uint64_t)i * T + tgt->lengths[i]) * V, 0, (uint64_t)(T - tgt->lengths[i]) * V * sizeof(float));
-    return VKF_OK;
+    return forward_split(m, src, tgt, out_logits, T);
 }
 
 /* ------------------------------------------------------------------ attention variants */
@@ -1238,6 +1423,7 @@ vkf_status vkf_model_encode_text(const vkf_model *m, const char *text, int32_t *
     if (!m || !text || !out_count || (capacity && !out_ids))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_encode_text: a required argument is NULL");
     *out_count = 0;
+    if (m->hf) return vkf_hf_encode(m, text, out_ids, capacity, out_count);
     if (!m->cfg.has_vocab)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "the model has no vocabularies (src_vocab, tgt_vocab): give ids instead");
     uint32_t n = 0;
@@ -1272,6 +1458,7 @@ vkf_status vkf_model_decode_text(const vkf_model *m, const int32_t *ids, uint32_
     if (!m || (count && !ids) || !out_text || capacity == 0)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_decode_text: a required argument is NULL or empty");
     out_text[0] = '\0';
+    if (m->hf) return vkf_hf_decode(m, ids, count, out_text, capacity);
     if (!m->cfg.has_vocab)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "the model has no vocabularies (src_vocab, tgt_vocab)");
     size_t used = 0;

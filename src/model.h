@@ -13,8 +13,20 @@ typedef struct linear {
     vkf_tensor *w;                      /* (out, in), as nn.Linear.weight: F32, F16 or I8 */
     vkf_tensor *scale;                  /* (out) F32 per-output-channel scales iff w is I8, else NULL */
     vkf_tensor *b;                      /* (out) */
+    vkf_tensor *b_gen;                  /* generator parts: b with -inf at banned ids, for generation; or NULL */
     uint32_t out, in;
+    bool w_borrowed;                    /* w belongs to an embedding table (tied weights) */
 } linear;
+
+/* A (rows, d) embedding table in parts of rows_per_part rows (the last may be
+ * shorter), each within one shader binding (maxStorageBufferRange). */
+typedef struct split_table {
+    vkf_tensor **part;                  /* (parts), owned unless borrowed */
+    uint32_t parts, rows_per_part, rows;
+    bool borrowed;                      /* the parts belong to another table (shared embeddings) */
+} split_table;
+
+struct vkf_hf;
 
 typedef struct norm {
     vkf_tensor *g, *b;                  /* (d_model) each */
@@ -86,6 +98,7 @@ typedef struct gen_plan {
      * parent into cache2_k/v and extends those, step2 (odd) the other way round. */
     uint32_t sources, beams;            /* 0 beams: a greedy plan */
     uint32_t min_new;                   /* recorded into beam_topk's push constants */
+    bool forced_eos, renormalize;       /* likewise */
     vkf_tensor **cache2_k, **cache2_v;  /* (n_dec) each (B*K, steps, d), owned */
     vkf_tensor *parent;                 /* (B*K) I32: the row each row continues */
     vkf_tensor *expand;                 /* (B*K) I32: row / K, each row's source */
@@ -102,12 +115,15 @@ struct vkf_model {
     char **src_vocab, **tgt_vocab;      /* owned, or NULL */
     bool split_chars;                   /* src_split == "chars" */
     char *tgt_join;                     /* owned */
-    vkf_tensor *src_embed, *tgt_embed;  /* (V, d) */
-    vkf_tensor *pe;                     /* (max_len, d) */
+    split_table src_embed, tgt_embed;   /* (V, d); tgt_embed may borrow src_embed's parts */
+    vkf_tensor *pe;                     /* (max_len, d): the encoder's positions */
+    vkf_tensor *pe_dec;                 /* the decoder's, or NULL: pe */
     enc_layer *enc;                     /* (n_encoder_layers), owned */
     dec_layer *dec;                     /* (n_decoder_layers), owned */
-    norm enc_norm, dec_norm;
-    linear gen;                         /* (tgt_vocab, d) */
+    norm enc_norm, dec_norm;            /* g NULL: no final norm (Marian) */
+    linear *gen;                        /* (gen_parts): rows [i * tgt_embed.rows_per_part, ...) of the generator */
+    uint32_t gen_parts;
+    struct vkf_hf *hf;                  /* owned: a Hugging Face folder's tokenizers and generation defaults, or NULL */
     fwd_plan *plans[MAX_FORWARD_PLANS]; /* owned; most recently used last */
     gen_plan *gen_plan;                 /* owned, or NULL */
     uint32_t cmd_flags;                 /* VKF_CMD_TIMESTAMPS when profiling */
@@ -131,10 +147,14 @@ vkf_status vkf_rec_linear(vkf_cmd *cmd, const vkf_tensor *in, uint32_t rows, con
 /* y (rows, d) = LayerNorm(x + residual) */
 vkf_status vkf_rec_norm(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor *x, const vkf_tensor *residual,
                         uint32_t rows, const norm *n, vkf_tensor *y);
-/* out (tokens, d) = table[ids] * embed_scale + PE(position, or state[0] + position) */
-vkf_status vkf_rec_embed(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor *table, uint32_t vocab,
-                         const vkf_tensor *ids, uint32_t tokens, uint32_t seq_len, const vkf_tensor *state,
-                         vkf_tensor *out);
+/* out (tokens, d) = table[ids] * embed_scale + PE(position, or state[0] + position),
+ * PE the decoder's table when `decoder` */
+vkf_status vkf_rec_embed(vkf_cmd *cmd, const vkf_model *m, const split_table *table, const vkf_tensor *ids,
+                         uint32_t tokens, uint32_t seq_len, const vkf_tensor *state, bool decoder, vkf_tensor *out);
+/* logits (rows, tgt_vocab) = in · generatorᵀ + bias, part by part into column
+ * slices; `generation`: banned ids get -inf. */
+vkf_status vkf_rec_generator(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor *in, uint32_t rows, bool generation,
+                             vkf_tensor *logits);
 /* Encoder: p->src_ids -> p->memory (B*S, d). */
 vkf_status vkf_rec_encoder(vkf_cmd *cmd, const vkf_model *m, fwd_plan *p);
 attn_choice vkf_site_choice(const vkf_model *m, enum attn_site site);
@@ -167,6 +187,7 @@ vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
  * log_softmax(logits[row]) over each source's beams x vocab (see beam_topk.comp). */
 vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *beam_scores,
                             const vkf_tensor *state, vkf_tensor *cand_scores, vkf_tensor *cand_ids, uint32_t sources,
-                            uint32_t beams, uint32_t vocab, uint32_t n_cand, int32_t eos, uint32_t min_new);
+                            uint32_t beams, uint32_t vocab, uint32_t n_cand, int32_t eos, uint32_t min_new,
+                            uint32_t force_step, bool renormalize);
 
 #endif /* VKF_MODEL_H */

@@ -124,8 +124,10 @@ typedef struct vkf_push_beam_topk {
     uint32_t sources, beams, vocab, n_cand;
     int32_t eos;
     uint32_t min_new;
+    uint32_t force_step;                /* UINT32_MAX: never */
+    uint32_t renormalize;
 } vkf_push_beam_topk;
-_Static_assert(sizeof(vkf_push_beam_topk) == 6 * 4, "mirror of beam_topk.comp");
+_Static_assert(sizeof(vkf_push_beam_topk) == 8 * 4, "mirror of beam_topk.comp");
 
 /* shaders/sample.comp */
 typedef struct vkf_push_sample {
@@ -137,7 +139,8 @@ typedef struct vkf_push_sample {
     uint32_t seed_lo, seed_hi;
     int32_t eos;
     uint32_t min_new;
+    uint32_t force_step;                /* UINT32_MAX: never */
 } vkf_push_sample;
-_Static_assert(sizeof(vkf_push_sample) == 10 * 4, "mirror of sample.comp");
+_Static_assert(sizeof(vkf_push_sample) == 11 * 4, "mirror of sample.comp");
 
 #endif /* VKF_PUSH_H */

@@ -650,6 +650,59 @@ static void test_text_unsupported(vkf_model *model)
     CHECK_STATUS(vkf_model_decode_text(model, some, 2, text, sizeof text), VKF_ERROR_UNSUPPORTED);
 }
 
+/* ------------------------------------------------------------------ past one binding */
+
+/* A context that plans with a 32 KiB binding limit (VKFORMER_MAX_BINDING): long
+ * batches need activations past it (the FFN hidden rows, the logits), so the
+ * forward pass and generation run in halves. The logits and ids must equal those
+ * of the unlimited context's model; the limit's own errors name it. */
+static void test_split(vkf_model *full, const char *path)
+{
+    setenv("VKFORMER_MAX_BINDING", "32768", 1);
+    vkf_context *small = harness_context();
+    unsetenv("VKFORMER_MAX_BINDING");
+    vkf_device_info info;
+    vkf_context_device_info(small, &info);
+    CHECK(info.max_storage_buffer_range == 32768);
+    vkf_model *model = NULL;
+    CHECK_OK(vkf_model_load(small, path, &model));
+    vkf_model_config c;
+    vkf_model_get_config(full, &c);
+    const uint32_t src_len[BATCH] = {40, 37, 39}, tgt_len[BATCH] = {20, 40, 2}; /* 40 rows of (3 x 48) fit 32 KiB */
+    seqs src, tgt;
+    seq_make(&src, BATCH, src_len, c.src_vocab_size, -1);
+    seq_make(&tgt, BATCH, tgt_len, c.tgt_vocab_size, c.bos_id);
+    uint32_t T = max_u32(tgt_len, BATCH), V = c.tgt_vocab_size;
+    size_t n = (size_t)BATCH * T * V;
+    float *want = harness_alloc(n * sizeof *want), *got = harness_alloc(n * sizeof *got);
+    for (size_t i = 0; i < n; i++) got[i] = NAN;
+    CHECK_OK(vkf_model_forward(full, &src.s, &tgt.s, want, n));
+    if (model) CHECK_OK(vkf_model_forward(model, &src.s, &tgt.s, got, n));
+    harness_compare("forward of a batch run in halves under a 32 KiB binding limit", got, want, n, 1e-5, 0);
+    int32_t *ids_want = harness_alloc((size_t)BATCH * MAX_NEW * sizeof(int32_t));
+    int32_t *ids_got = harness_alloc((size_t)BATCH * MAX_NEW * sizeof(int32_t));
+    uint32_t len_want[BATCH] = {0}, len_got[BATCH] = {0};
+    CHECK_OK(vkf_model_generate(full, &src.s, MAX_NEW, ids_want, len_want));
+    if (model) CHECK_OK(vkf_model_generate(model, &src.s, MAX_NEW, ids_got, len_got));
+    CHECK(memcmp(len_want, len_got, sizeof len_want) == 0);
+    CHECK(memcmp(ids_want, ids_got, (size_t)BATCH * MAX_NEW * sizeof(int32_t)) == 0);
+    /* a limit below one row of a weight matrix: refused at load, naming the limit */
+    setenv("VKFORMER_MAX_BINDING", "1024", 1);
+    vkf_context *tiny = harness_context();
+    setenv("VKFORMER_MAX_BINDING", "12", 1);
+    vkf_context *bad = NULL;
+    CHECK_FAIL(vkf_context_create(NULL, &bad), VKF_ERROR_INVALID_ARGUMENT, "VKFORMER_MAX_BINDING");
+    unsetenv("VKFORMER_MAX_BINDING");
+    vkf_model *none = NULL;
+    CHECK_FAIL(vkf_model_load(tiny, path, &none), VKF_ERROR_TOO_LARGE, "maxStorageBufferRange");
+    CHECK(none == NULL);
+    harness_close(tiny);
+    seq_free(&src), seq_free(&tgt);
+    free(want), free(got), free(ids_want), free(ids_got);
+    vkf_model_destroy(model);
+    harness_close(small);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -675,6 +728,12 @@ int main(int argc, char **argv)
         test_text_unsupported(model);
         vkf_model_destroy(model);
         if (k == 0) test_eos(ctx, path);
+        if (k == 0) {
+            vkf_model *again = NULL;
+            CHECK_OK(vkf_model_load(ctx, path, &again));
+            if (again) test_split(again, path);
+            vkf_model_destroy(again);
+        }
         if (k == 0) test_auto_precision(ctx, path);
         free(path);
     }

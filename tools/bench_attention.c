@@ -28,14 +28,16 @@ enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_VALIDATION = 6 };
 
 static const char usage[] =
     "usage: vkformer bench attention [--n N[,N...]] [--variants V[,V...]] [--heads H] [--head-dim D]\n"
-    "                                [--batch B] [--repeat R] [--seed S] [--model FILE] [--json]\n"
+    "                                [--batch B] [--repeat R] [--seed S] [--model MODEL [--text FILE]] [--json]\n"
     "                                [--plot FILE.png] [--precision f32|f16] [--device D]\n"
     "                                [--max-device-memory BYTES] [--kernel auto|coopmat|scalar] [--verbose]\n"
     "defaults: --n 256,1024,4096,16384 --heads 8 --head-dim 64 --batch 1 --repeat 3\n"
-    "          --variants dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,lsh:2:64,lowrank:256\n";
+    "          --variants dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,lsh:2:64,lowrank:256\n"
+    "--model MODEL (a vkformer file or a Hugging Face Marian folder): greedy ids of each variant\n"
+    "against dense, on 32 random sources, or on the lines of --text FILE (up to 256; models with text)\n";
 
 typedef struct bench_opts {
-    const char *device, *n_list, *variants, *plot, *model, *precision, *kernel_name;
+    const char *device, *n_list, *variants, *plot, *model, *precision, *kernel_name, *text;
     vkf_attention_kernel kernel;        /* --kernel: of the fused variants (the reference stays scalar) */
     bool f16;                           /* --precision f16: Q, K, V and out stored as F16 */
     unsigned long heads, head_dim, batch, repeat, seed, max_device_memory;
@@ -363,11 +365,43 @@ static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *co
     }
     vkf_model_config c;
     vkf_model_get_config(model, &c);
-    enum { SOURCES = 32 };
-    uint32_t max_new = c.max_len < 64 ? c.max_len : 64, lens[SOURCES];
-    int32_t *ids[SOURCES];
+    enum { MAX_SOURCES = 256 };
+    int SOURCES = 32;
+    uint32_t max_new = c.max_len < 64 ? c.max_len : 64, lens[MAX_SOURCES];
+    int32_t *ids[MAX_SOURCES] = {0};
     uint64_t rng = o->seed ^ 0x5eedull;
-    for (int i = 0; i < SOURCES; i++) {
+    if (o->text) {
+        /* real text: each line through the model's tokenizer */
+        FILE *f = fopen(o->text, "r");
+        if (!f) {
+            fprintf(stderr, "vkformer: bench attention: cannot read %s\n", o->text);
+            vkf_model_destroy(model);
+            return EXIT_ERROR;
+        }
+        char line[8192];
+        SOURCES = 0;
+        while (st == VKF_OK && SOURCES < MAX_SOURCES && fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\r\n")] = '\0';
+            if (!line[0]) continue;
+            ids[SOURCES] = malloc(((size_t)c.max_len + 1) * sizeof **ids);
+            st = ids[SOURCES] ? vkf_model_encode_text(model, line, ids[SOURCES], c.max_len, &lens[SOURCES])
+                              : VKF_ERROR_OUT_OF_HOST_MEMORY;
+            SOURCES++;
+        }
+        fclose(f);
+        if (st == VKF_OK && SOURCES == 0) {
+            fprintf(stderr, "vkformer: bench attention: %s holds no text\n", o->text);
+            vkf_model_destroy(model);
+            return EXIT_ERROR;
+        }
+        if (st != VKF_OK) {
+            fprintf(stderr, "vkformer: bench attention: %s line %d: %s\n", o->text, SOURCES, vkf_last_error());
+            for (int i = 0; i < SOURCES; i++) free(ids[i]);
+            vkf_model_destroy(model);
+            return EXIT_ERROR;
+        }
+    }
+    for (int i = 0; !o->text && i < SOURCES; i++) {
         uint32_t longest = c.max_len < 64 ? c.max_len : 64;
         lens[i] = 1 + (uint32_t)(next_random(&rng) % longest);
         ids[i] = malloc(lens[i] * sizeof **ids);
@@ -380,12 +414,13 @@ static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *co
     }
     vkf_sequences src = {.count = SOURCES, .ids = (const int32_t *const *)ids, .lengths = lens};
     int32_t *dense = calloc((size_t)SOURCES * max_new, sizeof *dense), *got = calloc((size_t)SOURCES * max_new, sizeof *got);
-    uint32_t dense_len[SOURCES], got_len[SOURCES];
+    uint32_t dense_len[MAX_SOURCES], got_len[MAX_SOURCES];
     vkf_model_set_seed(model, o->seed);
     st = dense && got ? vkf_model_set_attention(model, "dense", "dense") : VKF_ERROR_OUT_OF_HOST_MEMORY;
     if (st == VKF_OK) st = vkf_model_generate(model, &src, max_new, dense, dense_len);
     for (size_t v = 0; st == VKF_OK && v < n_names; v++) {
-        fprintf(stderr, "bench attention: greedy ids of %d sources on %s with %s\n", SOURCES, o->model, names[v]);
+        fprintf(stderr, "bench attention: greedy ids of %d %s on %s with %s\n", SOURCES, o->text ? "lines" : "sources",
+                o->model, names[v]);
         vkf_status vs = vkf_model_set_attention(model, names[v], "dense");
         if (vs == VKF_OK) vs = vkf_model_generate(model, &src, max_new, got, got_len);
         uint64_t same = 0, total = 0;
@@ -397,12 +432,14 @@ static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *co
                 same += j < dense_len[i] && j < got_len[i] && dense[(size_t)i * max_new + j] == got[(size_t)i * max_new + j];
         }
         if (o->json) {
-            printf("{\"variant\":\"%s\",\"model\":\"%s\",\"sources\":%d,\"greedy_agreement\":", names[v], o->model, SOURCES);
+            printf("{\"variant\":\"%s\",\"model\":\"%s\",\"sources\":%d,\"text\":%s,\"greedy_agreement\":", names[v],
+                   o->model, SOURCES, o->text ? "true" : "false");
             if (vs == VKF_OK) printf("%.4f}\n", (double)same / (double)total);
             else printf("null,\"skipped\":\"%s\"}\n", vkf_status_string(vs));
         } else if (vs == VKF_OK) {
-            printf("%-18s greedy ids identical to dense: %.2f%% (%llu of %llu, %d random sources)\n", names[v],
-                   100.0 * (double)same / (double)total, (unsigned long long)same, (unsigned long long)total, SOURCES);
+            printf("%-18s greedy ids identical to dense: %.2f%% (%llu of %llu, %d %s)\n", names[v],
+                   100.0 * (double)same / (double)total, (unsigned long long)same, (unsigned long long)total, SOURCES,
+                   o->text ? "lines of text" : "random sources");
         } else {
             printf("%-18s greedy agreement skipped: %s\n", names[v], vkf_last_error());
         }
@@ -447,6 +484,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         else if (strcmp(a, "--variants") == 0) text = &o->variants;
         else if (strcmp(a, "--plot") == 0) text = &o->plot;
         else if (strcmp(a, "--model") == 0) text = &o->model;
+        else if (strcmp(a, "--text") == 0) text = &o->text;
         else if (strcmp(a, "--device") == 0) text = &o->device;
         else if (strcmp(a, "--precision") == 0) text = &o->precision;
         else if (strcmp(a, "--kernel") == 0) text = &o->kernel_name;
@@ -500,6 +538,10 @@ int cmd_bench_attention(int argc, char **argv)
     bench_opts o = {.heads = 8, .head_dim = 64, .batch = 1, .repeat = 3};
     int code = parse_args(argc, argv, &o);
     if (code != EXIT_OK) return code;
+    if (o.text && !o.model) {
+        fprintf(stderr, "vkformer: bench attention: --text needs --model\n");
+        return EXIT_USAGE;
+    }
     char n_text[512], v_text[1024];
     snprintf(n_text, sizeof n_text, "%s", o.n_list ? o.n_list : "256,1024,4096,16384");
     snprintf(v_text, sizeof v_text, "%s",

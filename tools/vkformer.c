@@ -61,11 +61,20 @@ static const char usage_text[] =
     "                                        N lines \"ids<TAB>score\" per source, best first\n"
     "  translate --model FILE TEXT [--max-new N]\n"
     "                                        greedy decoding of text (models with vocabularies)\n"
-    "  translate --model FILE --input FILE [--batch B]\n"
+    "  translate --model FILE --input FILE|- [--batch B]   (or translate --model FILE -: stdin)\n"
     "                                        one text per line, decoded B at a time; lines\n"
     "                                        \"text<TAB>expected\" are scored: accuracy at the end\n"
+    "  tokenize --model MODEL TEXT | --input FILE|-   source ids (eos appended), one line per text\n"
+    "  tokenize --model MODEL --decode IDS | --decode --input FILE|-   target ids to text\n"
+    "MODEL (--model): a vkformer .safetensors file, or a Hugging Face Marian folder (opus-mt:\n"
+    "config.json, model.safetensors, source.spm, target.spm, vocab.json, generation_config.json);\n"
+    "a folder's generate/translate default to its generation_config (e.g. 4 beams, forced eos,\n"
+    "pad banned, renormalised log-probs); --beam, --max-new, --min-new ... override it\n"
     "  bench model --preset small|base [--batch B --src-len S --tgt-len T] [--repeat R] [--json]\n"
     "                                        forward pass and decode step of a random-weight model\n"
+    "  bench translate --model MODEL [--batch 32] [--beam K] [--src-len 32] [--max-new 64] [--repeat 3] [--json]\n"
+    "                                        target tokens/s of beam search (min-new = max-new;\n"
+    "                                        tools/bench_translate.py: OPUS-MT shapes beside Transformers)\n"
     "  bench startup --model FILE | --preset small|base [--repeat R] [--json]\n"
     "                                        context creation + model load + first forward, each run\n"
     "                                        in a fresh process, with an empty (cold) and a filled\n"
@@ -118,6 +127,8 @@ typedef struct options {
     bool sample;                        /* --temperature, --top-k or --top-p given: sampling (seeded by --seed) */
     double temperature, top_p;
     unsigned long top_k;
+    bool max_new_given, min_new_given, n_best_given, lp_given; /* override a folder's generation_config */
+    bool decode;                        /* tokenize --decode: ids to text */
 } options;
 
 int cmd_bench_attention(int argc, char **argv); /* tools/bench_attention.c */
@@ -457,7 +468,7 @@ static vkf_status check_matmul(vkf_context *ctx, uint32_t m, uint32_t n, uint32_
         ref_matmul(ref, n, a, k, b, k, false, bias, NULL, 0, m, n, k, 1.0f, (int)act);
         char what[96];
         snprintf(what, sizeof what, "matmul %ux%ux%u + bias%s", m, n, k,
-                 act == VKF_ACTIVATION_RELU ? " + relu" : act == VKF_ACTIVATION_GELU ? " + gelu" : "");
+                 act == VKF_ACTIVATION_RELU ? " + relu" : act == VKF_ACTIVATION_GELU ? " + gelu" : act == VKF_ACTIVATION_SILU ? " + silu" : "");
         double err;
         bool ok = close_enough(gpu, ref, (size_t)m * n, 1e-4, 1e-4, &err);
         check_report(what, ok, err, failures);
@@ -735,13 +746,16 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
 
 static int cmd_bench_model(const options *o);
 static int cmd_bench_startup(const options *o);
+static int cmd_bench_translate(const options *o);
 
 static int cmd_bench(const options *o, const char *what)
 {
     if (what && strcmp(what, "model") == 0) return cmd_bench_model(o);
     if (what && strcmp(what, "startup") == 0) return cmd_bench_startup(o);
+    if (what && strcmp(what, "translate") == 0) return cmd_bench_translate(o);
     if (!what || strcmp(what, "matmul") != 0) {
-        fprintf(stderr, "vkformer: bench: unknown benchmark \"%s\" (known: matmul, model, startup)\n", what ? what : "");
+        fprintf(stderr, "vkformer: bench: unknown benchmark \"%s\" (known: matmul, model, startup, translate, "
+                "attention)\n", what ? what : "");
         return EXIT_USAGE;
     }
     unsigned long dims[64][3];
@@ -971,19 +985,23 @@ static void print_timing(const options *o, const vkf_model *model, uint32_t sour
             t.total_ms > 0 ? 1e3 * (double)t.tokens / t.total_ms : 0.0, t.first_token_ms);
 }
 
-/* The decoding options of --beam, --length-penalty, --early-stopping, --n-best, --min-new. */
-static vkf_generate_options beam_options(const options *o, uint32_t max_new)
+/* The decoding options: the model's defaults (a Hugging Face folder's
+ * generation_config.json) under --beam, --length-penalty, --early-stopping,
+ * --n-best, --min-new and the sampling options. */
+static vkf_generate_options beam_options(const options *o, const vkf_model *model, uint32_t max_new)
 {
     vkf_generate_options g;
-    vkf_generate_options_init(&g);
+    if (vkf_model_generate_defaults(model, &g) != VKF_OK) vkf_generate_options_init(&g);
     g.max_new = max_new;
-    g.min_new = (uint32_t)(o->min_new > UINT32_MAX ? UINT32_MAX : o->min_new);
-    g.beams = (uint32_t)(o->beam > UINT32_MAX ? UINT32_MAX : o->beam);
-    g.n_best = o->n_best ? (uint32_t)(o->n_best > UINT32_MAX ? UINT32_MAX : o->n_best) : 1;
-    g.length_penalty = (float)o->length_penalty;
-    g.early_stopping = o->early_stopping;
+    if (o->min_new_given) g.min_new = (uint32_t)(o->min_new > UINT32_MAX ? UINT32_MAX : o->min_new);
+    if (!o->min_new_given && g.min_new > max_new) g.min_new = max_new; /* the defaults' min under --max-new */
+    if (o->beam_given) g.beams = (uint32_t)(o->beam > UINT32_MAX ? UINT32_MAX : o->beam);
+    if (o->n_best_given) g.n_best = (uint32_t)(o->n_best > UINT32_MAX ? UINT32_MAX : o->n_best);
+    if (g.n_best > g.beams && !o->n_best_given) g.n_best = g.beams;
+    if (o->lp_given) g.length_penalty = (float)o->length_penalty;
+    if (o->early_stopping) g.early_stopping = true;
     if (o->sample) {
-        if (!o->beam_given) g.beams = 1;
+        if (!o->beam_given) g.beams = 1, g.n_best = 1;
         g.sample = true;
         g.temperature = (float)o->temperature;
         g.top_k = (uint32_t)(o->top_k > UINT32_MAX ? UINT32_MAX : o->top_k);
@@ -993,12 +1011,29 @@ static vkf_generate_options beam_options(const options *o, uint32_t max_new)
     return g;
 }
 
+/* --max-new, or the model's default: a Hugging Face folder's generation_config
+ * (max_length - 1 or max_new_tokens), else max_len. */
+static uint32_t default_max_new(const options *o, const vkf_model *model, const vkf_model_config *cfg)
+{
+    if (o->max_new) return (uint32_t)o->max_new;
+    vkf_generate_options g;
+    if (cfg->format == VKF_MODEL_MARIAN && vkf_model_generate_defaults(model, &g) == VKF_OK && g.max_new) return g.max_new;
+    return cfg->max_len;
+}
+
+/* Whether decoding goes through vkf_model_generate_with: beam search, sampling,
+ * or a folder whose generation_config sets the defaults. */
+static bool use_generate_with(const options *o, const vkf_model_config *cfg)
+{
+    return o->beam_given || o->sample || cfg->format == VKF_MODEL_MARIAN;
+}
+
 /* Beam search of src: the best hypothesis as a line of ids (or text); with
  * --n-best N > 1, N lines "ids<TAB>score", best first. */
 static int beam_and_print(const options *o, vkf_context *ctx, vkf_model *model, const vkf_sequences *s,
                           uint32_t max_new, bool as_text)
 {
-    vkf_generate_options g = beam_options(o, max_new);
+    vkf_generate_options g = beam_options(o, model, max_new);
     uint32_t nb = g.n_best ? g.n_best : 1;
     int32_t *out = xmalloc((size_t)s->count * nb * max_new * sizeof *out);
     uint32_t *lens = xmalloc((size_t)s->count * nb * sizeof *lens);
@@ -1038,9 +1073,9 @@ static int generate_and_print(const options *o, vkf_context *ctx, vkf_model *mod
         vkf_model_destroy(model);
         return close_context(ctx, EXIT_USAGE);
     }
-    uint32_t max_new = o->max_new ? (uint32_t)o->max_new : cfg.max_len;
+    uint32_t max_new = default_max_new(o, model, &cfg);
     vkf_sequences s = {1, &src, &len};
-    if (o->beam_given || o->sample) return beam_and_print(o, ctx, model, &s, max_new, as_text);
+    if (use_generate_with(o, &cfg)) return beam_and_print(o, ctx, model, &s, max_new, as_text);
     int32_t *out = xmalloc((size_t)max_new * sizeof *out);
     uint32_t out_len = 0;
     vkf_status st = vkf_model_generate(model, &s, max_new, out, &out_len);
@@ -1148,9 +1183,9 @@ static int cmd_generate(const options *o)
         }
     }
     if (code == 0 && model) {
-        uint32_t max_new = o->max_new ? (uint32_t)o->max_new : cfg.max_len;
+        uint32_t max_new = default_max_new(o, model, &cfg);
         vkf_sequences s = {n, (const int32_t *const *)ids, lens};
-        if (o->beam_given || o->sample) {
+        if (use_generate_with(o, &cfg)) {
             code = beam_and_print(o, ctx, model, &s, max_new, false);
         } else {
             int32_t *out = xmalloc((size_t)n * max_new * sizeof *out);
@@ -1176,7 +1211,7 @@ static int cmd_generate(const options *o)
  * TAB carry the expected output and are scored by exact match. */
 static int translate_file(const options *o)
 {
-    FILE *f = fopen(o->input, "r");
+    FILE *f = strcmp(o->input, "-") == 0 ? stdin : fopen(o->input, "r");
     if (!f) {
         fprintf(stderr, "vkformer: cannot read %s\n", o->input);
         return EXIT_ERROR;
@@ -1185,15 +1220,15 @@ static int translate_file(const options *o)
     vkf_model *model;
     int code = open_model(o, &ctx, &model);
     if (code) {
-        fclose(f);
+        if (f != stdin) fclose(f);
         return code;
     }
     vkf_model_config cfg;
     vkf_model_get_config(model, &cfg);
-    uint32_t B = o->batch ? (uint32_t)o->batch : 64, max_new = o->max_new ? (uint32_t)o->max_new : cfg.max_len;
+    uint32_t B = o->batch ? (uint32_t)o->batch : 64, max_new = default_max_new(o, model, &cfg);
     if (max_new > cfg.max_len || B > 4096) {
         fprintf(stderr, "vkformer: --max-new must be at most max_len (%u) and --batch at most 4096\n", cfg.max_len);
-        fclose(f);
+        if (f != stdin) fclose(f);
         vkf_model_destroy(model);
         return close_context(ctx, EXIT_USAGE);
     }
@@ -1227,8 +1262,8 @@ static int translate_file(const options *o)
         }
         if (st != VKF_OK || n == 0) break;
         vkf_sequences s = {n, ptrs, lens};
-        if (o->beam_given || o->sample) {
-            vkf_generate_options g = beam_options(o, max_new);
+        if (use_generate_with(o, &cfg)) {
+            vkf_generate_options g = beam_options(o, model, max_new);
             g.n_best = 1;
             st = vkf_model_generate_with(model, &s, &g, out, out_lens, NULL);
         } else {
@@ -1256,8 +1291,63 @@ static int translate_file(const options *o)
         fprintf(stderr, "timing: %u sources in batches of %u, %llu tokens in %.1f ms (%u steps): %.1f tokens/s, first "
                 "token after %.1f ms\n", sources, B, (unsigned long long)total.tokens, total.total_ms, total.steps,
                 total.total_ms > 0 ? 1e3 * (double)total.tokens / total.total_ms : 0.0, total.first_token_ms);
-    fclose(f);
+    if (f != stdin) fclose(f);
     free(expected), free(ids), free(out), free(ptrs), free(lens), free(out_lens), free(text);
+    vkf_model_destroy(model);
+    return close_context(ctx, code);
+}
+
+/* tokenize: text to source ids (eos appended), one line of ids per text; with
+ * --decode, target ids to text. TEXT, or --input FILE|- with one item per line. */
+static int cmd_tokenize(const options *o, const char *arg)
+{
+    if ((arg != NULL) == (o->input != NULL)) {
+        fprintf(stderr, "vkformer: tokenize takes %s or --input FILE|-, one of the two\n", o->decode ? "IDS" : "TEXT");
+        return EXIT_USAGE;
+    }
+    char **lines = NULL;
+    long count = 1;
+    if (o->input) {
+        count = read_id_lines(o->input, &lines);
+        if (count < 0) return EXIT_ERROR;
+    }
+    vkf_context *ctx = NULL;
+    vkf_model *model = NULL;
+    int code = open_model(o, &ctx, &model);
+    if (code) {
+        for (long i = 0; lines && i < count; i++) free(lines[i]);
+        free(lines);
+        return code;
+    }
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    size_t cap = 1 << 20;
+    char *text = xmalloc(cap);
+    int32_t *ids = NULL;
+    for (long i = 0; code == 0 && i < count; i++) {
+        const char *item = o->input ? lines[i] : arg;
+        vkf_status st;
+        if (o->decode) {
+            long n = parse_ids(item, o->input ? o->input : "IDS", &ids);
+            if (n < 0) {
+                code = EXIT_USAGE;
+                break;
+            }
+            st = vkf_model_decode_text(model, ids, (uint32_t)n, text, cap);
+            free(ids), ids = NULL;
+            if (st == VKF_OK) printf("%s\n", text);
+        } else {
+            uint32_t n = 0;
+            ids = xmalloc(((size_t)cfg.max_len + 1) * sizeof *ids);
+            st = vkf_model_encode_text(model, item, ids, cfg.max_len, &n);
+            for (uint32_t j = 0; st == VKF_OK && j < n; j++) printf("%s%d", j ? "," : "", ids[j]);
+            if (st == VKF_OK) printf("\n");
+            free(ids), ids = NULL;
+        }
+        if (st != VKF_OK) code = fail(st);
+    }
+    for (long i = 0; lines && i < count; i++) free(lines[i]);
+    free(lines), free(text);
     vkf_model_destroy(model);
     return close_context(ctx, code);
 }
@@ -1766,6 +1856,140 @@ static void tune_progress(void *user, const char *line)
     fprintf(stderr, "%s\n", line);
 }
 
+/* ------------------------------------------------------------------ bench translate */
+
+/* Translation throughput as translation engines report it: target tokens per
+ * second of beam search over a batch of random sources, every source decoding
+ * exactly max_new steps (min_new = max_new unless --min-new says otherwise),
+ * wall clock around vkf_model_generate_with (encoder, every step, the host's
+ * beam bookkeeping), after one untimed run that records the plans. The model's
+ * generation defaults (a folder's generation_config) apply under the options. */
+static int cmd_bench_translate(const options *o)
+{
+    if (!o->model) {
+        fprintf(stderr, "vkformer: bench translate needs --model MODEL (e.g. a folder from tools/bench_translate.py)\n");
+        return EXIT_USAGE;
+    }
+    vkf_context *ctx;
+    vkf_model *model;
+    int code = open_model(o, &ctx, &model);
+    if (code) return code;
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    unsigned long B = o->batch ? o->batch : 32, S = o->src_len ? o->src_len : 32, N = o->max_new ? o->max_new : 64;
+    unsigned long R = o->repeat ? o->repeat : 3;
+    char **lines = NULL;
+    long n_lines = 0;
+    if (o->input) { /* the sources as id lists, one per line: the batch */
+        if (o->batch || o->src_len) {
+            fprintf(stderr, "vkformer: bench translate takes --input FILE or --batch/--src-len, not both\n");
+            vkf_model_destroy(model);
+            return close_context(ctx, EXIT_USAGE);
+        }
+        n_lines = read_id_lines(o->input, &lines);
+        if (n_lines <= 0) {
+            if (n_lines == 0) fprintf(stderr, "vkformer: %s holds no id lists\n", o->input);
+            vkf_model_destroy(model);
+            return close_context(ctx, n_lines == 0 ? EXIT_USAGE : EXIT_ERROR);
+        }
+        B = (unsigned long)n_lines, S = 1;
+    }
+    if (B > 4096 || S > cfg.max_len || N > cfg.max_len || (o->min_new_given && o->min_new > N)) {
+        fprintf(stderr, "vkformer: bench translate: --batch is at most 4096, --src-len and --max-new at most max_len "
+                "(%u), --min-new at most --max-new\n", cfg.max_len);
+        vkf_model_destroy(model);
+        return close_context(ctx, EXIT_USAGE);
+    }
+    vkf_generate_options g = beam_options(o, model, (uint32_t)N);
+    if (!o->beam_given && cfg.format != VKF_MODEL_MARIAN) g.beams = 4;
+    g.min_new = o->min_new_given ? (uint32_t)o->min_new : (uint32_t)N;
+    g.n_best = 1;
+    /* random sources: ids other than pad, eos and the decoder start, then eos */
+    uint64_t rng = 0x9e3779b97f4a7c15ull ^ o->seed;
+    int32_t **ids = xmalloc(B * sizeof *ids);
+    uint32_t *lens = xmalloc(B * sizeof *lens);
+    for (unsigned long b = 0; lines && b < B; b++) {
+        long n = parse_ids(lines[b], o->input, &ids[b]);
+        if (n < 0 || (unsigned long)n > cfg.max_len) {
+            if (n >= 0) fprintf(stderr, "vkformer: %s line %lu has %ld ids; max_len is %u\n", o->input, b + 1, n, cfg.max_len);
+            for (unsigned long j = 0; j < B; j++) free(lines[j]);
+            for (unsigned long j = 0; j < b + (n >= 0); j++) free(ids[j]);
+            free(lines), free(ids), free(lens);
+            vkf_model_destroy(model);
+            return close_context(ctx, EXIT_USAGE);
+        }
+        lens[b] = (uint32_t)n;
+        if ((unsigned long)n > S) S = (unsigned long)n;
+    }
+    for (unsigned long b = 0; lines && b < B; b++) free(lines[b]);
+    free(lines);
+    for (unsigned long b = 0; !o->input && b < B; b++) {
+        ids[b] = xmalloc(S * sizeof **ids);
+        lens[b] = (uint32_t)S;
+        for (unsigned long j = 0; j + 1 < S; j++) {
+            int32_t id;
+            do {
+                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                id = (int32_t)(rng % cfg.src_vocab_size);
+            } while (cfg.src_vocab_size > 3 && (id == cfg.pad_id || id == cfg.eos_id || id == cfg.bos_id));
+            ids[b][j] = id;
+        }
+        ids[b][S - 1] = cfg.eos_id;
+    }
+    vkf_sequences src = {(uint32_t)B, (const int32_t *const *)ids, lens};
+    int32_t *out = xmalloc(B * N * sizeof *out);
+    uint32_t *out_lens = xmalloc(B * sizeof *out_lens);
+    double *ms = xmalloc((R + 1) * sizeof *ms);
+    vkf_status st = VKF_OK;
+    uint64_t steps = 0, tokens = 0;
+    for (unsigned long r = 0; st == VKF_OK && r <= R; r++) {
+        fprintf(stderr, "bench translate: %s run %lu/%lu\n", r ? "timed" : "warm-up", r, R);
+        double t0 = now_s();
+        st = vkf_model_generate_with(model, &src, &g, out, out_lens, NULL);
+        ms[r] = (now_s() - t0) * 1e3;
+        vkf_generate_stats t;
+        if (st == VKF_OK && vkf_model_generate_stats(model, &t) == VKF_OK) steps = t.steps, tokens = t.tokens;
+    }
+    if (st != VKF_OK) code = fail(st);
+    if (code == 0) {
+        double best = ms[1];
+        for (unsigned long r = 2; r <= R; r++) best = ms[r] < best ? ms[r] : best;
+        double med = median_of(ms + 1, R);
+        /* target tokens: B x N decoded positions (min_new = max_new: every source runs every step) */
+        double target = (double)B * (double)steps;
+        vkf_device_info info;
+        vkf_context_device_info(ctx, &info);
+        if (o->json) {
+            printf("{\"bench\":\"translate\",\"model\":");
+            json_string(o->model);
+            printf(",\"d_model\":%u,\"layers\":[%u,%u],\"vocab\":%u,\"batch\":%lu,\"beams\":%u,\"src_len\":%lu,"
+                   "\"max_new\":%lu,\"min_new\":%u,\"steps\":%llu,\"tokens_returned\":%llu,\"runs_ms\":[",
+                   cfg.d_model, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.tgt_vocab_size, B, g.beams, S, N,
+                   g.min_new, (unsigned long long)steps, (unsigned long long)tokens);
+            for (unsigned long r = 1; r <= R; r++) printf("%s%.3f", r > 1 ? "," : "", ms[r]);
+            printf("],\"median_ms\":%.3f,\"target_tokens_per_s\":%.2f,\"activations\":\"%s\",\"device\":", med,
+                   1e3 * target / med, cfg.activations == VKF_DTYPE_F16 ? "f16" : "f32");
+            json_string(info.name);
+            printf(",\"driver\":");
+            json_string(info.driver_info[0] ? info.driver_info : info.driver_name);
+            printf(",\"vkformer_version\":");
+            json_string(vkf_version_string());
+            printf("}\n");
+        } else {
+            printf("translate: model %s (d_model %u, %u+%u layers, vocab %u, %s activations) on %s\n", o->model,
+                   cfg.d_model, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.tgt_vocab_size,
+                   cfg.activations == VKF_DTYPE_F16 ? "f16" : "f32", info.name);
+            printf("  batch %lu, beam %u, source %lu tokens, %llu steps (min-new %u, max-new %lu)\n", B, g.beams, S,
+                   (unsigned long long)steps, g.min_new, N);
+            printf("  %.1f ms median of %lu runs (best %.1f): %.1f target tokens/s\n", med, R, best, 1e3 * target / med);
+        }
+    }
+    for (unsigned long b = 0; b < B; b++) free(ids[b]);
+    free(ids), free(lens), free(out), free(out_lens), free(ms);
+    vkf_model_destroy(model);
+    return close_context(ctx, code);
+}
+
 static int cmd_tune(const options *o)
 {
     vkf_context *ctx;
@@ -1859,7 +2083,7 @@ int main(int argc, char **argv)
                 o.srcs[o.n_srcs++] = next;
             }
             i++;
-        } else if (strcmp(a, "--max-new") == 0) number = &o.max_new;
+        } else if (strcmp(a, "--max-new") == 0) number = &o.max_new, o.max_new_given = true;
         else if (strcmp(a, "--batch") == 0) number = &o.batch;
         else if (strcmp(a, "--max-device-memory") == 0) number = &o.max_device_memory;
         else if (strcmp(a, "--src-len") == 0) number = &o.src_len;
@@ -1871,8 +2095,9 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) o.verbose = true;
         else if (strcmp(a, "--seed") == 0) number = &o.seed;
         else if (strcmp(a, "--beam") == 0) number = &o.beam, o.beam_given = true;
-        else if (strcmp(a, "--n-best") == 0) number = &o.n_best;
-        else if (strcmp(a, "--min-new") == 0) number = &o.min_new;
+        else if (strcmp(a, "--n-best") == 0) number = &o.n_best, o.n_best_given = true;
+        else if (strcmp(a, "--min-new") == 0) number = &o.min_new, o.min_new_given = true;
+        else if (strcmp(a, "--decode") == 0) o.decode = true;
         else if (strcmp(a, "--early-stopping") == 0) o.early_stopping = true;
         else if (strcmp(a, "--timing") == 0) o.timing = true;
         else if (strcmp(a, "--raw-ids") == 0) o.raw_ids = true;
@@ -1891,6 +2116,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--length-penalty") == 0) {
             char *end = NULL;
             o.length_penalty = next ? strtod(next, &end) : NAN;
+            o.lp_given = true;
             if (!next || end == next || *end || !isfinite(o.length_penalty)) {
                 fprintf(stderr, "vkformer: --length-penalty needs a number\n");
                 return EXIT_USAGE;
@@ -1930,7 +2156,11 @@ int main(int argc, char **argv)
         }
         return cmd_generate(&o);
     }
-    if (strcmp(positional[0], "translate") == 0) return cmd_translate(&o, positional[1]);
+    if (strcmp(positional[0], "translate") == 0) {
+        if (positional[1] && strcmp(positional[1], "-") == 0 && !o.input) return o.input = "-", cmd_translate(&o, NULL);
+        return cmd_translate(&o, positional[1]);
+    }
+    if (strcmp(positional[0], "tokenize") == 0) return cmd_tokenize(&o, positional[1]);
     if (strcmp(positional[0], "tune") == 0) return cmd_tune(&o);
     fprintf(stderr, "vkformer: unknown command \"%s\"\n%s", positional[0], usage_text);
     return EXIT_USAGE;

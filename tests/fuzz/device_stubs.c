@@ -71,3 +71,22 @@ vkf_status vkf_quantize_int8_rows(const float *w, uint64_t rows, uint64_t cols, 
     (void)w, (void)rows, (void)cols, (void)out_q, (void)out_scales;
     DEVICE_CALL("vkf_quantize_int8_rows");
 }
+
+/* hf_marian.c's folder state, freed by vkf_model_destroy; the dry run reads one
+ * file, never a Hugging Face folder. */
+struct vkf_hf;
+void vkf_hf_free(struct vkf_hf *hf);
+void vkf_hf_free(struct vkf_hf *hf)
+{
+    if (hf) DEVICE_CALL("vkf_hf_free");
+}
+
+/* The loader's info messages go through a context; the dry run has none (an
+ * embedding split in parts is logged only when tensors are made). */
+struct vkf_context;
+void vkf_log(const struct vkf_context *ctx, vkf_log_level level, const char *fmt, ...);
+void vkf_log(const struct vkf_context *ctx, vkf_log_level level, const char *fmt, ...)
+{
+    (void)ctx, (void)level, (void)fmt;
+    DEVICE_CALL("vkf_log");
+}

@@ -1,0 +1,198 @@
+#!/usr/bin/python3
+"""Translation throughput on OPUS-MT shapes: vkformer beside Hugging Face Transformers.
+
+The figure translation users compare: target tokens/s of beam search (beam 4, batch 32)
+on a Marian model shaped like Helsinki-NLP/opus-mt-en-de (vocabulary 58101, 6+6
+layers, d_model 512, 8 heads, d_ff 2048). CTranslate2 publishes 9.1x Transformers fp32
+for that on one GPU. This script runs both engines on the same random-weight folder and
+the same random sources, every source decoding exactly --max-new steps (min_new_tokens =
+max_new_tokens), and prints tokens/s and the ratio.
+
+usage: python3 tools/bench_translate.py [--vkformer build/vkformer] [--model DIR]
+           [--batch 32] [--beam 4] [--src-len 32] [--max-new 64] [--repeat 3]
+           [--device cuda|cpu] [--transformers-python CMD] [--no-transformers] [--json]
+
+--model DIR: a Marian folder (default: one of OPUS-MT en-de's shape with random weights,
+made once with tests/gen_marian.py under ~/.cache/vkformer, ~300 MB; needs torch,
+numpy and sentencepiece in this Python).
+Transformers runs in this Python when it imports `transformers`; otherwise
+--transformers-python CMD runs this script under another interpreter for that half
+(e.g. --transformers-python ../shared/tools/hf_python.sh, transformers 5.12 on CPU).
+Both halves time the whole generate call on the host clock after one untimed warm-up
+run (vkformer: `vkformer bench translate`; Transformers: model.generate with
+torch.cuda.synchronize on CUDA), the median of --repeat runs. Transformers uses the
+folder's generation_config as vkformer does (4 beams, forced eos, pad banned,
+renormalised log-probs), fp32.
+"""
+import argparse
+import json
+import os
+import random
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.dont_write_bytecode = True
+
+OPUS_SHAPE = ["--d-model", "512", "--layers", "6", "--heads", "8", "--ffn", "2048", "--activation", "swish",
+              "--max-positions", "512", "--pad-vocab-to", "58101", "--seed", "1"]
+
+
+def default_model():
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "vkformer", "opus-mt-en-de-shape")
+
+
+def make_model(path):
+    if os.path.isfile(os.path.join(path, "model.safetensors")):
+        return
+    print("bench_translate: writing a random-weight OPUS-MT en-de shaped folder to %s" % path, file=sys.stderr)
+    tmp = path + ".partial"
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gen_marian.py"), tmp] + OPUS_SHAPE, check=True)
+    os.rename(tmp, path)
+
+
+def sources(model_dir, batch, src_len, seed):
+    """batch random sources of src_len ids (the last eos), avoiding the special ids."""
+    with open(os.path.join(model_dir, "config.json")) as f:
+        cfg = json.load(f)
+    special = {cfg["pad_token_id"], cfg["eos_token_id"], cfg.get("decoder_start_token_id", cfg["pad_token_id"])}
+    rng = random.Random(seed)
+    out = []
+    for _ in range(batch):
+        ids = []
+        while len(ids) < src_len - 1:
+            t = rng.randrange(cfg["vocab_size"])
+            if t not in special:
+                ids.append(t)
+        out.append(ids + [cfg["eos_token_id"]])
+    return out
+
+
+def run_transformers(a):
+    """Times MarianMTModel.generate on the ids of --ids; returns a JSON-able dict."""
+    import torch
+    import transformers
+    from transformers import MarianMTModel
+    with open(a.ids) as f:
+        src = [[int(t) for t in line.split(",")] for line in f if line.strip()]
+    device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model = MarianMTModel.from_pretrained(a.model, torch_dtype=torch.float32).to(device).eval()
+    ids = torch.tensor(src, dtype=torch.long, device=device)
+    mask = torch.ones_like(ids)
+    kw = dict(max_new_tokens=a.max_new, min_new_tokens=a.max_new)
+    if a.beam:
+        kw["num_beams"] = a.beam
+    times = []
+    steps = None
+    with torch.no_grad():
+        for r in range(a.repeat + 1):
+            if device == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out = model.generate(input_ids=ids, attention_mask=mask, **kw)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            if r:
+                times.append((time.perf_counter() - t0) * 1e3)
+            steps = out.shape[1] - 1  # without the decoder start token
+    med = sorted(times)[len(times) // 2] if len(times) % 2 else sum(sorted(times)[len(times) // 2 - 1:][:2]) / 2
+    name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU (%d threads)" % torch.get_num_threads()
+    return {"engine": "transformers", "version": transformers.__version__, "torch": torch.__version__,
+            "device": name, "dtype": "fp32", "batch": len(src), "beams": model.generation_config.num_beams
+            if not a.beam else a.beam, "steps": steps, "runs_ms": times, "median_ms": med,
+            "target_tokens_per_s": 1e3 * len(src) * steps / med}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--vkformer", default=os.path.join(ROOT, "build", "vkformer"))
+    p.add_argument("--model")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--beam", type=int, default=0, help="0: the folder's num_beams (opus-mt: 4)")
+    p.add_argument("--src-len", type=int, default=32)
+    p.add_argument("--max-new", type=int, default=64)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", help="Transformers' device: cuda or cpu (default: cuda where available)")
+    p.add_argument("--transformers-python", help="run the Transformers half under this interpreter command")
+    p.add_argument("--no-transformers", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--transformers-only", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--ids", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    for name in ("batch", "src_len", "max_new", "repeat"):
+        if getattr(a, name) < 1:
+            p.error("--%s must be at least 1" % name.replace("_", "-"))
+    if a.transformers_only:
+        print(json.dumps(run_transformers(a)))
+        return 0
+
+    a.model = os.path.abspath(a.model or default_model())
+    if not a.model or not os.path.isdir(a.model):
+        if a.model != default_model():
+            p.error("--model %s is not a folder" % a.model)
+    make_model(a.model)
+    src = sources(a.model, a.batch, a.src_len, a.seed)
+    fd, ids_path = tempfile.mkstemp(prefix="vkformer-bench-ids-", suffix=".txt", dir="/tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write("".join(",".join(map(str, s)) + "\n" for s in src))
+    results = []
+    try:
+        cmd = [a.vkformer, "bench", "translate", "--model", a.model, "--input", ids_path, "--max-new", str(a.max_new),
+               "--repeat", str(a.repeat), "--json"]
+        if a.beam:
+            cmd += ["--beam", str(a.beam)]
+        print("bench_translate: " + " ".join(map(shlex.quote, cmd)), file=sys.stderr)
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, universal_newlines=True)
+        if r.returncode:
+            print("bench_translate: vkformer exited %d" % r.returncode, file=sys.stderr)
+            return 1
+        v = json.loads(r.stdout.strip().splitlines()[-1])
+        v["engine"] = "vkformer"
+        results.append(v)
+        if not a.no_transformers:
+            here = [sys.executable, os.path.abspath(__file__)]
+            args = ["--transformers-only", "--model", a.model, "--ids", ids_path, "--max-new", str(a.max_new),
+                    "--repeat", str(a.repeat), "--beam", str(a.beam)] + (["--device", a.device] if a.device else [])
+            try:
+                import transformers  # noqa: F401
+                runner = here
+            except ImportError:
+                runner = None
+            if runner is None and a.transformers_python:
+                runner = shlex.split(a.transformers_python) + [os.path.abspath(__file__)]
+            if runner is None:
+                print("bench_translate: Transformers is not importable here and no --transformers-python was given: "
+                      "vkformer alone", file=sys.stderr)
+            else:
+                env = dict(os.environ)
+                env["HF_PYTHON_BIND"] = ":".join(x for x in [env.get("HF_PYTHON_BIND"), a.model, HERE, ROOT] if x)
+                print("bench_translate: Transformers: " + " ".join(map(shlex.quote, runner + args)), file=sys.stderr)
+                t = subprocess.run(runner + args, stdout=subprocess.PIPE, universal_newlines=True, env=env)
+                if t.returncode:
+                    print("bench_translate: the Transformers run exited %d" % t.returncode, file=sys.stderr)
+                    return 1
+                results.append(json.loads(t.stdout.strip().splitlines()[-1]))
+    finally:
+        os.unlink(ids_path)
+    if a.json:
+        for res in results:
+            print(json.dumps(res))
+        return 0
+    print("OPUS-MT shapes (%s): batch %d, %d source tokens, %d target tokens each (min-new = max-new)"
+          % (os.path.basename(a.model), a.batch, a.src_len, a.max_new))
+    for res in results:
+        print("  %-12s %-45s %9.1f ms  %9.1f target tokens/s" % (
+            res["engine"], res["device"][:45], res["median_ms"], res["target_tokens_per_s"]))
+    if len(results) == 2:
+        print("  vkformer / Transformers: %.2fx" % (results[0]["target_tokens_per_s"] / results[1]["target_tokens_per_s"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
