@@ -10,6 +10,7 @@
 #include "push.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,8 @@ void vkf_gen_plan_free(gen_plan *p)
     free(p->cache2_v);
     vkf_tensor *ts[] = {p->src_lengths, p->state,  p->step_ids,    p->tokens,     p->y,       p->y2,      p->yn,
                         p->qkv,         p->q,      p->attn,        p->tmp,        p->hidden,  p->scratch, p->logits,
-                        p->bb_random,   p->parent, p->expand,      p->beam_scores, p->cand_scores, p->cand_ids};
+                        p->bb_random,   p->parent, p->expand,      p->beam_scores, p->cand_scores, p->cand_ids,
+                        p->topk_stats,  p->topk_x, p->topk_id};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
     free(p);
 }
@@ -146,9 +148,10 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p, vkf_te
         VKF_TRY(vkf_rec_generator(cmd, m, y, B, true, p->logits));
     }
     if (p->beams)
-        VKF_TRY(vkf_op_beam_topk(cmd, p->logits, p->beam_scores, p->state, p->cand_scores, p->cand_ids, p->sources,
-                                 p->beams, c->tgt_vocab_size, 2 * p->beams, c->eos_id, p->min_new,
-                                 p->forced_eos ? p->steps - 1 : UINT32_MAX, p->renormalize));
+        VKF_TRY(vkf_op_beam_topk(cmd, p->logits, p->beam_scores, p->state, p->topk_stats, p->topk_x, p->topk_id,
+                                 p->topk_chunk, p->cand_scores, p->cand_ids, p->sources, p->beams, c->tgt_vocab_size,
+                                 2 * p->beams, c->eos_id, p->min_new, p->forced_eos ? p->steps - 1 : UINT32_MAX,
+                                 p->renormalize));
     else if (p->sample)
         VKF_TRY(vkf_op_sample(cmd, p->logits, p->state, p->step_ids, p->tokens, B, c->tgt_vocab_size, p->steps,
                               &p->sampling, c->eos_id));
@@ -214,6 +217,14 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t sources, uint32_t beams,
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, 1, B, &p->beam_scores);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, sources, 2 * beams, &p->cand_scores);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, sources, 2 * beams, &p->cand_ids);
+        /* beam_partial.comp's chunks: at most 32 per row, of at least 512 ids */
+        uint32_t V = c->tgt_vocab_size, chunk = (uint32_t)vkf_div_up(V, 32);
+        p->topk_chunk = chunk < 512 ? 512 : chunk;
+        p->topk_chunks = (uint32_t)vkf_div_up(V, p->topk_chunk);
+        uint64_t parts = (uint64_t)B * p->topk_chunks;
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, parts, 2, &p->topk_stats);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, parts, 2 * beams, &p->topk_x);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, parts, 2 * beams, &p->topk_id);
         int32_t *h = malloc((size_t)B * sizeof *h);
         if (st == VKF_OK && !h) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         for (uint32_t r = 0; st == VKF_OK && r < B; r++) h[r] = (int32_t)(r / beams);
@@ -270,7 +281,8 @@ static uint64_t plan_bytes(const gen_plan *p)
     const vkf_tensor *ts[] = {p->src_lengths, p->state,  p->step_ids, p->tokens,      p->y,           p->y2,
                               p->yn,          p->qkv,    p->q,        p->attn,        p->tmp,         p->hidden,
                               p->scratch,     p->logits, p->bb_random, p->parent,     p->expand,      p->beam_scores,
-                              p->cand_scores, p->cand_ids, e->src_ids, e->tgt_ids,    e->src_mask,    e->src_lengths,
+                              p->cand_scores, p->cand_ids, p->topk_stats, p->topk_x, p->topk_id,
+                              e->src_ids, e->tgt_ids,    e->src_mask,    e->src_lengths,
                               e->a,           e->b,      e->n,        e->memory,      e->qkv,         e->q,
                               e->kv,          e->attn,   e->tmp,      e->hidden,      e->scores,      e->logits};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) n += ts[i] ? vkf_tensor_bytes(ts[i]) : 0;
@@ -432,7 +444,8 @@ vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, uint32_t src_ro
 }
 
 vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *beam_scores,
-                            const vkf_tensor *state, vkf_tensor *cand_scores, vkf_tensor *cand_ids, uint32_t sources,
+                            const vkf_tensor *state, vkf_tensor *stats, vkf_tensor *cand_x, vkf_tensor *cand_id,
+                            uint32_t chunk, vkf_tensor *cand_scores, vkf_tensor *cand_ids, uint32_t sources,
                             uint32_t beams, uint32_t vocab, uint32_t n_cand, int32_t eos, uint32_t min_new,
                             uint32_t force_step, bool renormalize)
 {
@@ -441,26 +454,45 @@ vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_te
     vkf_context *ctx = vkf_cmd_context(cmd);
     if (!logits || logits->dtype == VKF_DTYPE_I32)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: logits must be an F32 or F16 tensor", fn);
-    if (beams == 0 || beams > VKF_MAX_BEAMS || (uint64_t)beams * vocab > INT32_MAX)
+    if (beams == 0 || beams > VKF_MAX_BEAMS || (uint64_t)beams * vocab > INT32_MAX || vocab == 0)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %u beams of %u tokens (1..%u beams, beams x vocab < 2^31)", fn,
                         beams, vocab, VKF_MAX_BEAMS);
-    VKF_TRY(vkf_check_tensor(cmd, logits, logits->dtype, (uint64_t)sources * beams * vocab, fn, "logits"));
-    VKF_TRY(vkf_check_tensor(cmd, beam_scores, VKF_DTYPE_F32, (uint64_t)sources * beams, fn, "beam_scores"));
+    if (n_cand == 0 || n_cand > 2 * VKF_MAX_BEAMS || chunk == 0)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: n_cand %u (1..%u) and chunk %u (> 0)", fn, n_cand,
+                        2 * VKF_MAX_BEAMS, chunk);
+    uint32_t rows = sources * beams, chunks = (uint32_t)vkf_div_up(vocab, chunk);
+    uint64_t parts = (uint64_t)rows * chunks;
+    VKF_TRY(vkf_check_tensor(cmd, logits, logits->dtype, (uint64_t)rows * vocab, fn, "logits"));
+    VKF_TRY(vkf_check_tensor(cmd, beam_scores, VKF_DTYPE_F32, rows, fn, "beam_scores"));
     VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    VKF_TRY(vkf_check_tensor(cmd, stats, VKF_DTYPE_F32, parts * 2, fn, "stats"));
+    VKF_TRY(vkf_check_tensor(cmd, cand_x, VKF_DTYPE_F32, parts * n_cand, fn, "cand_x"));
+    VKF_TRY(vkf_check_tensor(cmd, cand_id, VKF_DTYPE_I32, parts * n_cand, fn, "cand_id"));
     VKF_TRY(vkf_check_tensor(cmd, cand_scores, VKF_DTYPE_F32, (uint64_t)sources * n_cand, fn, "cand_scores"));
     VKF_TRY(vkf_check_tensor(cmd, cand_ids, VKF_DTYPE_I32, (uint64_t)sources * n_cand, fn, "cand_ids"));
-    vkf_push_beam_topk pc = {.sources = sources, .beams = beams, .vocab = vocab, .n_cand = n_cand, .eos = eos,
-                             .min_new = min_new, .force_step = force_step, .renormalize = renormalize};
-    if (sources > ctx->info.max_workgroup_count[0])
-        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %u sources exceed the device's grid", fn, sources);
-    uint32_t groups[3] = {sources, 1, 1};
+    uint32_t max_x = ctx->info.max_workgroup_count[0];
+    if (sources > max_x || parts > (uint64_t)max_x * ctx->info.max_workgroup_count[1])
+        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %u sources (%llu row chunks) exceed the device's grid", fn, sources,
+                        (unsigned long long)parts);
     uint32_t spec[1] = {ctx->tuning.row_workgroup};
+    /* stage 1: every (row, chunk) */
+    vkf_push_beam_partial pp = {.rows = rows, .vocab = vocab, .chunk = chunk, .chunks = chunks, .n_cand = n_cand,
+                                .eos = eos, .min_new = min_new, .force_step = force_step, .renormalize = renormalize};
+    uint32_t g1[3] = {parts < max_x ? (uint32_t)parts : max_x, (uint32_t)vkf_div_up(parts, max_x), 1};
     const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_BEAM_TOPK_ACT16 : VKF_VARIANT_BEAM_TOPK,
-                             spec, 1, &pipe));
-    vkf_binding b[5] = {{logits, VKF_READ}, {beam_scores, VKF_READ}, {state, VKF_READ}, {cand_scores, VKF_WRITE},
-                        {cand_ids, VKF_WRITE}};
-    return vkf_cmd_dispatch(cmd, pipe, b, 5, &pc, sizeof pc, groups, "beam_topk");
+    VKF_TRY(vkf_pipeline_get(ctx, logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_BEAM_PARTIAL_ACT16
+                                                                  : VKF_VARIANT_BEAM_PARTIAL, spec, 1, &pipe));
+    vkf_binding b1[5] = {{logits, VKF_READ}, {state, VKF_READ}, {stats, VKF_WRITE}, {cand_x, VKF_WRITE},
+                         {cand_id, VKF_WRITE}};
+    VKF_TRY(vkf_cmd_dispatch(cmd, pipe, b1, 5, &pp, sizeof pp, g1, "beam_topk"));
+    /* stage 2: per source */
+    vkf_push_beam_topk pc = {.sources = sources, .beams = beams, .vocab = vocab, .n_cand = n_cand, .chunks = chunks,
+                             .force_step = force_step};
+    uint32_t g2[3] = {sources, 1, 1};
+    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_BEAM_TOPK, spec, 1, &pipe));
+    vkf_binding b2[7] = {{stats, VKF_READ}, {cand_x, VKF_READ}, {cand_id, VKF_READ}, {beam_scores, VKF_READ},
+                         {state, VKF_READ}, {cand_scores, VKF_WRITE}, {cand_ids, VKF_WRITE}};
+    return vkf_cmd_dispatch(cmd, pipe, b2, 7, &pc, sizeof pc, g2, "beam_topk");
 }
 
 /* ------------------------------------------------------------------ beam search */

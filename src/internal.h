@@ -141,8 +141,9 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_ATTENTION_FUSED_COOPMAT,
     VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16,
     VKF_VARIANT_KV_GATHER,              /* generate.c: beam search's KV-cache reorder by parent rows */
-    VKF_VARIANT_BEAM_TOPK,              /* generate.c: log_softmax + beam scores, the best 2K of K*V per source */
-    VKF_VARIANT_BEAM_TOPK_ACT16,
+    VKF_VARIANT_BEAM_PARTIAL,           /* generate.c: each (row, vocabulary chunk)'s log_softmax part and best 2K */
+    VKF_VARIANT_BEAM_PARTIAL_ACT16,
+    VKF_VARIANT_BEAM_TOPK,              /* generate.c: the chunks merged, the best 2K of K*V per source */
     VKF_VARIANT_SAMPLE,                 /* generate.c: temperature, top-k, top-p, one seeded draw per row */
     VKF_VARIANT_SAMPLE_ACT16,
     /* int8 weights (B I8, packed words; b_scale at binding 5: 6 bindings) */

@@ -104,6 +104,8 @@ typedef struct gen_plan {
     vkf_tensor *expand;                 /* (B*K) I32: row / K, each row's source */
     vkf_tensor *beam_scores;            /* (B*K) F32: sum of log-probabilities of each beam */
     vkf_tensor *cand_scores, *cand_ids; /* (B, 2K) F32, I32: the step's best (beam, token) pairs */
+    vkf_tensor *topk_stats, *topk_x, *topk_id; /* (B*K, chunks, 2 | 2K | 2K): beam_partial.comp's results */
+    uint32_t topk_chunk, topk_chunks;   /* vocabulary ids per chunk, chunks per row */
     vkf_cmd *step2;                     /* owned, the decode step of odd positions */
     bool sample;                        /* a greedy plan whose step samples (sampling below, recorded in) */
     vkf_generate_options sampling;
@@ -186,7 +188,8 @@ vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
 /* cand_scores/cand_ids (sources, n_cand) = the n_cand best of beam_scores[row] +
  * log_softmax(logits[row]) over each source's beams x vocab (see beam_topk.comp). */
 vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *beam_scores,
-                            const vkf_tensor *state, vkf_tensor *cand_scores, vkf_tensor *cand_ids, uint32_t sources,
+                            const vkf_tensor *state, vkf_tensor *stats, vkf_tensor *cand_x, vkf_tensor *cand_id,
+                            uint32_t chunk, vkf_tensor *cand_scores, vkf_tensor *cand_ids, uint32_t sources,
                             uint32_t beams, uint32_t vocab, uint32_t n_cand, int32_t eos, uint32_t min_new,
                             uint32_t force_step, bool renormalize);
 

@@ -84,11 +84,14 @@ static const uint32_t spirv_argmax_act16[] =
 static const uint32_t spirv_kv_gather[] =
 #include "kv_gather.spv.h"
     ;
+static const uint32_t spirv_beam_partial[] =
+#include "beam_partial.spv.h"
+    ;
+static const uint32_t spirv_beam_partial_act16[] =
+#include "beam_partial_act16.spv.h"
+    ;
 static const uint32_t spirv_beam_topk[] =
 #include "beam_topk.spv.h"
-    ;
-static const uint32_t spirv_beam_topk_act16[] =
-#include "beam_topk_act16.spv.h"
     ;
 static const uint32_t spirv_sample[] =
 #include "sample.spv.h"
@@ -252,8 +255,9 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_ATTENTION_FUSED_COOPMAT] = {"attention_fused_coopmat", ATTENTION_COOPMAT_SPIRV(spirv_attention_fused_coopmat), 6, sizeof(vkf_push_attention_fused), 1},
     [VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16] = {"attention_fused_coopmat_f16", ATTENTION_COOPMAT_SPIRV(spirv_attention_fused_coopmat_f16), 6, sizeof(vkf_push_attention_fused), 1},
     [VKF_VARIANT_KV_GATHER] = {"kv_gather", spirv_kv_gather, sizeof spirv_kv_gather, 4, sizeof(vkf_push_kv_gather)},
-    [VKF_VARIANT_BEAM_TOPK] = {"beam_topk", spirv_beam_topk, sizeof spirv_beam_topk, 5, sizeof(vkf_push_beam_topk)},
-    [VKF_VARIANT_BEAM_TOPK_ACT16] = {"beam_topk_act16", spirv_beam_topk_act16, sizeof spirv_beam_topk_act16, 5, sizeof(vkf_push_beam_topk)},
+    [VKF_VARIANT_BEAM_PARTIAL] = {"beam_partial", spirv_beam_partial, sizeof spirv_beam_partial, 5, sizeof(vkf_push_beam_partial)},
+    [VKF_VARIANT_BEAM_PARTIAL_ACT16] = {"beam_partial_act16", spirv_beam_partial_act16, sizeof spirv_beam_partial_act16, 5, sizeof(vkf_push_beam_partial)},
+    [VKF_VARIANT_BEAM_TOPK] = {"beam_topk", spirv_beam_topk, sizeof spirv_beam_topk, 7, sizeof(vkf_push_beam_topk)},
     [VKF_VARIANT_SAMPLE] = {"sample", spirv_sample, sizeof spirv_sample, 4, sizeof(vkf_push_sample)},
     [VKF_VARIANT_SAMPLE_ACT16] = {"sample_act16", spirv_sample_act16, sizeof spirv_sample_act16, 4, sizeof(vkf_push_sample)},
     [VKF_VARIANT_MATMUL_TILED_I8B] = {"matmul_tiled_i8b", spirv_matmul_tiled_i8b, sizeof spirv_matmul_tiled_i8b, 6, sizeof(vkf_push_matmul)},

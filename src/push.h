@@ -122,12 +122,20 @@ _Static_assert(sizeof(vkf_push_kv_gather) == 7 * 4, "mirror of kv_gather.comp");
 /* shaders/beam_topk.comp */
 typedef struct vkf_push_beam_topk {
     uint32_t sources, beams, vocab, n_cand;
+    uint32_t chunks;
+    uint32_t force_step;                /* UINT32_MAX: never */
+} vkf_push_beam_topk;
+_Static_assert(sizeof(vkf_push_beam_topk) == 6 * 4, "mirror of beam_topk.comp");
+
+/* shaders/beam_partial.comp */
+typedef struct vkf_push_beam_partial {
+    uint32_t rows, vocab, chunk, chunks, n_cand;
     int32_t eos;
     uint32_t min_new;
     uint32_t force_step;                /* UINT32_MAX: never */
     uint32_t renormalize;
-} vkf_push_beam_topk;
-_Static_assert(sizeof(vkf_push_beam_topk) == 8 * 4, "mirror of beam_topk.comp");
+} vkf_push_beam_partial;
+_Static_assert(sizeof(vkf_push_beam_partial) == 9 * 4, "mirror of beam_partial.comp");
 
 /* shaders/sample.comp */
 typedef struct vkf_push_sample {

@@ -1,0 +1,121 @@
+#version 450
+// Beam search, stage 1 of 2: one workgroup per (row, chunk of the vocabulary).
+// Each writes its chunk's part of the row's log_softmax, stats = (max, sum of
+// exp(x - max)), and its chunk's n_cand best tokens by logit (equal logits: the
+// lower id first), which beam_topk.comp (stage 2) merges per source: the best
+// n_cand (beam, token) pairs of a source are among the best n_cand of each row,
+// which are among the best n_cand of each chunk. So the K x V pairs are searched
+// by rows x chunks workgroups instead of one per source.
+// eos is left out while the step (state[0]) is below min_new (and, with
+// renormalize, out of the sums too); at step force_step eos is the only
+// candidate, with logit 0 (its score is the beam's, as after forced_eos).
+#extension GL_GOOGLE_include_directive : require
+#include "act.glsl"
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+
+// Mirrored by vkf_push_beam_partial in push.h.
+layout(push_constant) uniform Push {
+    uint rows, vocab, chunk, chunks, n_cand;
+    int eos;
+    uint min_new, force_step, renormalize;
+} pc;
+
+layout(set = 0, binding = 0) readonly buffer BufLogits { ACT_T logits[]; };    // (rows, vocab)
+layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };         // (1): the step
+layout(set = 0, binding = 2) writeonly buffer BufStats { float stats[]; };      // (rows, chunks, 2)
+layout(set = 0, binding = 3) writeonly buffer BufCandX { float cand_x[]; };     // (rows, chunks, n_cand)
+layout(set = 0, binding = 4) writeonly buffer BufCandId { int cand_id[]; };     // (rows, chunks, n_cand); -1: none
+
+shared float red_v[WG];
+shared uint red_i[WG];
+
+const uint NONE = 0xffffffffu;
+
+// Whether (v, i) comes before (bv, bi): higher value, then lower index.
+bool better(float v, uint i, float bv, uint bi)
+{
+    return bi == NONE || v > bv || (v == bv && i < bi);
+}
+
+void main()
+{
+    const uint g = linear_workgroup();
+    if (g >= pc.rows * pc.chunks) return;
+    const uint row = g / pc.chunks, c = g - row * pc.chunks, tid = gl_LocalInvocationID.x;
+    const uint v0 = c * pc.chunk, v1 = min(v0 + pc.chunk, pc.vocab), base = row * pc.vocab;
+    const int step = state[0];
+    const bool no_eos = step < int(pc.min_new);
+    const bool forced = step >= 0 && uint(step) == pc.force_step;
+    const int skip = no_eos && pc.renormalize != 0u ? pc.eos : -1;
+    const float NEG_INF = uintBitsToFloat(0xff800000u);
+    // the chunk's max and sum of exp(x - max)
+    float m = NEG_INF;
+    for (uint v = v0 + tid; v < v1; v += WG)
+        if (int(v) != skip) m = max(m, float(logits[base + v]));
+    red_v[tid] = m;
+    barrier();
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+        if (tid < s) red_v[tid] = max(red_v[tid], red_v[tid + s]);
+        barrier();
+    }
+    m = red_v[0];
+    barrier();
+    float sum = 0.0;
+    if (m != NEG_INF)
+        for (uint v = v0 + tid; v < v1; v += WG)
+            if (int(v) != skip) sum += exp(float(logits[base + v]) - m);
+    red_v[tid] = sum;
+    barrier();
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+        if (tid < s) red_v[tid] += red_v[tid + s];
+        barrier();
+    }
+    if (tid == 0u) {
+        stats[g * 2u] = m;
+        stats[g * 2u + 1u] = red_v[0];
+    }
+    barrier();
+    // the chunk's n_cand best: rounds of a parallel arg-max after the previous winner
+    float prev_v = 0.0;
+    uint prev_i = NONE;
+    for (uint r = 0u; r < pc.n_cand; r++) {
+        float bv = 0.0;
+        uint bi = NONE;
+        for (uint v = v0 + tid; v < v1; v += WG) {
+            float x;
+            if (forced) {
+                if (int(v) != pc.eos) continue;
+                x = 0.0;
+            } else {
+                if (no_eos && int(v) == pc.eos) continue;
+                x = float(logits[base + v]);
+                if (isnan(x) || isinf(x)) continue;
+            }
+            if (prev_i != NONE && !better(prev_v, prev_i, x, v)) continue;   // not after the previous winner
+            if (better(x, v, bv, bi)) { bv = x; bi = v; }
+        }
+        red_v[tid] = bv;
+        red_i[tid] = bi;
+        barrier();
+        for (uint s = WG / 2u; s > 0u; s >>= 1) {
+            if (tid < s && red_i[tid + s] != NONE && better(red_v[tid + s], red_i[tid + s], red_v[tid], red_i[tid])) {
+                red_v[tid] = red_v[tid + s];
+                red_i[tid] = red_i[tid + s];
+            }
+            barrier();
+        }
+        prev_v = red_v[0];
+        prev_i = red_i[0];
+        barrier();
+        if (tid == 0u) {
+            for (uint q = r; q < (prev_i == NONE ? pc.n_cand : r + 1u); q++) {
+                cand_x[g * pc.n_cand + q] = prev_i == NONE ? NEG_INF : prev_v;
+                cand_id[g * pc.n_cand + q] = prev_i == NONE ? -1 : int(prev_i);
+            }
+        }
+        if (prev_i == NONE) break;
+    }
+}
