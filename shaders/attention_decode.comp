@@ -28,6 +28,7 @@ layout(push_constant) uniform Push {
     uint window, stride;
     uint bb_block, bb_globals, bb_random;   // bigbird's B, G, R
     uint random_len;                // elements of the random-block table (>= 1); reads are clamped to it
+    uint kv_div;                    // K and V of row b: those of b / kv_div (beams sharing a source's keys)
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufQ { ACT_T q[]; };
@@ -57,8 +58,8 @@ void main()
     int n_signed = pc.length_from_state != 0u ? lengths[0] + 1 : lengths[b];
     const uint n = uint(clamp(n_signed, 0, int(pc.max_keys)));
     const uint qb = pc.q_offset + b * pc.q_batch + h * pc.head_dim;
-    const uint kb = pc.k_offset + b * pc.k_batch + h * pc.head_dim;
-    const uint vb = pc.v_offset + b * pc.v_batch + h * pc.head_dim;
+    const uint kb = pc.k_offset + (b / pc.kv_div) * pc.k_batch + h * pc.head_dim;
+    const uint vb = pc.v_offset + (b / pc.kv_div) * pc.v_batch + h * pc.head_dim;
     const uint sb = bh * pc.max_keys;
 
     // The query's row for the sparse patterns: the decode position (self-attention).

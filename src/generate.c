@@ -38,7 +38,7 @@ void vkf_gen_plan_free(gen_plan *p)
     free(p->cache2_v);
     vkf_tensor *ts[] = {p->src_lengths, p->state,  p->step_ids,    p->tokens,     p->y,       p->y2,      p->yn,
                         p->qkv,         p->q,      p->attn,        p->tmp,        p->hidden,  p->scratch, p->logits,
-                        p->bb_random,   p->parent, p->expand,      p->beam_scores, p->cand_scores, p->cand_ids,
+                        p->bb_random,   p->parent, p->beam_scores, p->cand_scores, p->cand_ids,
                         p->topk_stats,  p->topk_x, p->topk_id};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
     free(p);
@@ -108,7 +108,7 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p, vkf_te
             .k = p->cross_kv[i], .k_offset = 0, .k_row = 2 * d, .k_batch = (uint64_t)p->cross_keys * 2 * d,
             .v = p->cross_kv[i], .v_offset = d, .v_row = 2 * d, .v_batch = (uint64_t)p->cross_keys * 2 * d,
             .lengths = m->cross_attn.kind == VKF_ATTN_LOWRANK ? p->enc->lr_lengths[1] : p->src_lengths,
-            .length_from_state = false, .scratch = p->scratch, .out = p->attn,
+            .length_from_state = false, .scratch = p->scratch, .out = p->attn, .kv_div = p->beams ? p->beams : 1,
         };
         if (!c->norm_first) {
             VKF_TRY(vkf_rec_linear(cmd, y, B, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
@@ -189,7 +189,8 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t sources, uint32_t beams,
     bool lowrank_cross = m->cross_attn.kind == VKF_ATTN_LOWRANK;
     p->cross_keys = lowrank_cross ? m->cross_attn.rank : S;
     for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
-        st = vkf_tensor2(ctx, m->act, (uint64_t)B * p->cross_keys, 2 * d, &p->cross_kv[i]);
+        /* cross-attention keys and values once per source: a source's beams read them (kv_div) */
+        st = vkf_tensor2(ctx, m->act, (uint64_t)sources * p->cross_keys, 2 * d, &p->cross_kv[i]);
         if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, (uint64_t)B * steps, d, &p->cache_k[i]);
         if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, (uint64_t)B * steps, d, &p->cache_v[i]);
         if (st == VKF_OK && beams) st = vkf_tensor2(ctx, m->act, (uint64_t)B * steps, d, &p->cache2_k[i]);
@@ -213,7 +214,6 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t sources, uint32_t beams,
     if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->tokens);
     if (st == VKF_OK && beams) {
         st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->parent);
-        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->expand);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, 1, B, &p->beam_scores);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, sources, 2 * beams, &p->cand_scores);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, sources, 2 * beams, &p->cand_ids);
@@ -225,11 +225,6 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t sources, uint32_t beams,
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, parts, 2, &p->topk_stats);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, parts, 2 * beams, &p->topk_x);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, parts, 2 * beams, &p->topk_id);
-        int32_t *h = malloc((size_t)B * sizeof *h);
-        if (st == VKF_OK && !h) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-        for (uint32_t r = 0; st == VKF_OK && r < B; r++) h[r] = (int32_t)(r / beams);
-        if (st == VKF_OK) st = vkf_tensor_upload(p->expand, h, (uint64_t)B * sizeof *h);
-        free(h);
     }
     vkf_tensor **acts[] = {&p->y, &p->y2, &p->yn, &p->q, &p->attn, &p->tmp};
     for (size_t i = 0; st == VKF_OK && i < sizeof acts / sizeof acts[0]; i++) st = vkf_tensor2(ctx, m->act, B, d, acts[i]);
@@ -241,17 +236,10 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t sources, uint32_t beams,
      * (per source: beam plans copy them to each source's beams on the GPU). */
     if (st == VKF_OK) st = vkf_cmd_create(ctx, m->cmd_flags, &p->encode);
     if (st == VKF_OK) st = vkf_rec_encoder(p->encode, m, p->enc);
-    uint32_t kv_words = act_words(m, (uint64_t)S * 2 * d);
     for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
-        if (!lowrank_cross && beams) {
-            st = vkf_rec_linear(p->encode, p->enc->memory, sources * S, &m->dec[i].ckv, p->enc->kv, VKF_ACTIVATION_NONE, NULL);
-            if (st == VKF_OK)
-                st = vkf_op_kv_gather(p->encode, p->enc->kv, sources, kv_words, p->expand, p->state, p->cross_kv[i], B,
-                                      kv_words, kv_words, 0, false);
-            continue;
-        }
         if (!lowrank_cross) {
-            st = vkf_rec_linear(p->encode, p->enc->memory, B * S, &m->dec[i].ckv, p->cross_kv[i], VKF_ACTIVATION_NONE, NULL);
+            st = vkf_rec_linear(p->encode, p->enc->memory, sources * S, &m->dec[i].ckv, p->cross_kv[i], VKF_ACTIVATION_NONE,
+                                NULL);
             continue;
         }
         /* lowrank: the memory's keys and values, projected to K rows per source */
@@ -280,7 +268,7 @@ static uint64_t plan_bytes(const gen_plan *p)
     const fwd_plan *e = p->enc;
     const vkf_tensor *ts[] = {p->src_lengths, p->state,  p->step_ids, p->tokens,      p->y,           p->y2,
                               p->yn,          p->qkv,    p->q,        p->attn,        p->tmp,         p->hidden,
-                              p->scratch,     p->logits, p->bb_random, p->parent,     p->expand,      p->beam_scores,
+                              p->scratch,     p->logits, p->bb_random, p->parent,     p->beam_scores,
                               p->cand_scores, p->cand_ids, p->topk_stats, p->topk_x, p->topk_id,
                               e->src_ids, e->tgt_ids,    e->src_mask,    e->src_lengths,
                               e->a,           e->b,      e->n,        e->memory,      e->qkv,         e->q,

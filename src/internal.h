@@ -437,6 +437,8 @@ typedef struct vkf_attention_decode_desc {
     uint32_t window, stride;            /* the query's row is state[0] */
     vkf_bigbird bigbird;                /* BIGBIRD (causal): parameters, and the random blocks of */
     const vkf_tensor *random_blocks;    /* query blocks 0 .. ceil(max_keys / B) - 1, (blocks, R) I32 */
+    uint32_t kv_div;                    /* > 1: query row b reads the K/V (and length) of row b / kv_div, so a
+                                           source's beams share its cross-attention keys; 0 or 1: row b */
 } vkf_attention_decode_desc;
 vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *desc);
 /* cache_k/v (batch, capacity, d)[state[0]] = qkv (batch, 3d) K/V parts. */

@@ -101,7 +101,6 @@ typedef struct gen_plan {
     bool forced_eos, renormalize;       /* likewise */
     vkf_tensor **cache2_k, **cache2_v;  /* (n_dec) each (B*K, steps, d), owned */
     vkf_tensor *parent;                 /* (B*K) I32: the row each row continues */
-    vkf_tensor *expand;                 /* (B*K) I32: row / K, each row's source */
     vkf_tensor *beam_scores;            /* (B*K) F32: sum of log-probabilities of each beam */
     vkf_tensor *cand_scores, *cand_ids; /* (B, 2K) F32, I32: the step's best (beam, token) pairs */
     vkf_tensor *topk_stats, *topk_x, *topk_id; /* (B*K, chunks, 2 | 2K | 2K): beam_partial.comp's results */
@@ -176,7 +175,7 @@ vkf_status vkf_upload_lowrank(const vkf_model *m, fwd_plan *p, const vkf_sequenc
 void vkf_gen_plan_free(gen_plan *p);
 
 /* dst[r, :n] = src[parent[r], :n] in 32-bit words, n = state[0] * words_per_position
- * (use_state) or fixed_words: beam search's KV-cache reorder and expand. */
+ * (use_state) or fixed_words: beam search's KV-cache reorder. */
 vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, uint32_t src_rows, uint32_t src_row_words,
                             const vkf_tensor *parent, const vkf_tensor *state, vkf_tensor *dst, uint32_t rows,
                             uint32_t row_words, uint32_t fixed_words, uint32_t words_per_position, bool use_state);

@@ -846,9 +846,12 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
     if (!d->batch || !d->heads || !d->head_dim || !d->max_keys)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive", fn);
     uint64_t dm = (uint64_t)d->heads * d->head_dim;
+    uint32_t kv_div = d->kv_div ? d->kv_div : 1, kv_rows = (uint32_t)vkf_div_up(d->batch, kv_div);
+    if (d->kv_div > 1 && d->length_from_state)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: kv_div is for cross-attention (lengths per row)", fn);
     VKF_TRY(check_span(d->q, d->q_offset, d->batch, d->q_batch, 1, 0, dm, fn, "q"));
-    VKF_TRY(check_span(d->k, d->k_offset, d->batch, d->k_batch, d->max_keys, d->k_row, dm, fn, "k"));
-    VKF_TRY(check_span(d->v, d->v_offset, d->batch, d->v_batch, d->max_keys, d->v_row, dm, fn, "v"));
+    VKF_TRY(check_span(d->k, d->k_offset, kv_rows, d->k_batch, d->max_keys, d->k_row, dm, fn, "k"));
+    VKF_TRY(check_span(d->v, d->v_offset, kv_rows, d->v_batch, d->max_keys, d->v_row, dm, fn, "v"));
     vkf_dtype act;
     VKF_TRY(activation_dtype(cmd, d->q, fn, "q", &act));
     VKF_TRY(vkf_check_tensor(cmd, d->q, act, 1, fn, "q"));
@@ -875,6 +878,7 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
         .pattern = d->pattern,
         .window = d->window,
         .stride = d->stride ? d->stride : 1,
+        .kv_div = kv_div,
     };
     if (d->pattern && !d->length_from_state)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: a sparse pattern needs the query position (length_from_state)", fn);

@@ -69,8 +69,9 @@ typedef struct vkf_push_attention_decode {
     uint32_t pattern, window, stride;
     uint32_t bb_block, bb_globals, bb_random;
     uint32_t random_len;
+    uint32_t kv_div;                    /* K/V row of b: b / kv_div (>= 1) */
 } vkf_push_attention_decode;
-_Static_assert(sizeof(vkf_push_attention_decode) == 21 * 4, "mirror of attention_decode.comp");
+_Static_assert(sizeof(vkf_push_attention_decode) == 22 * 4, "mirror of attention_decode.comp");
 
 /* shaders/kv_append.comp */
 typedef struct vkf_push_kv_append {
