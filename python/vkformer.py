@@ -111,17 +111,37 @@ class _Sequences(ctypes.Structure):
     ]
 
 
+class _GenerateOptions(ctypes.Structure):
+    # vkf_generate_options (include/vkformer.h), field for field.
+    _fields_ = [
+        ("max_new", ctypes.c_uint32),
+        ("min_new", ctypes.c_uint32),
+        ("beams", ctypes.c_uint32),
+        ("length_penalty", ctypes.c_float),
+        ("early_stopping", ctypes.c_bool),
+        ("n_best", ctypes.c_uint32),
+        ("sample", ctypes.c_bool),
+        ("temperature", ctypes.c_float),
+        ("top_k", ctypes.c_uint32),
+        ("top_p", ctypes.c_float),
+        ("seed", ctypes.c_uint64),
+        ("forced_eos", ctypes.c_bool),
+        ("renormalize", ctypes.c_bool),
+    ]
+
+
 class _DeviceInfoHead(ctypes.Structure):
     # The first fields of vkf_device_info (new fields are only ever appended).
     _fields_ = [("index", ctypes.c_uint32), ("name", ctypes.c_char * 256), ("type", ctypes.c_int)]
 
 
 _PRECISIONS = {"auto": 0, "f32": 1, "f16": 2, "int8": 3}
-_ACTIVATIONS = {0: "none", 1: "relu", 2: "gelu"}
+_ACTIVATIONS = {0: "none", 1: "relu", 2: "gelu", 3: "silu"}
 _DTYPES = {0: "f32", 1: "i32", 2: "f16"}
 
 ModelConfig = collections.namedtuple("ModelConfig", [f for f, _ in _ModelConfig._fields_])
-ModelConfig.__doc__ = "vkf_model_config: activation is 'relu' or 'gelu', activations 'f32' or 'f16'."
+ModelConfig.__doc__ = ("vkf_model_config: activation is 'relu', 'gelu' or 'silu', activations 'f32' or 'f16', "
+                       "format 'vkformer' (a file) or 'marian' (a Hugging Face folder).")
 
 # ---------------------------------------------------------------- the library
 
@@ -147,6 +167,10 @@ _SIGNATURES = {
                                     ctypes.POINTER(ctypes.c_float), ctypes.c_uint64]),
     "vkf_model_generate": (_STATUS, [_P, ctypes.POINTER(_Sequences), ctypes.c_uint32,
                                      ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_uint32)]),
+    "vkf_model_generate_defaults": (_STATUS, [_P, ctypes.POINTER(_GenerateOptions)]),
+    "vkf_model_generate_with": (_STATUS, [_P, ctypes.POINTER(_Sequences), ctypes.POINTER(_GenerateOptions),
+                                          ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_uint32),
+                                          ctypes.POINTER(ctypes.c_float)]),
     "vkf_model_encode_text": (_STATUS, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int32), ctypes.c_uint32,
                                         ctypes.POINTER(ctypes.c_uint32)]),
     "vkf_model_decode_text": (_STATUS, [_P, ctypes.POINTER(ctypes.c_int32), ctypes.c_uint32, ctypes.c_char_p,
@@ -337,6 +361,7 @@ class Model:
         values = {f: getattr(c, f) for f, _ in _ModelConfig._fields_}
         values["activation"] = _ACTIVATIONS.get(c.activation, c.activation)
         values["activations"] = _DTYPES.get(c.activations, c.activations)
+        values["format"] = {0: "vkformer", 1: "marian"}.get(c.format, c.format)
         self.config = ModelConfig(**values)
 
     @property
@@ -379,31 +404,48 @@ class Model:
                                                           a.size, buf, cap))
         return buf.value.decode("utf-8")
 
-    def translate(self, text, max_new=None):
-        """Greedy translation of a text, or of a list of texts (one batch): str or
-        list of str."""
+    def translate(self, text, max_new=None, beams=None):
+        """Translation of a text, or of a list of texts (one batch): str or list
+        of str. Decoding as generate() (the model's defaults: greedy, or a Hugging
+        Face folder's generation_config)."""
         if isinstance(text, str):
-            return self.translate([text], max_new)[0]
+            return self.translate([text], max_new, beams)[0]
         texts = list(text)
-        return [self.decode(ids) for ids in self.generate([self.encode(t) for t in texts], max_new)]
+        return [self.decode(ids) for ids in self.generate([self.encode(t) for t in texts], max_new, beams)]
 
     # -- ids
 
-    def generate(self, src, max_new=None):
-        """Greedy decoding. src: one sequence of source ids (1-D) or a batch (a
-        2-D array or a list of sequences of any lengths). Returns the generated
-        ids (int32, without bos and eos) as one array, or a list of arrays for a
-        batch. max_new: at most this many tokens (default: the model's max_len)."""
+    def generate(self, src, max_new=None, beams=None):
+        """Decoding with the model's defaults (vkf_model_generate_defaults: greedy
+        for a vkformer file; a Hugging Face folder's generation_config, e.g. 4
+        beams, forced eos, the pad id banned). src: one sequence of source ids (1-D)
+        or a batch (a 2-D array or a list of sequences of any lengths). Returns the
+        generated ids (int32, without bos and eos) as one array, or a list of arrays
+        for a batch. max_new: at most this many tokens (default: the model's own,
+        else max_len); beams: beam search with this many beams (1: greedy)."""
         batch = _is_batch(src)
         seqs = _Batch(src if batch else [src], "source")
-        steps = self.config.max_len if max_new is None else int(max_new)
-        if steps < 1:
-            raise ValueError("max_new must be at least 1")
+        opts = _GenerateOptions()
+        _check(self._lib, self._lib.vkf_model_generate_defaults(self._live(), ctypes.byref(opts)))
+        if max_new is not None:
+            if int(max_new) < 1:
+                raise ValueError("max_new must be at least 1")
+            opts.max_new = int(max_new)
+            opts.min_new = min(opts.min_new, opts.max_new)
+        if opts.max_new == 0:
+            opts.max_new = self.config.max_len
+        if beams is not None:
+            if int(beams) < 1:
+                raise ValueError("beams must be at least 1")
+            opts.beams = int(beams)
+        opts.n_best = 1
+        steps = opts.max_new
         out = np.zeros((len(seqs), steps), dtype=np.int32)
         lengths = np.zeros(len(seqs), dtype=np.uint32)
-        _check(self._lib, self._lib.vkf_model_generate(self._live(), ctypes.byref(seqs.seq), steps,
-                                                       out.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
-                                                       lengths.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32))))
+        _check(self._lib, self._lib.vkf_model_generate_with(self._live(), ctypes.byref(seqs.seq), ctypes.byref(opts),
+                                                            out.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
+                                                            lengths.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)),
+                                                            None))
         result = [out[i, :lengths[i]].copy() for i in range(len(seqs))]
         return result if batch else result[0]
 
