@@ -12,9 +12,10 @@ usage: python3 tools/bench_translate.py [--vkformer build/vkformer] [--model DIR
            [--batch 32] [--beam 4] [--src-len 32] [--max-new 64] [--repeat 3]
            [--device cuda|cpu] [--transformers-python CMD] [--no-transformers] [--json]
 
---model DIR: a Marian folder (default: one of OPUS-MT en-de's shape with random weights,
-made once with tests/gen_marian.py under ~/.cache/vkformer, ~300 MB; needs torch,
-numpy and sentencepiece in this Python).
+--model DIR: a Marian folder; where DIR does not exist, a random-weight folder of OPUS-MT
+en-de's shape is written there once with tests/gen_marian.py (~300 MB; needs torch, numpy
+and sentencepiece in this Python; default DIR ~/.cache/vkformer/opus-mt-en-de-shape).
+--small: a small random folder instead (d_model 64, 2+2 layers), for dry runs.
 Transformers runs in this Python when it imports `transformers`; otherwise
 --transformers-python CMD runs this script under another interpreter for that half
 (e.g. --transformers-python ../shared/tools/hf_python.sh, transformers 5.12 on CPU).
@@ -42,17 +43,26 @@ OPUS_SHAPE = ["--d-model", "512", "--layers", "6", "--heads", "8", "--ffn", "204
               "--max-positions", "512", "--pad-vocab-to", "58101", "--seed", "1"]
 
 
+SMALL_SHAPE = ["--d-model", "64", "--layers", "2", "--heads", "4", "--ffn", "128", "--activation", "swish",
+               "--max-positions", "64", "--seed", "1"]
+
+
 def default_model():
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(cache, "vkformer", "opus-mt-en-de-shape")
 
 
-def make_model(path):
+def make_model(path, small):
     if os.path.isfile(os.path.join(path, "model.safetensors")):
         return
-    print("bench_translate: writing a random-weight OPUS-MT en-de shaped folder to %s" % path, file=sys.stderr)
+    print("bench_translate: writing a random-weight %s folder to %s" % ("small Marian" if small else
+                                                                        "OPUS-MT en-de shaped", path), file=sys.stderr)
     tmp = path + ".partial"
-    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gen_marian.py"), tmp] + OPUS_SHAPE, check=True)
+    if os.path.isdir(tmp):
+        import shutil
+        shutil.rmtree(tmp)
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gen_marian.py"), tmp] +
+                   (SMALL_SHAPE if small else OPUS_SHAPE), check=True)
     os.rename(tmp, path)
 
 
@@ -81,6 +91,8 @@ def run_transformers(a):
     with open(a.ids) as f:
         src = [[int(t) for t in line.split(",")] for line in f if line.strip()]
     device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu":
+        torch.set_num_threads(os.cpu_count() or 1)  # every core, as vkformer's CPU drivers use
     model = MarianMTModel.from_pretrained(a.model, torch_dtype=torch.float32).to(device).eval()
     ids = torch.tensor(src, dtype=torch.long, device=device)
     mask = torch.ones_like(ids)
@@ -122,6 +134,7 @@ def main():
     p.add_argument("--transformers-python", help="run the Transformers half under this interpreter command")
     p.add_argument("--no-transformers", action="store_true")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--small", action="store_true", help="a small random Marian folder instead (a dry run)")
     p.add_argument("--transformers-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--ids", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -132,11 +145,10 @@ def main():
         print(json.dumps(run_transformers(a)))
         return 0
 
-    a.model = os.path.abspath(a.model or default_model())
-    if not a.model or not os.path.isdir(a.model):
-        if a.model != default_model():
-            p.error("--model %s is not a folder" % a.model)
-    make_model(a.model)
+    a.model = os.path.abspath(a.model or default_model() + ("-small" if a.small else ""))
+    if os.path.exists(a.model) and not os.path.isdir(a.model):
+        p.error("--model %s is not a folder" % a.model)
+    make_model(a.model, a.small)  # a folder that is not there yet is written
     src = sources(a.model, a.batch, a.src_len, a.seed)
     fd, ids_path = tempfile.mkstemp(prefix="vkformer-bench-ids-", suffix=".txt", dir="/tmp")
     with os.fdopen(fd, "w") as f:

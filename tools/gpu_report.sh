@@ -7,7 +7,7 @@
 #   tools/gpu_report.sh [--small] OUTDIR PART... THERE: run the parts, results under OUTDIR
 #
 # PART (one or more, or comma-separated): info suite tune matmul attention model startup
-# torch summary, or all (every part, in that order). Each part writes OUTDIR/PART/ (JSON,
+# torch translate summary, or all (every part, in that order). Each part writes OUTDIR/PART/ (JSON,
 # logs, commands.tsv with each command's exit code and seconds) and one summary line (in
 # OUTDIR/PART/summary.txt, OUTDIR/parts.txt and on stdout). A failing command is logged
 # and the part goes on; each part stops starting commands at its time budget (every
@@ -37,7 +37,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${GPU_REPORT_BUILD:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 small=${GPU_REPORT_SMALL:-0}
-all_parts=(info suite tune matmul attention model startup torch summary)
+all_parts=(info suite tune matmul attention model startup torch translate summary)
 
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
@@ -490,6 +490,24 @@ part_torch() {
     part_end "torch device $dev ($TORCH_PY)"
 }
 
+# OPUS-MT en-de shapes (vocabulary 58101, 6+6 x 512), beam 4, batch 32, every source
+# decoding --max-new steps: vkformer beside Hugging Face Transformers fp32 in one run
+# (tools/bench_translate.py; the random-weight folder is written once by the torch
+# Python, ~300 MB under VKFORMER_CACHE_DIR).
+part_translate() {
+    part_begin translate 420 || return 0
+    if [ -z "${TORCH_PY:-}" ]; then
+        absent "no Python with torch (set TORCH_PYTHON): the random OPUS-MT folder and Transformers need it"
+        part_end
+        return
+    fi
+    local shape=() folder=$VKFORMER_CACHE_DIR/opus-mt-en-de-shape
+    [ "$small" = 1 ] && shape=(--small --batch 4 --src-len 8 --max-new 4 --repeat 1) folder=$VKFORMER_CACHE_DIR/marian-small
+    run opus-b32-beam4 410 "$TORCH_PY" "$root/tools/bench_translate.py" --vkformer "$VK" --model "$folder" \
+        "${shape[@]}" --json
+    part_end "model $folder"
+}
+
 part_summary() {
     part_begin summary 30 || return 0
     python3 - "$OUTDIR" <<'PY' >"$OUTDIR/summary.md"
@@ -674,6 +692,17 @@ if models:
     print("\n## bench model\n\n| case | forward ms | encode ms | step ms | peak MiB |\n|---|---|---|---|---|")
     for k, r in sorted(models.items()):
         print(f"| {k} | {r['forward_ms']:.4g} | {r['encode_ms']:.4g} | {r['step_ms']:.4g} | {r['peak_bytes'] / 2**20:.1f} |")
+translate = jlines("translate/*.out")
+if translate:
+    print("\n## tools/bench_translate.py (OPUS-MT en-de shapes; target tokens/s)\n\n| engine | device | batch | beams | "
+          "steps | median ms | target tokens/s |\n|---|---|---|---|---|---|---|")
+    for r in translate:
+        print(f"| {r.get('engine')} | {r.get('device')} | {r.get('batch')} | {r.get('beams')} | {r.get('steps')} | "
+              f"{fmt(r.get('median_ms'), '')} | {fmt(r.get('target_tokens_per_s'), '')} |")
+    e = {r.get("engine"): r for r in translate}
+    if "vkformer" in e and "transformers" in e:
+        print(f"\nvkformer / Transformers: {e['vkformer']['target_tokens_per_s'] / e['transformers']['target_tokens_per_s']:.2f}x "
+              "(CTranslate2 publishes 9.1x Transformers fp32 on one GPU)")
 if torch_rows:
     print("\n## tools/bench_torch.py\n\n| bench | dtype | ms | note |\n|---|---|---|---|")
     for r in torch_rows:
