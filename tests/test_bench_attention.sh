@@ -113,6 +113,28 @@ if command -v gnuplot >/dev/null 2>&1; then
 else
     echo "gnuplot not installed: --plot not tested" >&2
 fi
+# --plot is checked before the run: an unwritable place is a usage error (2), a
+# missing gnuplot an error (1), each one line and nothing on stdout; a gnuplot that
+# fails (here one that exits at once, which used to kill vkformer with SIGPIPE) is
+# one line and exit 1, never a signal.
+PLOT_ARGS="--n 32 --variants dense --heads 1 --head-dim 8 --repeat 1"
+# shellcheck disable=SC2086
+run 2 "$VKFORMER" bench attention $PLOT_ARGS --plot "$TMP/no-such-folder/p.png"
+[ "$(grep -c '' "$TMP/err")" -eq 1 ] && grep -q "no-such-folder" "$TMP/err" && [ ! -s "$TMP/out" ] ||
+    fail "--plot into a missing folder: expected one line naming it: $(cat "$TMP/err")"
+mkdir -p "$TMP/nobin" "$TMP/fakebin"
+# shellcheck disable=SC2086
+run 1 env PATH="$TMP/nobin" "$VKFORMER" bench attention $PLOT_ARGS --plot "$TMP/p2.png"
+[ "$(grep -c '' "$TMP/err")" -eq 1 ] && grep -q "gnuplot" "$TMP/err" && [ ! -s "$TMP/out" ] ||
+    fail "--plot without gnuplot: expected one line naming gnuplot before the run: $(cat "$TMP/err")"
+printf '#!/bin/sh\nexit 3\n' >"$TMP/fakebin/gnuplot"
+chmod +x "$TMP/fakebin/gnuplot"
+for i in 1 2 3; do
+    # shellcheck disable=SC2086
+    run 1 env PATH="$TMP/fakebin" "$VKFORMER" bench attention $PLOT_ARGS --plot "$TMP/p3.png"
+    [ "$(grep -c '^vkformer:' "$TMP/err")" -eq 1 ] && grep -q "gnuplot failed" "$TMP/err" ||
+        fail "--plot with a failing gnuplot: expected one line naming gnuplot: $(cat "$TMP/err")"
+done
 run 0 "$VKFORMER" bench attention --n 16 --variants dense,local:0,lowrank:64 --heads 1 --head-dim 4 --repeat 1 --model "$MODEL" --json
 if ! "$PYTHON" - "$TMP/out" <<'EOF'
 import json, sys
@@ -128,12 +150,16 @@ fi
 
 # ------------------------------------------------------------------ bad arguments
 
-for args in "--n 0" "--n 12,x" "--precision f8" "--variants bogus" "--variants lsh:0:4" "--heads 0" "--repeat" "--what"; do
+for args in "--n 0" "--n 12,x" "--precision f8" "--variants bogus" "--variants lsh:0:4" "--heads 0" "--repeat" "--what" \
+    "--plot -" "--repeat 1 --repeat 2" "extra" "--max-device-memory 0" "--heads +2" "--seed -1" \
+    "--batch 99999999999999999999999" "--kernel tiled"; do
     # shellcheck disable=SC2086
     run 2 "$VKFORMER" bench attention $args
-    [ "$(grep -c '' "$TMP/err")" -ge 1 ] || fail "bench attention $args: no message"
+    [ "$(grep -c '' "$TMP/err")" -eq 1 ] || fail "bench attention $args: expected one line, got: $(cat "$TMP/err")"
     [ -s "$TMP/out" ] && fail "bench attention $args wrote to stdout"
 done
+run 0 "$VKFORMER" bench attention --help
+grep -q "bench attention" "$TMP/out" && grep -q -- "--plot" "$TMP/out" || fail "bench attention --help: no usage text"
 
 # ------------------------------------------------------------------ variants in model commands
 
@@ -155,11 +181,15 @@ run 0 "$VKFORMER" forward --model "$MODEL" --attention lsh:1:2 --seed 1 --src "$
 run 0 "$VKFORMER" forward --model "$MODEL" --attention lsh:1:2 --seed 2 --src "$SRC" --tgt 1,5,6 --out "$TMP/s2.npy"
 cmp -s "$TMP/s1.npy" "$TMP/s1b.npy" || fail "the same seed gave different logits"
 cmp -s "$TMP/s1.npy" "$TMP/s2.npy" && fail "seeds 1 and 2 gave the same lsh logits"
-for bad in bigbird:0:1:1 bigbird:4:1:65 lsh:0:4 lsh:2:0 lowrank:0 local:x strided:4:0 "bigbird:4:1"; do
-    run 1 "$VKFORMER" forward --model "$MODEL" --attention "$bad" --src "$SRC" --tgt 1,5 --out "$TMP/l.npy"
-    [ "$rc" -ne 0 ] && [ "$(grep -c '' "$TMP/err")" -eq 1 ] || fail "--attention $bad: expected one error line"
+# a variant the library cannot read is a usage error (exit 2), like any other bad value, before the model loads
+for bad in sparse bigbird:0:1:1 bigbird:4:1:65 lsh:0:4 lsh:2:0 lowrank:0 local:x strided:4:0 "bigbird:4:1"; do
+    run 2 "$VKFORMER" forward --model "$MODEL" --attention "$bad" --src "$SRC" --tgt 1,5 --out "$TMP/l.npy"
+    [ "$(grep -c '' "$TMP/err")" -eq 1 ] && grep -q -- "--attention" "$TMP/err" ||
+        fail "forward --attention $bad: expected one error line naming --attention: $(cat "$TMP/err")"
 done
-run 1 "$VKFORMER" forward --model "$MODEL" --cross-attention local:3 --src "$SRC" --tgt 1,5 --out "$TMP/l.npy"
+run 2 "$VKFORMER" generate --model "$MODEL" --attention sparse --src "$SRC"
+[ "$(grep -c '' "$TMP/err")" -eq 1 ] && grep -q -- "sparse" "$TMP/err" || fail "generate --attention sparse: $(cat "$TMP/err")"
+run 2 "$VKFORMER" forward --model "$MODEL" --cross-attention local:3 --src "$SRC" --tgt 1,5 --out "$TMP/l.npy"
 grep -q "cross-attention" "$TMP/err" || fail "--cross-attention local:3: message does not name cross-attention"
 
 cli_finish test_bench_attention

@@ -197,6 +197,137 @@ run 2 "$VKFORMER" bench model --preset huge
 run 2 "$VKFORMER" forward --src 1,2 --tgt 1
 run 2 "$VKFORMER" generate --model x.safetensors --src 1,two
 
+# ------------------------------------------------------------------ strict arguments
+
+# Every command rejects what it does not take: exit 2 and exactly one stderr line
+# naming the option, word or value (and nothing on stdout).
+DEMO=$(dirname "$0")/../models/demo.safetensors
+# usage_error SUBSTRING ARGS...: vkformer ARGS exits 2 with one line naming SUBSTRING.
+usage_error() {
+    needle=$1
+    shift
+    run 2 "$VKFORMER" "$@"
+    expect_one_error_line "$needle"
+}
+usage_error '"two"' translate --model "$DEMO" forty two          # never "forty" alone
+usage_error '"two"' tokenize --model "$DEMO" forty two
+usage_error --json generate --model "$DEMO" --src 5,6 --json
+usage_error --json translate --model "$DEMO" --json "forty two"
+usage_error --json forward --model "$DEMO" --src 5 --tgt 1 --out "$TMP/x.npy" --json
+usage_error --json check --json
+usage_error --input info --input x
+usage_error --input check --input x
+usage_error --input tune --input x
+usage_error --input forward --model "$DEMO" --src 5 --tgt 1 --out "$TMP/x.npy" --input x
+usage_error --input bench model --preset small --input x
+usage_error --src translate --model "$DEMO" --src 5 "forty two"
+usage_error --decode generate --model "$DEMO" --src 5 --decode
+usage_error --quick bench matmul --size 8 --quick
+usage_error --preset bench translate --model "$DEMO" --preset small
+usage_error --raw-ids translate --model "$DEMO" --raw-ids one
+usage_error --batch translate --model "$DEMO" --batch 4 "forty two"   # --batch is for --input
+usage_error extra check extra
+usage_error extra info extra
+usage_error extra generate --model "$DEMO" --src 5 extra
+usage_error extra forward --model "$DEMO" --src 5 --tgt 1 --out "$TMP/x.npy" extra
+usage_error extra bench matmul --size 8 extra
+usage_error extra tune extra
+usage_error foo bench foo
+grep -q attention "$TMP/err" || fail "'bench foo' does not list the attention benchmark: $(cat "$TMP/err")"
+usage_error benchmark bench
+usage_error --json --json info
+usage_error sparse generate --model "$DEMO" --src 5 --attention sparse
+usage_error sparse forward --model "$DEMO" --src 5 --tgt 1 --out "$TMP/x.npy" --attention sparse
+usage_error local:3 generate --model "$DEMO" --src 5 --cross-attention local:3
+usage_error f8 generate --model "$DEMO" --src 5 --precision f8
+usage_error "given twice" forward --model "$DEMO" --src 5 --src 6 --tgt 1 --out "$TMP/x.npy"
+usage_error "given twice" generate --model "$DEMO" --src 5 --max-new 3 --max-new 4
+usage_error "--out - both" tune --out - --json
+usage_error "not both" generate --model "$DEMO" --src 5 --input -
+usage_error "not both" translate --model "$DEMO" --input - -
+# Numbers: no zero where zero makes no sense, no signs, no junk, no overflow.
+usage_error --max-new generate --model "$DEMO" --src 5 --max-new 0
+usage_error --max-new translate --model "$DEMO" --max-new 0 "forty two"
+usage_error --max-new generate --model "$DEMO" --src 5 --max-new -1
+usage_error --max-new generate --model "$DEMO" --src 5 --max-new +3
+usage_error --max-new generate --model "$DEMO" --src 5 --max-new 3x
+usage_error --max-new generate --model "$DEMO" --src 5 --max-new 99999999999999999999999
+usage_error --batch translate --model "$DEMO" --input - --batch 0
+usage_error --batch translate --model "$DEMO" --input - --batch 5000
+usage_error --batch bench model --preset small --batch 0
+usage_error --src-len bench model --preset small --src-len 0
+usage_error --repeat bench matmul --size 8 --repeat 0
+usage_error --repeat bench startup --preset small --repeat 0
+usage_error --repeat bench translate --model "$DEMO" --repeat 0
+usage_error --batch bench translate --model "$DEMO" --batch 0
+usage_error --m bench matmul --m 99999999999 --n 8 --k 8
+usage_error --size bench matmul --size 8,
+usage_error --seed generate --model "$DEMO" --src 5 --seed x
+usage_error --temperature generate --model "$DEMO" --src 5 --temperature abc
+usage_error --temperature generate --model "$DEMO" --src 5 --temperature inf
+usage_error --length-penalty generate --model "$DEMO" --src 5 --beam 2 --length-penalty nan
+usage_error --max-device-memory info --max-device-memory 0
+usage_error --max-new generate --model "$DEMO" --src 5 --max-new
+
+# --help: every command's own usage text on stdout, exit 0.
+for cmd in info check forward generate translate tokenize tune "bench matmul" "bench model" "bench attention" \
+    "bench startup" "bench translate"; do
+    # shellcheck disable=SC2086
+    run 0 "$VKFORMER" $cmd --help
+    grep -q "vkformer $cmd" "$TMP/out" || fail "'$cmd --help' does not name the command: $(head -n 2 "$TMP/out")"
+    [ "$(stdout_lines)" -ge 3 ] || fail "'$cmd --help' printed less than 3 lines"
+    [ -s "$TMP/err" ] && fail "'$cmd --help' wrote to stderr: $(cat "$TMP/err")"
+    case $cmd in bench\ attention) ;; *)
+        grep -q -- "--device" "$TMP/out" || fail "'$cmd --help' does not list --device" ;;
+    esac
+done
+run 0 "$VKFORMER" bench --help
+grep -q attention "$TMP/out" || fail "'bench --help' does not list the attention benchmark"
+run 0 "$VKFORMER" --help
+for cmd in info check forward generate translate tokenize tune "bench matmul" "bench model" "bench attention" \
+    "bench startup" "bench translate"; do
+    grep -q -- " $cmd" "$TMP/out" || fail "'vkformer --help' does not mention '$cmd'"
+done
+run 0 "$VKFORMER" generate --model "$DEMO" --help --src 5  # --help wins, nothing runs
+
+# ------------------------------------------------------------------ - means stdin or stdout
+
+# forward --out -: the .npy on stdout, the same bytes as the file.
+run 0 "$VKFORMER" forward --model "$DEMO" --src 5,6,7 --tgt 1,5 --out "$TMP/f.npy"
+run 0 "$VKFORMER" forward --model "$DEMO" --src 5,6,7 --tgt 1,5 --out -
+cmp -s "$TMP/out" "$TMP/f.npy" || fail "'forward --out -' wrote other bytes than --out FILE"
+[ -e ./- ] && fail "'forward --out -' wrote a file named -"
+# generate: --input - and a lone - read the id lists from stdin
+printf '5,6,7\n8,9\n' >"$TMP/ids"
+run 0 "$VKFORMER" generate --model "$DEMO" --src 5,6,7 --src 8,9 --max-new 8
+cp "$TMP/out" "$TMP/gen.want"
+run 0 sh -c '"$1" generate --model "$2" --input - --max-new 8 <"$3"' sh "$VKFORMER" "$DEMO" "$TMP/ids"
+cmp -s "$TMP/out" "$TMP/gen.want" || fail "'generate --input -' differs from --src"
+run 0 sh -c '"$1" generate --model "$2" - --max-new 8 <"$3"' sh "$VKFORMER" "$DEMO" "$TMP/ids"
+cmp -s "$TMP/out" "$TMP/gen.want" || fail "'generate -' differs from --src"
+# translate and tokenize: text on stdin
+printf 'forty two\nseven\n' >"$TMP/text"
+run 0 "$VKFORMER" translate --model "$DEMO" --input "$TMP/text"
+cp "$TMP/out" "$TMP/tr.want"
+[ "$(cat "$TMP/tr.want")" = "$(printf '42\n7')" ] || fail "translate --input FILE gave $(cat "$TMP/tr.want")"
+run 0 sh -c '"$1" translate --model "$2" --input - <"$3"' sh "$VKFORMER" "$DEMO" "$TMP/text"
+cmp -s "$TMP/out" "$TMP/tr.want" || fail "'translate --input -' differs from --input FILE"
+run 0 sh -c '"$1" translate --model "$2" - --batch 1 <"$3"' sh "$VKFORMER" "$DEMO" "$TMP/text"
+cmp -s "$TMP/out" "$TMP/tr.want" || fail "'translate -' differs from --input FILE"
+run 0 "$VKFORMER" tokenize --model "$DEMO" "forty two"
+cp "$TMP/out" "$TMP/tok.want"
+run 0 sh -c 'echo "forty two" | "$1" tokenize --model "$2" -' sh "$VKFORMER" "$DEMO"
+cmp -s "$TMP/out" "$TMP/tok.want" || fail "'tokenize -' differs from tokenize TEXT"
+run 0 sh -c 'echo "forty two" | "$1" tokenize --model "$2" --input -' sh "$VKFORMER" "$DEMO"
+cmp -s "$TMP/out" "$TMP/tok.want" || fail "'tokenize --input -' differs from tokenize TEXT"
+# tune --out -: the tune file on stdout, the summary on stderr, no file named -
+run 0 env VKFORMER_CACHE_DIR="$TMP/cache" "$VKFORMER" tune --quick --out -
+"$PYTHON" -c 'import json, sys; j = json.load(sys.stdin); assert j["format"] == "vkformer-tune", j' <"$TMP/out" 2>/dev/null ||
+    fail "'tune --out -' did not write the tune file to stdout: $(head -c 200 "$TMP/out")"
+grep -q "wrote the tune file to stdout" "$TMP/err" || fail "'tune --out -' does not say where the file went"
+[ -e ./- ] && fail "'tune --out -' wrote a file named -"
+[ -d "$TMP/cache" ] && [ -n "$(ls "$TMP/cache" 2>/dev/null | grep tune-)" ] && fail "'tune --out -' wrote the device's tune file"
+
 # ------------------------------------------------------------------ bench model
 
 # A small random-weight model end to end: forward timing, decode step, memory.
@@ -217,7 +348,6 @@ PY
 # auto is F32 activations on CPU drivers; VKFORMER_AUTO_PRECISION=f16 makes it
 # choose as on a GPU: F16 where the device has 16-bit storage, and F32 again for a
 # variant without F16 kernels (lsh).
-DEMO=$(dirname "$0")/../models/demo.safetensors
 fwd() { # fwd OUT.npy [env...] -- [options...]
     out=$1
     shift

@@ -19,10 +19,15 @@
 #include "attention_lsh.h"
 #include "reference/reference.h"
 
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_VALIDATION = 6 };
 
@@ -31,17 +36,22 @@ static const char usage[] =
     "                                [--batch B] [--repeat R] [--seed S] [--model MODEL [--text FILE]] [--json]\n"
     "                                [--plot FILE.png] [--precision f32|f16] [--device D]\n"
     "                                [--max-device-memory BYTES] [--kernel auto|coopmat|scalar] [--verbose]\n"
+    "                                [--no-coopmat]\n"
     "defaults: --n 256,1024,4096,16384 --heads 8 --head-dim 64 --batch 1 --repeat 3\n"
     "          --variants dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,lsh:2:64,lowrank:256\n"
     "--model MODEL (a vkformer file or a Hugging Face Marian folder): greedy ids of each variant\n"
-    "against dense, on 32 random sources, or on the lines of --text FILE (up to 256; models with text)\n";
+    "against dense, on 32 random sources, or on the lines of --text FILE|- (up to 256; models with text)\n"
+    "--plot FILE.png: time and memory against n, through gnuplot; FILE's folder must be writable (else exit 2)\n"
+    "and gnuplot installed (else exit 1), both checked before the run\n"
+    "--json: one JSON object per (variant, n) case, and per variant with --model (JSON Lines)\n"
+    "exit codes: 0 success, 1 error, 2 usage, 3 no Vulkan loader, 4 no Vulkan device, 6 validation messages\n";
 
 typedef struct bench_opts {
     const char *device, *n_list, *variants, *plot, *model, *precision, *kernel_name, *text;
     vkf_attention_kernel kernel;        /* --kernel: of the fused variants (the reference stays scalar) */
     bool f16;                           /* --precision f16: Q, K, V and out stored as F16 */
     unsigned long heads, head_dim, batch, repeat, seed, max_device_memory;
-    bool json, verbose;
+    bool json, verbose, max_device_memory_given;
 } bench_opts;
 
 /* One (variant, n) case. */
@@ -318,9 +328,13 @@ static void print_result(const bench_opts *o, const shape *s, const result *r)
 static int write_plot(const bench_opts *o, const shape *s, const result *res, size_t count, const char *const *names,
                       size_t n_names)
 {
+    /* a gnuplot that exits early must not kill us with SIGPIPE: writes then fail, and pclose says why */
+    void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
+    fflush(NULL);
     FILE *g = popen("gnuplot", "w");
     if (!g) {
-        fprintf(stderr, "vkformer: --plot needs gnuplot (apt-get install gnuplot-nox)\n");
+        signal(SIGPIPE, old_pipe);
+        fprintf(stderr, "vkformer: bench attention: --plot: cannot start gnuplot (apt-get install gnuplot-nox)\n");
         return EXIT_ERROR;
     }
     fprintf(g, "set terminal pngcairo size 1400,560 font ',11'\nset output '%s'\n", o->plot);
@@ -340,9 +354,20 @@ static int write_plot(const bench_opts *o, const shape *s, const result *res, si
         }
     }
     fprintf(g, "unset multiplot\n");
-    int rc = pclose(g);
-    if (rc != 0) {
-        fprintf(stderr, "vkformer: gnuplot failed (exit status %d); is gnuplot-nox installed?\n", rc);
+    bool written = fflush(g) == 0 && !ferror(g);
+    int status = pclose(g);
+    signal(SIGPIPE, old_pipe);
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !written) {
+        if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+            fprintf(stderr, "vkformer: bench attention: --plot: gnuplot is not installed (apt-get install gnuplot-nox)\n");
+        else if (status != -1 && WIFSIGNALED(status))
+            fprintf(stderr, "vkformer: bench attention: --plot: gnuplot was killed by signal %d; %s not written\n",
+                    WTERMSIG(status), o->plot);
+        else if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0)
+            fprintf(stderr, "vkformer: bench attention: --plot: gnuplot failed (exit status %d); %s not written\n",
+                    WEXITSTATUS(status), o->plot);
+        else
+            fprintf(stderr, "vkformer: bench attention: --plot: gnuplot did not take the plot; %s not written\n", o->plot);
         return EXIT_ERROR;
     }
     fprintf(stderr, "bench attention: plot written to %s\n", o->plot);
@@ -372,7 +397,7 @@ static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *co
     uint64_t rng = o->seed ^ 0x5eedull;
     if (o->text) {
         /* real text: each line through the model's tokenizer */
-        FILE *f = fopen(o->text, "r");
+        FILE *f = strcmp(o->text, "-") == 0 ? stdin : fopen(o->text, "r");
         if (!f) {
             fprintf(stderr, "vkformer: bench attention: cannot read %s\n", o->text);
             vkf_model_destroy(model);
@@ -388,7 +413,7 @@ static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *co
                               : VKF_ERROR_OUT_OF_HOST_MEMORY;
             SOURCES++;
         }
-        fclose(f);
+        if (f != stdin) fclose(f);
         if (st == VKF_OK && SOURCES == 0) {
             fprintf(stderr, "vkformer: bench attention: %s holds no text\n", o->text);
             vkf_model_destroy(model);
@@ -461,16 +486,69 @@ static size_t split_list(char *text, const char **out, size_t max)
     return n;
 }
 
+/* A decimal integer: digits only (no sign, no spaces), no overflow. */
 static bool parse_number(const char *s, unsigned long *out)
 {
+    if (!s || !*s) return false;
+    for (const char *c = s; *c; c++)
+        if (*c < '0' || *c > '9') return false;
     char *end;
-    if (!s || !*s || *s == '-') return false;
+    errno = 0;
     *out = strtoul(s, &end, 10);
-    return *end == '\0';
+    return errno != ERANGE && *end == '\0';
+}
+
+/* Whether an executable named name is on PATH. */
+static bool on_path(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/bin:/bin";
+    while (*path) {
+        size_t len = strcspn(path, ":");
+        char full[4096];
+        snprintf(full, sizeof full, "%.*s/%s", (int)(len ? len : 1), len ? path : ".", name);
+        struct stat sb;
+        if (stat(full, &sb) == 0 && S_ISREG(sb.st_mode) && access(full, X_OK) == 0) return true;
+        path += len + (path[len] == ':');
+    }
+    return false;
+}
+
+/* --plot FILE: its folder writable (exit 2) and gnuplot installed (exit 1), before the run. */
+static int check_plot(const char *file)
+{
+    if (strcmp(file, "-") == 0) {
+        fprintf(stderr, "vkformer: bench attention: --plot needs a FILE.png (stdout holds the results)\n");
+        return EXIT_USAGE;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", file);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "vkformer: bench attention: --plot %s: the folder %s does not exist\n", file, dir);
+        return EXIT_USAGE;
+    }
+    if (access(dir, W_OK | X_OK) != 0 || (stat(file, &sb) == 0 && (S_ISDIR(sb.st_mode) || access(file, W_OK) != 0))) {
+        fprintf(stderr, "vkformer: bench attention: --plot %s: cannot write there (%s)\n", file,
+                stat(file, &sb) == 0 && S_ISDIR(sb.st_mode) ? "a folder" : "permission denied");
+        return EXIT_USAGE;
+    }
+    if (!on_path("gnuplot")) {
+        fprintf(stderr, "vkformer: bench attention: --plot needs gnuplot, which is not on PATH (apt-get install "
+                        "gnuplot-nox)\n");
+        return EXIT_ERROR;
+    }
+    return EXIT_OK;
 }
 
 static int parse_args(int argc, char **argv, bench_opts *o)
 {
+    const char *seen[64];
+    int n_seen = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         const char **text = NULL;
@@ -493,11 +571,22 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         else if (strcmp(a, "--batch") == 0) number = &o->batch;
         else if (strcmp(a, "--repeat") == 0) number = &o->repeat;
         else if (strcmp(a, "--seed") == 0) number = &o->seed;
-        else if (strcmp(a, "--max-device-memory") == 0) number = &o->max_device_memory;
+        else if (strcmp(a, "--max-device-memory") == 0) number = &o->max_device_memory, o->max_device_memory_given = true;
         else {
-            fprintf(stderr, "vkformer: bench attention: unknown argument %s\n%s", a, usage);
+            if (a[0] == '-')
+                fprintf(stderr, "vkformer: bench attention: unknown option %s (vkformer bench attention --help lists "
+                                "its options)\n", a);
+            else
+                fprintf(stderr, "vkformer: bench attention: unexpected argument \"%s\"\n", a);
             return EXIT_USAGE;
         }
+        const char *canonical = strcmp(a, "-v") == 0 ? "--verbose" : a;
+        for (int j = 0; j < n_seen; j++)
+            if (strcmp(seen[j], canonical) == 0) {
+                fprintf(stderr, "vkformer: bench attention: %s given twice\n", canonical);
+                return EXIT_USAGE;
+            }
+        if (n_seen < 64) seen[n_seen++] = canonical;
         if (text || number) {
             if (!next) {
                 fprintf(stderr, "vkformer: bench attention: %s needs a value\n", a);
@@ -523,6 +612,14 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         fprintf(stderr, "vkformer: bench attention: --kernel must be auto, coopmat or scalar, not \"%s\"\n",
                 o->kernel_name);
         return EXIT_USAGE;
+    }
+    if (o->max_device_memory_given && o->max_device_memory == 0) {
+        fprintf(stderr, "vkformer: bench attention: --max-device-memory needs an integer >= 1, not \"0\"\n");
+        return EXIT_USAGE;
+    }
+    if (o->plot) {
+        int code = check_plot(o->plot);
+        if (code != EXIT_OK) return code;
     }
     if (!o->heads || !o->head_dim || !o->batch || !o->repeat || o->heads > 4096 || o->head_dim > 4096 ||
         o->batch > 4096 || o->repeat > 1000) {
@@ -579,7 +676,7 @@ int cmd_bench_attention(int argc, char **argv)
     vkf_status st = vkf_context_create(&co, &ctx);
     if (st != VKF_OK) {
         fprintf(stderr, "vkformer: %s\n", vkf_last_error());
-        return EXIT_ERROR;
+        return st == VKF_ERROR_NO_VULKAN ? 3 : st == VKF_ERROR_NO_DEVICE ? 4 : EXIT_ERROR;
     }
     vkf_device_info info;
     vkf_context_device_info(ctx, &info);

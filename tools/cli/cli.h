@@ -1,0 +1,208 @@
+/* The vkformer command-line tool: what every command shares (tools/cli/common.c).
+ *
+ * Each command lives in its own file (tools/cli/<command>.c) with its own table of
+ * the options it takes (cli_option, ending with an empty entry); cli_parse reads
+ * argv against that table only, so an option the command does not take, a
+ * repeated option, a missing value or a malformed number is a usage error (exit
+ * 2, one line naming the option and the command). --help prints the command's
+ * usage text, built from its table. */
+#ifndef VKF_CLI_H
+#define VKF_CLI_H
+
+#include "vkformer.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_NO_VULKAN = 3, EXIT_NO_DEVICE = 4, EXIT_WRONG = 5,
+       EXIT_VALIDATION = 6 };
+
+/* What the options of every command write to; each command reads its own. */
+typedef struct options {
+    const char *command;                /* "generate", "bench matmul": for messages */
+    const char *device;
+    bool json;
+    unsigned long m, n, k;
+    const char *sizes;
+    unsigned long repeat;
+    const char *model, *src, *tgt, *out;
+    unsigned long max_new;
+    const char *preset;
+    const char *input;
+    unsigned long max_device_memory;    /* bytes; 0: no cap (not given) */
+    const char *attention, *cross_attention;
+    unsigned long batch, src_len, tgt_len;
+    bool quick;                         /* tune: few candidates, small shapes */
+    unsigned long seed;                 /* --seed: bigbird, lsh, lowrank, sampling */
+    const char *precision;              /* --precision auto|f32|f16|int8: weight storage */
+    const char *dtype;                  /* bench matmul --dtype */
+    const char *kernel;                 /* bench matmul --kernel FAMILY (NULL: auto) */
+    vkf_model_load_options load;        /* from --precision */
+    bool verbose;                       /* --verbose: the library's info messages too */
+    bool no_coopmat;                    /* --no-coopmat (also handled in main for every command) */
+    unsigned long beam, n_best, min_new;
+    double length_penalty;
+    bool early_stopping;
+    const char *srcs[256];              /* generate: every --src, in order */
+    unsigned n_srcs;
+    bool timing;
+    bool raw_ids;
+    double temperature, top_p;
+    unsigned long top_k;
+    bool decode;                        /* tokenize --decode: ids to text */
+    const char *args[16];               /* the words that are not options, in order */
+    int n_args;
+    const char *given[64];              /* the options given (their canonical names) */
+    int n_given;
+} options;
+
+typedef enum cli_kind {
+    CLI_FLAG,                           /* bool */
+    CLI_STRING,                         /* const char * */
+    CLI_REPEAT,                         /* const char *srcs[]: --src, repeatable */
+    CLI_COUNT,                          /* unsigned long in [min, max] */
+    CLI_NUMBER,                         /* double, finite */
+} cli_kind;
+
+typedef struct cli_option {
+    const char *name;                   /* "--max-new"; NULL ends a table */
+    cli_kind kind;
+    size_t offset;                      /* of the field in options */
+    unsigned long min, max;             /* CLI_COUNT: the accepted range */
+    const char *arg;                    /* the value's name in the usage text ("N"); NULL for flags */
+    const char *help;                   /* one line */
+    const char *alias;                  /* "-v" */
+} cli_option;
+
+#define CLI_OFF(field) offsetof(options, field)
+#define CLI_U32 4294967295ul
+
+/* Options every command takes (bench attention parses its own, the same ones). */
+#define CLI_COMMON_OPTIONS                                                                                           \
+    {"--device", CLI_STRING, CLI_OFF(device), 0, 0, "INDEX|NAME", "the Vulkan device (default: VKFORMER_DEVICE, "  \
+     "else discrete, integrated, virtual GPU, CPU)", NULL},                                                         \
+    {"--max-device-memory", CLI_COUNT, CLI_OFF(max_device_memory), 1, (unsigned long)-1, "BYTES",                   \
+     "cap on the device memory of tensors", NULL},                                                                    \
+    {"--no-coopmat", CLI_FLAG, CLI_OFF(no_coopmat), 0, 0, NULL,                                                        \
+     "no cooperative-matrix kernels (the same as VKFORMER_COOPMAT=0)", NULL},                                        \
+    {"--verbose", CLI_FLAG, CLI_OFF(verbose), 0, 0, NULL, "the library's info messages on stderr too", "-v"}
+
+/* How a model is loaded and run (commands that load one). */
+#define CLI_MODEL_OPTIONS                                                                                            \
+    {"--attention", CLI_STRING, CLI_OFF(attention), 0, 0, "VARIANT",                                                  \
+     "self-attention: dense|dense-naive|local:W|strided:W:S|bigbird:B:G:R|lsh:H:C|lowrank:K", NULL},                 \
+    {"--cross-attention", CLI_STRING, CLI_OFF(cross_attention), 0, 0, "VARIANT",                                      \
+     "cross-attention: dense|dense-naive|lowrank:K", NULL},                                                          \
+    {"--precision", CLI_STRING, CLI_OFF(precision), 0, 0, "auto|f32|f16|int8",                                        \
+     "storage of the weights (default auto: f16 on GPUs that have it)", NULL},                                       \
+    {"--seed", CLI_COUNT, CLI_OFF(seed), 0, (unsigned long)-1, "N", "seed of bigbird, lsh, lowrank (and sampling)",  \
+     NULL}
+
+/* Decoding (generate, translate). */
+#define CLI_DECODE_OPTIONS                                                                                           \
+    {"--max-new", CLI_COUNT, CLI_OFF(max_new), 1, CLI_U32, "N",                                                       \
+     "at most N new tokens (default: the model's max_len or generation_config)", NULL},                              \
+    {"--beam", CLI_COUNT, CLI_OFF(beam), 0, CLI_U32, "K", "beam search with K beams (1..16)", NULL},                \
+    {"--length-penalty", CLI_NUMBER, CLI_OFF(length_penalty), 0, 0, "A",                                              \
+     "beam: a hypothesis scores its log-probability / length^A (default 1)", NULL},                                  \
+    {"--early-stopping", CLI_FLAG, CLI_OFF(early_stopping), 0, 0, NULL,                                               \
+     "beam: a source stops once it holds K finished hypotheses", NULL},                                              \
+    {"--n-best", CLI_COUNT, CLI_OFF(n_best), 0, CLI_U32, "N", "beam: N lines \"ids<TAB>score\" per source, best first",\
+     NULL},                                                                                                          \
+    {"--min-new", CLI_COUNT, CLI_OFF(min_new), 0, CLI_U32, "N", "hold eos off for N steps", NULL},                   \
+    {"--temperature", CLI_NUMBER, CLI_OFF(temperature), 0, 0, "T", "sampling on the GPU at temperature T", NULL},   \
+    {"--top-k", CLI_COUNT, CLI_OFF(top_k), 0, CLI_U32, "K", "sampling from the K likeliest tokens", NULL},           \
+    {"--top-p", CLI_NUMBER, CLI_OFF(top_p), 0, 0, "P", "sampling from the likeliest tokens of mass P", NULL},        \
+    {"--timing", CLI_FLAG, CLI_OFF(timing), 0, 0, NULL, "tokens/s and time to first token on stderr", NULL}
+
+#define CLI_END {NULL, CLI_FLAG, 0, 0, 0, NULL, NULL, NULL}
+
+typedef struct cli_command {
+    const char *name;                   /* "generate", "bench matmul" */
+    const char *synopsis;               /* one or more lines of "usage: vkformer NAME ..." forms (after NAME) */
+    const char *about;                  /* what it does, one or more lines */
+    const cli_option *options;
+} cli_command;
+
+/* Parses argv (the words after the command's name) against cmd's table into o.
+ * Returns -1 when the command is to run, else the exit code to return (0 after
+ * --help, 2 after a usage error, whose one line it printed). */
+int cli_parse(const cli_command *cmd, int argc, char **argv, options *o);
+/* Whether the option (canonical name) was given. */
+bool cli_given(const options *o, const char *name);
+/* A usage error of o's command: "vkformer: COMMAND: message", one line; returns 2. */
+int cli_usage_error(const options *o, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* Usage error unless the command was given at most max words (not options). */
+int cli_max_args(const options *o, int max);
+/* Prints the command's usage text (synopsis, about, one line per option). */
+void cli_print_help(const cli_command *cmd, FILE *f);
+
+/* Every command: parse, then run. */
+int cmd_info(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_bench_matmul(int argc, char **argv);
+int cmd_bench_model(int argc, char **argv);
+int cmd_bench_startup(int argc, char **argv);
+int cmd_bench_translate(int argc, char **argv);
+int cmd_bench_attention(int argc, char **argv); /* tools/bench_attention.c */
+int cmd_forward(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_translate(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+
+/* ------------------------------------------------------------------ helpers */
+
+int exit_code_for(vkf_status st);
+/* Prints vkf_last_error() as one line; returns the exit code for st. */
+int fail(vkf_status st);
+void log_to_stderr(void *user, vkf_log_level level, const char *message);
+/* A context from the common options; tune: -1 the default, 0 ignore tune files. */
+vkf_status open_context_tuned(const options *o, int tune, vkf_context **out);
+vkf_status open_context(const options *o, vkf_context **out);
+/* Destroys the context; turns validation messages into a failing exit code. */
+int close_context(vkf_context *ctx, int code);
+/* Host allocation for the tool; the tool (not the library) may exit on failure. */
+void *xmalloc(size_t bytes);
+void print_json_string(const char *s);
+/* Checks --precision, --attention and --cross-attention (usage errors, exit 2);
+ * returns -1 when they are good. */
+int check_model_options(options *o);
+/* Loads the model with --precision, --seed and --attention. */
+vkf_status load_model(vkf_context *ctx, const char *path, const options *o, vkf_model **out_model);
+/* Context and model from the options (--model required); 0 or the exit code. */
+int open_model(const options *o, vkf_context **out_ctx, vkf_model **out_model);
+/* Parses "5,6,7" into ids; returns the count, or -1 (message printed). */
+long parse_ids(const char *text, const char *flag, int32_t **out);
+/* Reads one line per item (empty lines skipped) from FILE, or stdin for "-". */
+long read_id_lines(const char *path, char ***out);
+/* Opens FILE for reading, stdin for "-"; NULL after printing one line. */
+FILE *open_input(const char *path);
+void close_input(FILE *f);
+/* How messages name an input: "stdin" for "-". */
+const char *input_name(const char *path);
+
+float rand_uniform(void);
+float *random_floats(size_t n);
+extern uint64_t rng_state;
+vkf_status tensor_from(vkf_context *ctx, const float *data, uint64_t rows, uint64_t cols, vkf_tensor **out);
+int compare_doubles(const void *a, const void *b);
+double median_of(double *v, unsigned long n);
+double now_s(void);
+
+/* bench model and bench startup: random-weight models (tools/cli/bench_model.c). */
+typedef struct preset {
+    const char *name;
+    unsigned d_model, heads, layers, d_ff, vocab;
+} preset;
+const preset *find_preset(const char *name);
+bool write_random_model(const char *path, const preset *p, unsigned max_len);
+
+/* The decoding options of generate, translate and bench translate: the model's
+ * defaults (a folder's generation_config) under the command's options. */
+vkf_generate_options beam_options(const options *o, const vkf_model *model, uint32_t max_new);
+
+#endif

@@ -1,0 +1,407 @@
+/* vkformer generate and translate: decoding (greedy, beam search, sampling) of id lists
+ * and of text. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BEAM_GIVEN(o) cli_given(o, "--beam")
+#define SAMPLE(o) (cli_given(o, "--temperature") || cli_given(o, "--top-k") || cli_given(o, "--top-p"))
+
+/* --timing: one line on stderr about the last generation. */
+static void print_timing(const options *o, const vkf_model *model, uint32_t sources)
+{
+    vkf_generate_stats t;
+    if (!o->timing || vkf_model_generate_stats(model, &t) != VKF_OK) return;
+    fprintf(stderr, "timing: %u source%s, %llu tokens in %.1f ms (%u steps): %.1f tokens/s, first token after %.1f ms\n",
+            sources, sources == 1 ? "" : "s", (unsigned long long)t.tokens, t.total_ms, t.steps,
+            t.total_ms > 0 ? 1e3 * (double)t.tokens / t.total_ms : 0.0, t.first_token_ms);
+}
+
+/* The decoding options: the model's defaults (a Hugging Face folder's
+ * generation_config.json) under --beam, --length-penalty, --early-stopping,
+ * --n-best, --min-new and the sampling options. */
+vkf_generate_options beam_options(const options *o, const vkf_model *model, uint32_t max_new)
+{
+    vkf_generate_options g;
+    if (vkf_model_generate_defaults(model, &g) != VKF_OK) vkf_generate_options_init(&g);
+    g.max_new = max_new;
+    if (cli_given(o, "--min-new")) g.min_new = (uint32_t)(o->min_new > UINT32_MAX ? UINT32_MAX : o->min_new);
+    if (!cli_given(o, "--min-new") && g.min_new > max_new) g.min_new = max_new; /* the defaults' min under --max-new */
+    if (BEAM_GIVEN(o)) g.beams = (uint32_t)(o->beam > UINT32_MAX ? UINT32_MAX : o->beam);
+    if (cli_given(o, "--n-best")) g.n_best = (uint32_t)(o->n_best > UINT32_MAX ? UINT32_MAX : o->n_best);
+    if (g.n_best > g.beams && !cli_given(o, "--n-best")) g.n_best = g.beams;
+    if (cli_given(o, "--length-penalty")) g.length_penalty = (float)o->length_penalty;
+    if (o->early_stopping) g.early_stopping = true;
+    if (SAMPLE(o)) {
+        if (!BEAM_GIVEN(o)) g.beams = 1, g.n_best = 1;
+        g.sample = true;
+        g.temperature = (float)o->temperature;
+        g.top_k = (uint32_t)(o->top_k > UINT32_MAX ? UINT32_MAX : o->top_k);
+        g.top_p = (float)o->top_p;
+        g.seed = o->seed;
+    }
+    return g;
+}
+
+/* --max-new, or the model's default: a Hugging Face folder's generation_config
+ * (max_length - 1 or max_new_tokens), else max_len. */
+static uint32_t default_max_new(const options *o, const vkf_model *model, const vkf_model_config *cfg)
+{
+    if (o->max_new) return (uint32_t)o->max_new;
+    vkf_generate_options g;
+    if (cfg->format == VKF_MODEL_MARIAN && vkf_model_generate_defaults(model, &g) == VKF_OK && g.max_new) return g.max_new;
+    return cfg->max_len;
+}
+
+/* Whether decoding goes through vkf_model_generate_with: beam search, sampling,
+ * or a folder whose generation_config sets the defaults. */
+static bool use_generate_with(const options *o, const vkf_model_config *cfg)
+{
+    return BEAM_GIVEN(o) || SAMPLE(o) || cfg->format == VKF_MODEL_MARIAN;
+}
+
+/* Beam search of src: the best hypothesis as a line of ids (or text); with
+ * --n-best N > 1, N lines "ids<TAB>score", best first. */
+static int beam_and_print(const options *o, vkf_context *ctx, vkf_model *model, const vkf_sequences *s,
+                          uint32_t max_new, bool as_text)
+{
+    vkf_generate_options g = beam_options(o, model, max_new);
+    uint32_t nb = g.n_best ? g.n_best : 1;
+    int32_t *out = xmalloc((size_t)s->count * nb * max_new * sizeof *out);
+    uint32_t *lens = xmalloc((size_t)s->count * nb * sizeof *lens);
+    float *scores = xmalloc((size_t)s->count * nb * sizeof *scores);
+    vkf_status st = vkf_model_generate_with(model, s, &g, out, lens, scores);
+    int code = st == VKF_OK ? 0 : fail(st);
+    if (code == 0) print_timing(o, model, s->count);
+    size_t cap = 64 + (size_t)max_new * 64;
+    char *text = xmalloc(cap);
+    for (uint32_t h = 0; code == 0 && h < s->count * nb; h++) {
+        const int32_t *ids = out + (size_t)h * max_new;
+        if (as_text) {
+            st = vkf_model_decode_text(model, ids, lens[h], text, cap);
+            if (st != VKF_OK) {
+                code = fail(st);
+                break;
+            }
+            printf("%s", text);
+        } else {
+            for (uint32_t i = 0; i < lens[h]; i++) printf("%s%d", i ? "," : "", ids[i]);
+        }
+        if (nb > 1) printf("\t%.6f", scores[h]);
+        printf("\n");
+    }
+    free(out), free(lens), free(scores), free(text);
+    vkf_model_destroy(model);
+    return close_context(ctx, code);
+}
+
+static int generate_and_print(const options *o, vkf_context *ctx, vkf_model *model, const int32_t *src, uint32_t len,
+                              bool as_text)
+{
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    if (o->max_new > cfg.max_len) {
+        fprintf(stderr, "vkformer: --max-new %lu exceeds the model's max_len %u\n", o->max_new, cfg.max_len);
+        vkf_model_destroy(model);
+        return close_context(ctx, EXIT_USAGE);
+    }
+    uint32_t max_new = default_max_new(o, model, &cfg);
+    vkf_sequences s = {1, &src, &len};
+    if (use_generate_with(o, &cfg)) return beam_and_print(o, ctx, model, &s, max_new, as_text);
+    int32_t *out = xmalloc((size_t)max_new * sizeof *out);
+    uint32_t out_len = 0;
+    vkf_status st = vkf_model_generate(model, &s, max_new, out, &out_len);
+    int code = 0;
+    if (st != VKF_OK) code = fail(st);
+    else print_timing(o, model, 1);
+    if (code) {
+    } else if (as_text) {
+        size_t cap = 64 + (size_t)out_len * 64;
+        char *text = xmalloc(cap);
+        st = vkf_model_decode_text(model, out, out_len, text, cap);
+        if (st != VKF_OK) code = fail(st);
+        else printf("%s\n", text);
+        free(text);
+    } else {
+        for (uint32_t i = 0; i < out_len; i++) printf("%s%d", i ? "," : "", out[i]);
+        printf("\n");
+    }
+    free(out);
+    vkf_model_destroy(model);
+    return close_context(ctx, code);
+}
+
+/* generate: every source (--src repeated, or --input FILE|-: one id list per line)
+ * decoded as one batch; one line of ids per source (per hypothesis with --n-best).
+ * Each source ends with eos, as translate's text does: eos_id is appended unless
+ * the list already ends with it (--raw-ids: the lists exactly as given). */
+static int run_generate(const options *o)
+{
+    char **lines = NULL;
+    long count = 0;
+    if (o->input && o->n_srcs) {
+        return cli_usage_error(o, "takes --src or --input (or -), not both");
+    }
+    if (o->input) {
+        count = read_id_lines(o->input, &lines);
+        if (count < 0) return EXIT_ERROR;
+        if (count == 0) {
+            fprintf(stderr, "vkformer: %s holds no id lists\n", input_name(o->input));
+            free(lines);
+            return EXIT_USAGE;
+        }
+    } else if (o->n_srcs == 0) {
+        return cli_usage_error(o, "needs --src IDS (repeatable) or --input FILE|-");
+    }
+    uint32_t n = o->input ? (uint32_t)count : o->n_srcs;
+    int32_t **ids = xmalloc(n * sizeof *ids);
+    uint32_t *lens = xmalloc(n * sizeof *lens);
+    int code = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        long ns = parse_ids(o->input ? lines[i] : o->srcs[i], o->input ? input_name(o->input) : "--src", &ids[i]);
+        if (ns < 0) {
+            for (uint32_t j = 0; j < i; j++) free(ids[j]);
+            code = EXIT_USAGE;
+            n = 0;
+            break;
+        }
+        lens[i] = (uint32_t)ns;
+    }
+    for (long i = 0; i < count; i++) free(lines[i]);
+    free(lines);
+    vkf_context *ctx = NULL;
+    vkf_model *model = NULL;
+    if (code == 0) code = open_model(o, &ctx, &model);
+    vkf_model_config cfg;
+    if (code == 0) {
+        vkf_model_get_config(model, &cfg);
+        for (uint32_t i = 0; !o->raw_ids && i < n; i++) /* end each source with eos, as translate does */
+            if (lens[i] == 0 || ids[i][lens[i] - 1] != cfg.eos_id) {
+                ids[i] = realloc(ids[i], (lens[i] + 1) * sizeof **ids);
+                ids[i][lens[i]++] = cfg.eos_id;
+            }
+        if (o->max_new > cfg.max_len) {
+            fprintf(stderr, "vkformer: --max-new %lu exceeds the model's max_len %u\n", o->max_new, cfg.max_len);
+            vkf_model_destroy(model);
+            code = close_context(ctx, EXIT_USAGE);
+            model = NULL;
+        }
+    }
+    if (code == 0 && model) {
+        uint32_t max_new = default_max_new(o, model, &cfg);
+        vkf_sequences s = {n, (const int32_t *const *)ids, lens};
+        if (use_generate_with(o, &cfg)) {
+            code = beam_and_print(o, ctx, model, &s, max_new, false);
+        } else {
+            int32_t *out = xmalloc((size_t)n * max_new * sizeof *out);
+            uint32_t *out_lens = xmalloc(n * sizeof *out_lens);
+            vkf_status st = vkf_model_generate(model, &s, max_new, out, out_lens);
+            if (st != VKF_OK) code = fail(st);
+            for (uint32_t b = 0; code == 0 && b < n; b++) {
+                for (uint32_t i = 0; i < out_lens[b]; i++) printf("%s%d", i ? "," : "", out[(size_t)b * max_new + i]);
+                printf("\n");
+            }
+            if (code == 0) print_timing(o, model, n);
+            free(out), free(out_lens);
+            vkf_model_destroy(model);
+            code = close_context(ctx, code);
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) free(ids[i]);
+    free(ids), free(lens);
+    return code;
+}
+
+/* Translates every line of a file, `batch` lines per generate call; lines with a
+ * TAB carry the expected output and are scored by exact match. */
+static int translate_file(const options *o)
+{
+    FILE *f = open_input(o->input);
+    if (!f) return EXIT_ERROR;
+    vkf_context *ctx;
+    vkf_model *model;
+    int code = open_model(o, &ctx, &model);
+    if (code) {
+        if (f != stdin) fclose(f);
+        return code;
+    }
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    uint32_t B = o->batch ? (uint32_t)o->batch : 64, max_new = default_max_new(o, model, &cfg);
+    if (max_new > cfg.max_len || B > 4096) {
+        fprintf(stderr, "vkformer: --max-new must be at most max_len (%u) and --batch at most 4096\n", cfg.max_len);
+        if (f != stdin) fclose(f);
+        vkf_model_destroy(model);
+        return close_context(ctx, EXIT_USAGE);
+    }
+    char **expected = xmalloc(B * sizeof *expected);
+    int32_t *ids = xmalloc((size_t)B * (cfg.max_len + 1) * sizeof *ids), *out = xmalloc((size_t)B * max_new * sizeof *out);
+    const int32_t **ptrs = xmalloc(B * sizeof *ptrs);
+    uint32_t *lens = xmalloc(B * sizeof *lens), *out_lens = xmalloc(B * sizeof *out_lens);
+    char line[4096], *text = xmalloc((size_t)max_new * 64 + 64);
+    unsigned long scored = 0, correct = 0, lineno = 0;
+    vkf_generate_stats total = {0};
+    uint32_t sources = 0;
+    bool eof = false;
+    vkf_status st = VKF_OK;
+    while (st == VKF_OK && !eof) {
+        uint32_t n = 0;
+        while (n < B && !(eof = !fgets(line, sizeof line, f))) {
+            lineno++;
+            line[strcspn(line, "\r\n")] = '\0';
+            char *tab = strchr(line, '\t');
+            if (tab) *tab = '\0';
+            expected[n] = tab ? strdup(tab + 1) : NULL;
+            st = vkf_model_encode_text(model, line, ids + (size_t)n * (cfg.max_len + 1), cfg.max_len, &lens[n]);
+            if (st != VKF_OK) {
+                fprintf(stderr, "vkformer: %s line %lu: %s\n", input_name(o->input), lineno, vkf_last_error());
+                free(expected[n]);
+                code = EXIT_ERROR;
+                break;
+            }
+            ptrs[n] = ids + (size_t)n * (cfg.max_len + 1);
+            n++;
+        }
+        if (st != VKF_OK || n == 0) break;
+        vkf_sequences s = {n, ptrs, lens};
+        if (use_generate_with(o, &cfg)) {
+            vkf_generate_options g = beam_options(o, model, max_new);
+            g.n_best = 1;
+            st = vkf_model_generate_with(model, &s, &g, out, out_lens, NULL);
+        } else {
+            st = vkf_model_generate(model, &s, max_new, out, out_lens);
+        }
+        vkf_generate_stats t;
+        if (st == VKF_OK && vkf_model_generate_stats(model, &t) == VKF_OK) {
+            if (sources == 0) total.first_token_ms = t.first_token_ms;
+            total.total_ms += t.total_ms, total.steps += t.steps, total.tokens += t.tokens;
+            sources += n;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            if (st == VKF_OK) st = vkf_model_decode_text(model, out + (size_t)i * max_new, out_lens[i], text, (size_t)max_new * 64 + 64);
+            if (st == VKF_OK) {
+                printf("%s\n", text);
+                if (expected[i]) scored++, correct += strcmp(text, expected[i]) == 0;
+            }
+            free(expected[i]);
+        }
+        if (st != VKF_OK) code = fail(st);
+    }
+    if (code == 0 && scored)
+        printf("accuracy: %lu of %lu (%.2f%%) exact matches\n", correct, scored, 100.0 * correct / scored);
+    if (code == 0 && o->timing)
+        fprintf(stderr, "timing: %u sources in batches of %u, %llu tokens in %.1f ms (%u steps): %.1f tokens/s, first "
+                "token after %.1f ms\n", sources, B, (unsigned long long)total.tokens, total.total_ms, total.steps,
+                total.total_ms > 0 ? 1e3 * (double)total.tokens / total.total_ms : 0.0, total.first_token_ms);
+    if (f != stdin) fclose(f);
+    free(expected), free(ids), free(out), free(ptrs), free(lens), free(out_lens), free(text);
+    vkf_model_destroy(model);
+    return close_context(ctx, code);
+}
+
+/* translate: TEXT, or --input FILE|- (one text per line). */
+static int run_translate(const options *o, const char *text)
+{
+    if (o->input) {
+        if (text) return cli_usage_error(o, "takes TEXT or --input FILE|- (or -), not both");
+        return translate_file(o);
+    }
+    if (!text) return cli_usage_error(o, "needs the text to translate (TEXT, --input FILE or - : stdin)");
+    if (cli_given(o, "--batch")) return cli_usage_error(o, "--batch applies to --input only");
+    vkf_context *ctx;
+    vkf_model *model;
+    int code = open_model(o, &ctx, &model);
+    if (code) return code;
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    int32_t *ids = xmalloc(((size_t)cfg.max_len + 1) * sizeof *ids);
+    uint32_t n = 0;
+    vkf_status st = vkf_model_encode_text(model, text, ids, cfg.max_len, &n);
+    if (st != VKF_OK) {
+        code = fail(st);
+        vkf_model_destroy(model);
+        free(ids);
+        return close_context(ctx, code == EXIT_ERROR ? EXIT_ERROR : code);
+    }
+    code = generate_and_print(o, ctx, model, ids, n, true);
+    free(ids);
+    return code;
+}
+
+
+
+/* Options of generate and translate beside their own. */
+#define DECODE_COMMAND_OPTIONS                                                                                       \
+    {"--model", CLI_STRING, CLI_OFF(model), 0, 0, "MODEL", "a vkformer .safetensors file or a Hugging Face Marian "  \
+     "folder", NULL},                                                                                                \
+    {"--input", CLI_STRING, CLI_OFF(input), 0, 0, "FILE|-", "one source per line (- : stdin)", NULL},              \
+    CLI_DECODE_OPTIONS, CLI_MODEL_OPTIONS, CLI_COMMON_OPTIONS
+
+static void decode_defaults(options *o)
+{
+    o->length_penalty = 1.0, o->temperature = 1.0, o->top_p = 1.0;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    static const cli_option table[] = {
+        {"--src", CLI_REPEAT, CLI_OFF(src), 0, 0, "IDS", "a source's token ids, comma-separated; repeatable (a batch)",
+         NULL},
+        {"--raw-ids", CLI_FLAG, CLI_OFF(raw_ids), 0, 0, NULL, "the ids exactly as given (no eos appended)", NULL},
+        DECODE_COMMAND_OPTIONS,
+        CLI_END,
+    };
+    static const cli_command cmd = {
+        "generate", "--model MODEL --src IDS [--src IDS ...] [options]\n--model MODEL --input FILE|- [options]\n"
+        "--model MODEL - [options]",
+        "decodes every source as one batch (greedy; beam search with --beam, sampling with --temperature,\n"
+        "--top-k, --top-p) and prints a line of ids per source, without bos and eos; eos_id is appended\n"
+        "to each source unless it ends with it (--raw-ids: as given); - reads the sources from stdin", table};
+    options o = {0};
+    decode_defaults(&o);
+    int code = cli_parse(&cmd, argc, argv, &o);
+    if (code < 0 && o.n_args >= 1 && strcmp(o.args[0], "-") == 0) {
+        if (o.input) code = cli_usage_error(&o, "takes --input or -, not both");
+        else o.input = "-";
+        if (code < 0) code = cli_max_args(&o, 1);
+    } else if (code < 0) {
+        code = cli_max_args(&o, 0);
+    }
+    if (code < 0) code = check_model_options(&o);
+    return code >= 0 ? code : run_generate(&o);
+}
+
+int cmd_translate(int argc, char **argv)
+{
+    static const cli_option table[] = {
+        {"--batch", CLI_COUNT, CLI_OFF(batch), 1, 4096, "B", "with --input: lines decoded together (default 64)", NULL},
+        DECODE_COMMAND_OPTIONS,
+        CLI_END,
+    };
+    static const cli_command cmd = {
+        "translate", "--model MODEL TEXT [options]\n--model MODEL --input FILE|- [--batch B] [options]\n"
+        "--model MODEL - [--batch B] [options]",
+        "decodes text (models with vocabularies or a Marian folder's tokenizers); quote TEXT as one\n"
+        "argument. --input (or -: stdin) translates one text per line, B at a time; lines\n"
+        "\"text<TAB>expected\" are scored, the accuracy printed at the end", table};
+    options o = {0};
+    decode_defaults(&o);
+    int code = cli_parse(&cmd, argc, argv, &o);
+    const char *text = o.n_args ? o.args[0] : NULL;
+    if (code < 0 && o.n_args > 1) {
+        /* never translate "forty" of `translate forty two` */
+        char joined[256] = "";
+        for (int i = 0; i < o.n_args; i++)
+            snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s", i ? " " : "", o.args[i]);
+        code = cli_usage_error(&o, "takes one TEXT argument, not %d (\"%s\" is extra); quote it: \"%s\"",
+                               o.n_args, o.args[1], joined);
+    }
+    if (code < 0 && text && strcmp(text, "-") == 0) {
+        if (o.input) code = cli_usage_error(&o, "takes --input or -, not both");
+        o.input = "-", text = NULL;
+    }
+    if (code < 0) code = check_model_options(&o);
+    return code >= 0 ? code : run_translate(&o, text);
+}

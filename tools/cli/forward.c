@@ -1,0 +1,86 @@
+/* vkformer forward: the logits of every target position as a float32 .npy. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+/* Writes a float32 (rows, cols) array in NumPy's .npy format (version 1.0). */
+static bool write_npy(const char *path, const float *data, uint64_t rows, uint64_t cols)
+{
+    char header[128];
+    int len = snprintf(header, sizeof header, "{'descr': '<f4', 'fortran_order': False, 'shape': (%llu, %llu), }",
+                       (unsigned long long)rows, (unsigned long long)cols);
+    int total = 10 + len + 1;
+    int pad = (64 - total % 64) % 64;
+    bool to_stdout = strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "wb");
+    if (!f) return false;
+    unsigned short hlen = (unsigned short)(len + pad + 1);
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
+    bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(header, 1, (size_t)len, f) == (size_t)len;
+    for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
+    ok = ok && fputc('\n', f) != EOF;
+    ok = ok && fwrite(data, sizeof *data, rows * cols, f) == rows * cols; /* little-endian hosts */
+    if (to_stdout) return fflush(f) == 0 && !ferror(f) && ok;
+    return (fclose(f) == 0) && ok;
+}
+
+static int run_forward(const options *o)
+{
+    if (!o->out) return cli_usage_error(o, "needs --out FILE.npy (- : stdout)");
+    int32_t *src, *tgt;
+    long ns = parse_ids(o->src, "--src", &src);
+    if (ns < 0) return EXIT_USAGE;
+    long nt = parse_ids(o->tgt, "--tgt", &tgt);
+    if (nt < 0) {
+        free(src);
+        return EXIT_USAGE;
+    }
+    vkf_context *ctx = NULL;
+    vkf_model *model = NULL;
+    int code = open_model(o, &ctx, &model);
+    if (code) {
+        free(src), free(tgt);
+        return code;
+    }
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    uint32_t ls = (uint32_t)ns, lt = (uint32_t)nt;
+    const int32_t *sp = src, *tp = tgt;
+    vkf_sequences s = {1, &sp, &ls}, t = {1, &tp, &lt};
+    uint64_t n = (uint64_t)lt * cfg.tgt_vocab_size;
+    float *logits = xmalloc(n * sizeof *logits);
+    vkf_status st = vkf_model_forward(model, &s, &t, logits, n);
+    if (st != VKF_OK) code = fail(st);
+    else if (!write_npy(o->out, logits, lt, cfg.tgt_vocab_size)) {
+        fprintf(stderr, "vkformer: cannot write %s\n", strcmp(o->out, "-") == 0 ? "the logits to stdout" : o->out);
+        code = EXIT_ERROR;
+    }
+    free(logits), free(src), free(tgt);
+    vkf_model_destroy(model);
+    return close_context(ctx, code);
+}
+
+int cmd_forward(int argc, char **argv)
+{
+    static const cli_option table[] = {
+        {"--model", CLI_STRING, CLI_OFF(model), 0, 0, "MODEL", "a vkformer .safetensors file or a Hugging Face Marian "
+         "folder", NULL},
+        {"--src", CLI_STRING, CLI_OFF(src), 0, 0, "IDS", "source token ids, comma-separated (5,6,7)", NULL},
+        {"--tgt", CLI_STRING, CLI_OFF(tgt), 0, 0, "IDS", "target token ids, bos first (1,8,9)", NULL},
+        {"--out", CLI_STRING, CLI_OFF(out), 0, 0, "FILE.npy", "where the logits go (- : stdout)", NULL},
+        CLI_MODEL_OPTIONS,
+        CLI_COMMON_OPTIONS,
+        CLI_END,
+    };
+    static const cli_command cmd = {"forward", "--model MODEL --src IDS --tgt IDS --out FILE.npy|- [options]",
+                                    "the generator's logits for every target position: a float32 .npy of shape\n"
+                                    "(len(tgt), tgt_vocab_size)", table};
+    options o = {0};
+    int code = cli_parse(&cmd, argc, argv, &o);
+    if (code < 0) code = cli_max_args(&o, 0);
+    if (code < 0) code = check_model_options(&o);
+    return code >= 0 ? code : run_forward(&o);
+}
