@@ -394,7 +394,7 @@ typedef struct vkf_layernorm_desc {
 typedef struct vkf_embed_desc {
     uint32_t tokens, d, vocab;
     vkf_tensor *ids;                    /* (tokens) I32 */
-    vkf_tensor *table;                  /* (vocab, d), F32 (or F16 with 16-bit storage) */
+    vkf_tensor *table;                  /* (vocab, d), F32 (or F16 with 16-bit storage, or I8 with table_scale) */
     vkf_tensor *out;                    /* (tokens, d) */
     float scale;
     vkf_tensor *positions;              /* (max_positions, d) or NULL: no positional term */
@@ -409,6 +409,10 @@ typedef struct vkf_embed_desc {
      * recording one embed per part fills every token. An id outside 0..vocab-1
      * gives NaN from the part with table_row0 0. */
     uint32_t table_row0, table_rows;
+    /* (rows of this table) F32 per-row scales iff table is I8 (symmetric int8 rows,
+     * as vkf_quantize_int8_rows makes them): row r reads q[r][c] * table_scale[r];
+     * NULL for F32 and F16 tables. */
+    vkf_tensor *table_scale;
 } vkf_embed_desc;
 
 /* Makes the (positions, d) F32 table PE(pos, 2i) = sin(pos / 10000^(2i/d)),
@@ -497,8 +501,8 @@ VKF_API vkf_status vkf_model_load(vkf_context *context, const char *path, vkf_mo
  * from zero), from F32, F16 or BF16 files. Weight matrices stored I8 in the file
  * (with "<name>_scale", docs/file-format.md) are kept as they are with AUTO and
  * INT8 and dequantized with F32 and F16. Activations stay F32 on every device;
- * embeddings are kept as AUTO keeps them (F16 from an F16 file on a device with
- * 16-bit storage, else F32); biases and norms F32. Every attention variant runs
+ * the (float) embeddings are quantized at load too, one F32 scale per row (token;
+ * a tied generator reads the same int8 rows and scales); biases and norms F32. Every attention variant runs
  * (attention reads activations, not weights). */
 typedef enum vkf_precision {
     VKF_PRECISION_AUTO = 0,

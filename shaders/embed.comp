@@ -7,6 +7,9 @@
 // One invocation per output element. An id outside [0, vocab), or a position past
 // the table, writes NaN and never reads out of bounds. A table split in parts holds
 // rows row0 .. row0 + rows - 1; each part writes only its tokens.
+// -DTABLE_I8: the table is int8 (packed four to a 32-bit word, in element order, as
+// matmul_b_i8.glsl reads them, so devices without 8-bit storage run it too) with one
+// F32 scale per row of this part (binding 5): table[r, c] = q[r, c] * row_scale[r].
 #extension GL_GOOGLE_include_directive : require
 #include "act.glsl"
 #include "common.glsl"
@@ -28,6 +31,9 @@ layout(set = 0, binding = 0) readonly buffer BufIds { int ids[]; };         // (
 #ifdef TABLE_F16
 #extension GL_EXT_shader_16bit_storage : require
 layout(set = 0, binding = 1) readonly buffer BufTable { float16_t table[]; }; // (vocab, d) F16
+#elif defined(TABLE_I8)
+layout(set = 0, binding = 1) readonly buffer BufTable { uint table_words[]; }; // (vocab, d) I8, 4 per word
+layout(set = 0, binding = 5) readonly buffer BufRowScale { float row_scale[]; }; // (rows) F32
 #else
 layout(set = 0, binding = 1) readonly buffer BufTable { float table[]; };   // (vocab, d)
 #endif
@@ -48,7 +54,13 @@ void main()
         return;
     }
     if (uint(id) < pc.row0 || uint(id) - pc.row0 >= pc.rows) return;   // another part's row
-    float v = float(table[(uint(id) - pc.row0) * pc.d + c]) * pc.scale;
+    const uint r = uint(id) - pc.row0;
+#ifdef TABLE_I8
+    const uint i = r * pc.d + c;
+    float v = float(bitfieldExtract(int(table_words[i >> 2]), int(i & 3u) * 8, 8)) * row_scale[r] * pc.scale;
+#else
+    float v = float(table[r * pc.d + c]) * pc.scale;
+#endif
     if (pc.positions != 0u) v += pe[pos * pc.d + c];
     outv[e] = ACT_T(v);
 }

@@ -488,7 +488,13 @@ vkf_status vkf_hf_load_weights(loader *L)
         m->tgt_embed.part = malloc(m->src_embed.parts * sizeof *m->tgt_embed.part);
         if (!m->tgt_embed.part) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         memcpy(m->tgt_embed.part, m->src_embed.part, m->src_embed.parts * sizeof *m->tgt_embed.part);
+        m->tgt_embed.scale = NULL;
         m->tgt_embed.borrowed = true;
+        if (m->src_embed.scale) { /* int8: the scales are shared too */
+            m->tgt_embed.scale = malloc(m->src_embed.parts * sizeof *m->tgt_embed.scale);
+            if (!m->tgt_embed.scale) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+            memcpy(m->tgt_embed.scale, m->src_embed.scale, m->src_embed.parts * sizeof *m->tgt_embed.scale);
+        }
     } else {
         const char *dec_names[] = {"model.decoder.embed_tokens.weight", hf->tied ? "lm_head.weight" : NULL};
         tgt_name = first_present(L, dec_names, 2);
@@ -550,8 +556,11 @@ vkf_status vkf_hf_load_weights(loader *L)
         linear *g = &m->gen[i];
         uint32_t r0 = i * per, n = V - r0 < per ? V - r0 : per;
         g->out = n, g->in = d;
-        if (hf->tied && L->precision != VKF_PRECISION_INT8) {
+        if (hf->tied) {
+            /* the target embedding's parts, with its per-row scales under int8 (one
+             * scale per token row: the generator's output channels) */
             g->w = m->tgt_embed.part[i], g->w_borrowed = true;
+            g->scale = m->tgt_embed.scale ? m->tgt_embed.scale[i] : NULL;
         } else if (L->precision == VKF_PRECISION_INT8) {
             st = vkf_ld_matrix_i8(L, head, V, d, r0, n, &g->w, &g->scale);
         } else {

@@ -157,6 +157,9 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_MATMUL_COOPMAT_ACT16_I8B,
     VKF_VARIANT_MATMUL_COOPMAT2_I8B,
     VKF_VARIANT_MATMUL_COOPMAT2_ACT16_I8B,
+    /* int8 embedding tables (packed words; per-row scales at binding 5: 6 bindings) */
+    VKF_VARIANT_EMBED_I8,
+    VKF_VARIANT_EMBED_I8_ACT16,
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 

@@ -479,9 +479,15 @@ vkf_status vkf_ld_table(loader *L, const char *name, uint32_t rows, uint32_t d, 
     out->part = calloc(parts, sizeof *out->part);
     if (!out->part) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for \"%s\"", name);
     out->parts = parts, out->rows_per_part = (uint32_t)per, out->rows = rows, out->borrowed = false;
+    /* precision int8: each part quantized by rows (tokens), its scales beside it;
+     * an I8 embedding in the file is still refused (vkf_ld_find takes floats) */
+    bool i8 = L->precision == VKF_PRECISION_INT8;
+    if (i8 && !(out->scale = calloc(parts, sizeof *out->scale)))
+        return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for \"%s\"", name);
     for (uint32_t i = 0; i < parts; i++) {
         uint32_t r0 = i * (uint32_t)per, n = rows - r0 < per ? rows - r0 : (uint32_t)per;
-        VKF_TRY(vkf_ld_matrix(L, name, rows, d, r0, n, &out->part[i]));
+        if (i8) VKF_TRY(vkf_ld_matrix_i8(L, name, rows, d, r0, n, &out->part[i], &out->scale[i]));
+        else VKF_TRY(vkf_ld_matrix(L, name, rows, d, r0, n, &out->part[i]));
     }
     if (parts > 1 && !L->dry_run)
         vkf_log(L->m->ctx, VKF_LOG_INFO, "\"%s\" (%u x %u) is held in %u parts of up to %llu rows (maxStorageBufferRange "
@@ -577,8 +583,7 @@ static vkf_status load_weights(loader *L)
 
 static void linear_free(linear *l)
 {
-    if (!l->w_borrowed) vkf_tensor_destroy(l->w);
-    vkf_tensor_destroy(l->scale);
+    if (!l->w_borrowed) vkf_tensor_destroy(l->w), vkf_tensor_destroy(l->scale);
     vkf_tensor_destroy(l->b);
     vkf_tensor_destroy(l->b_gen);
 }
@@ -586,7 +591,9 @@ static void linear_free(linear *l)
 static void table_free(split_table *t)
 {
     for (uint32_t i = 0; t->part && !t->borrowed && i < t->parts; i++) vkf_tensor_destroy(t->part[i]);
+    for (uint32_t i = 0; t->scale && !t->borrowed && i < t->parts; i++) vkf_tensor_destroy(t->scale[i]);
     free(t->part);
+    free(t->scale);
 }
 
 static void norm_free(norm *n)
@@ -981,6 +988,7 @@ vkf_status vkf_rec_embed(vkf_cmd *cmd, const vkf_model *m, const split_table *ta
     e.position_state = (vkf_tensor *)state;
     for (uint32_t i = 0; i < table->parts; i++) {
         e.table = table->part[i];
+        e.table_scale = table->scale ? table->scale[i] : NULL;
         e.table_row0 = i * table->rows_per_part;
         e.table_rows = table->parts > 1 ? (i + 1 < table->parts ? table->rows_per_part : table->rows - e.table_row0) : 0;
         VKF_TRY(vkf_cmd_embed(cmd, &e));

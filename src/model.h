@@ -15,13 +15,15 @@ typedef struct linear {
     vkf_tensor *b;                      /* (out) */
     vkf_tensor *b_gen;                  /* generator parts: b with -inf at banned ids, for generation; or NULL */
     uint32_t out, in;
-    bool w_borrowed;                    /* w belongs to an embedding table (tied weights) */
+    bool w_borrowed;                    /* w (and scale) belong to an embedding table (tied weights) */
 } linear;
 
 /* A (rows, d) embedding table in parts of rows_per_part rows (the last may be
- * shorter), each within one shader binding (maxStorageBufferRange). */
+ * shorter), each within one shader binding (maxStorageBufferRange). With
+ * precision int8 the parts are I8 with per-row F32 scales (scale[i]: part i's rows). */
 typedef struct split_table {
     vkf_tensor **part;                  /* (parts), owned unless borrowed */
+    vkf_tensor **scale;                 /* (parts) owned unless borrowed, iff the parts are I8; else NULL */
     uint32_t parts, rows_per_part, rows;
     bool borrowed;                      /* the parts belong to another table (shared embeddings) */
 } split_table;

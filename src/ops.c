@@ -738,17 +738,31 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
     VKF_TRY(vkf_check_tensor(cmd, d->ids, VKF_DTYPE_I32, d->tokens, fn, "ids"));
     vkf_dtype table_dtype;
     VKF_TRY(float_input_dtype(cmd, d->table, true, fn, "table", &table_dtype));
+    bool table_i8 = d->table && d->table->dtype == VKF_DTYPE_I8;
+    if (table_i8) table_dtype = VKF_DTYPE_I8;
     if (d->table_row0 >= d->vocab || d->table_rows > d->vocab - d->table_row0)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: table rows %u.. (%u of them) pass the vocabulary of %u", fn,
                         d->table_row0, d->table_rows, d->vocab);
     uint32_t table_rows = d->table_rows ? d->table_rows : d->vocab - d->table_row0;
     VKF_TRY(vkf_check_tensor(cmd, d->table, table_dtype, (uint64_t)table_rows * d->d, fn, "table"));
+    /* int8 tables: one F32 scale per row of this table (part) */
+    if (table_i8) {
+        if (!d->table_scale)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: table is I8 but table_scale is NULL (one F32 scale per "
+                            "row needed)", fn);
+        VKF_TRY(vkf_check_tensor(cmd, d->table_scale, VKF_DTYPE_F32, table_rows, fn, "table_scale"));
+        if (d->table_scale->elements != table_rows)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: table_scale holds %llu values; the table's %u rows need %u",
+                            fn, (unsigned long long)d->table_scale->elements, table_rows, table_rows);
+    } else if (d->table_scale) {
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: table_scale is given but the table is not I8", fn);
+    }
     vkf_dtype act;
     VKF_TRY(activation_dtype(cmd, d->out, fn, "out", &act));
     VKF_TRY(vkf_check_tensor(cmd, d->out, act, n, fn, "out"));
     if (vkf_tensors_overlap(d->out, d->table) || vkf_tensors_overlap(d->out, d->ids) ||
-        vkf_tensors_overlap(d->out, d->positions))
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias ids, the table or positions", fn);
+        vkf_tensors_overlap(d->out, d->positions) || vkf_tensors_overlap(d->out, d->table_scale))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias ids, the table, its scales or positions", fn);
     uint32_t seq_len = d->seq_len ? d->seq_len : d->tokens;
     uint32_t positions = 0;
     if (d->positions) {
@@ -784,12 +798,16 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
     VKF_TRY(linear_grid(ctx, vkf_div_up(n, wg), groups, fn));
     uint32_t spec[1] = {wg};
     const vkf_pipeline *pipe;
-    static const vkf_variant_id variants[2][2] = {{VKF_VARIANT_EMBED, VKF_VARIANT_EMBED_ACT16},
-                                                  {VKF_VARIANT_EMBED_F16, VKF_VARIANT_EMBED_F16_ACT16}};
-    VKF_TRY(vkf_pipeline_get(ctx, variants[table_dtype == VKF_DTYPE_F16][act == VKF_DTYPE_F16], spec, 1, &pipe));
-    vkf_binding b[5] = {{d->ids, VKF_READ}, {d->table, VKF_READ}, {d->positions, VKF_READ},
-                        {d->out, VKF_WRITE}, {d->position_state, VKF_READ}};
-    return vkf_cmd_dispatch(cmd, pipe, b, 5, &p, sizeof p, groups, "embed");
+    /* the table's dtype (F32, F16, I8) x the activations' */
+    static const vkf_variant_id variants[3][2] = {{VKF_VARIANT_EMBED, VKF_VARIANT_EMBED_ACT16},
+                                                  {VKF_VARIANT_EMBED_F16, VKF_VARIANT_EMBED_F16_ACT16},
+                                                  {VKF_VARIANT_EMBED_I8, VKF_VARIANT_EMBED_I8_ACT16}};
+    int tv = table_i8 ? 2 : table_dtype == VKF_DTYPE_F16 ? 1 : 0;
+    VKF_TRY(vkf_pipeline_get(ctx, variants[tv][act == VKF_DTYPE_F16], spec, 1, &pipe));
+    /* The I8 variants read the row scales at binding 5. */
+    vkf_binding b[6] = {{d->ids, VKF_READ},  {d->table, VKF_READ},          {d->positions, VKF_READ},
+                        {d->out, VKF_WRITE}, {d->position_state, VKF_READ}, {d->table_scale, VKF_READ}};
+    return vkf_cmd_dispatch(cmd, pipe, b, table_i8 ? 6 : 5, &p, sizeof p, groups, "embed");
 }
 
 vkf_status vkf_positional_encoding_create(vkf_context *ctx, uint32_t positions, uint32_t d, vkf_tensor **out_tensor)

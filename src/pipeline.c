@@ -72,6 +72,12 @@ static const uint32_t spirv_embed_act16[] =
 static const uint32_t spirv_embed_f16_act16[] =
 #include "embed_f16_act16.spv.h"
     ;
+static const uint32_t spirv_embed_i8[] =
+#include "embed_i8.spv.h"
+    ;
+static const uint32_t spirv_embed_i8_act16[] =
+#include "embed_i8_act16.spv.h"
+    ;
 static const uint32_t spirv_attention_decode_act16[] =
 #include "attention_decode_act16.spv.h"
     ;
@@ -270,6 +276,8 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_COOPMAT_ACT16_I8B] = {"matmul_coopmat_act16_i8b", COOPMAT_SPIRV(spirv_matmul_coopmat_act16_i8b), 6, sizeof(vkf_push_matmul), 1},
     [VKF_VARIANT_MATMUL_COOPMAT2_I8B] = {"matmul_coopmat2_i8b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_i8b), 6, sizeof(vkf_push_matmul), 2},
     [VKF_VARIANT_MATMUL_COOPMAT2_ACT16_I8B] = {"matmul_coopmat2_act16_i8b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_act16_i8b), 6, sizeof(vkf_push_matmul), 2},
+    [VKF_VARIANT_EMBED_I8] = {"embed_i8", spirv_embed_i8, sizeof spirv_embed_i8, 6, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_EMBED_I8_ACT16] = {"embed_i8_act16", spirv_embed_i8_act16, sizeof spirv_embed_i8_act16, 6, sizeof(vkf_push_embed)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }

@@ -416,6 +416,22 @@ static void test_embed_errors(vkf_context *ctx, vkf_cmd *cmd, const operands *o)
     EM_EXPECT(d.table_row0 = N, VKF_ERROR_INVALID_ARGUMENT, "vocabulary");          /* a part past the vocabulary */
     EM_EXPECT((d.table_row0 = 1, d.table_rows = N), VKF_ERROR_INVALID_ARGUMENT, "vocabulary");
     EM_EXPECT((d.table_rows = N, d.vocab = N + 5, d.table = o->a), VKF_ERROR_INVALID_ARGUMENT, "table holds"); /* part too small */
+    /* int8 tables: one F32 scale per row of the table (part), only with an I8 table */
+    vkf_tensor *t8, *sc, *sc_short, *sc_long, *sc_i32;
+    uint64_t t8_shape[2] = {N, K}, n_rows = N, n_short = N - 1, n_long = N + 1;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I8, 2, t8_shape, &t8));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F32, 1, &n_rows, &sc));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F32, 1, &n_short, &sc_short));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F32, 1, &n_long, &sc_long));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, &n_rows, &sc_i32));
+    EM_EXPECT(d.table = t8, VKF_ERROR_INVALID_ARGUMENT, "table_scale is NULL");          /* missing scales */
+    EM_EXPECT(d.table_scale = sc, VKF_ERROR_INVALID_ARGUMENT, "not I8");                /* scales of a float table */
+    EM_EXPECT((d.table = t8, d.table_scale = sc_short), VKF_ERROR_INVALID_ARGUMENT, "table_scale holds");
+    EM_EXPECT((d.table = t8, d.table_scale = sc_long), VKF_ERROR_INVALID_ARGUMENT, "table_scale holds");
+    EM_EXPECT((d.table = t8, d.table_scale = sc_i32), VKF_ERROR_INVALID_ARGUMENT, "F32");
+    /* a part of N - 1 rows needs N - 1 scales */
+    EM_EXPECT((d.table = t8, d.table_scale = sc, d.table_rows = N - 1), VKF_ERROR_INVALID_ARGUMENT, "table_scale holds");
+    EM_EXPECT((d.table = t8, d.table_scale = sc, d.vocab = N + 1), VKF_ERROR_INVALID_ARGUMENT, "table holds");
 #undef EM_EXPECT
     /* The boundary is accepted: offset 4 uses positions 4..8. Recorded into a
      * scratch list, as the shared one must stay empty. */
@@ -425,7 +441,15 @@ static void test_embed_errors(vkf_context *ctx, vkf_cmd *cmd, const operands *o)
     d.positions = pe_short, d.pos_offset = 4;
     CHECK_OK(vkf_cmd_embed(scratch, &d));
     CHECK(vkf_cmd_op_count(scratch) == 1);
+    EM_BASE(d); /* an I8 table with its scales, whole and as a part of N - 1 rows */
+    d.table = t8, d.table_scale = sc;
+    CHECK_OK(vkf_cmd_embed(scratch, &d));
+    d.table_rows = N - 1, d.table_scale = sc_short;
+    CHECK_OK(vkf_cmd_embed(scratch, &d));
+    CHECK(vkf_cmd_op_count(scratch) == 3);
     vkf_cmd_destroy(scratch);
+    vkf_tensor_destroy(t8), vkf_tensor_destroy(sc), vkf_tensor_destroy(sc_short), vkf_tensor_destroy(sc_long);
+    vkf_tensor_destroy(sc_i32);
 #undef EM_BASE
     vkf_tensor_destroy(pe_wrong_d);
     vkf_tensor_destroy(pe_short);

@@ -27,13 +27,19 @@ On the first config also:
     vocab.json pieces (specials skipped); sentences round trip;
   - `vkformer translate --model DIR --input FILE --batch 3 --beam 1 --max-new 16`: one line per input
     line, equal to the reference's detokenized greedy output of the tokenized line.
+On the first three configs (shared and tied, separate and tied, save_pretrained names) also:
+  - `vkformer forward --precision int8` (weight matrices and embeddings quantized at load, one fp32 scale
+    per row; the tied generator reads the embedding's int8 rows and scales) against marian_ref on the same
+    dequantized weights (every 2-D .weight but the positions replaced by q * scale per row, quantized as
+    vkf_quantize_int8_rows): max abs error <= 1e-3; greedy ids equal to the reference's on them.
 A folder whose embedding passes 128 MiB (vocab 40000 x d_model 1024 = 163840000 bytes, one layer each):
 one forward (<= 1e-3) and one greedy generate of 4 tokens. With --quick it is skipped only if its
 forward takes more than 60 s (said so in the output).
   - `--attention local:64` and `strided:64:64` (windows covering the sequence: dense attention) against
     the reference; bigbird and lsh run with finite logits; beam search with local:4 runs.
 A small folder under VKFORMER_MAX_BINDING=16384: its embedding and tied generator in parts, and a
-batch of five sources with 4 beams run in halves; logits and beam ids against the reference.
+batch of five sources with 4 beams run in halves; logits and beam ids against the reference; one
+--precision int8 forward (int8 parts, each with its rows' scales) against the dequantized reference.
 Malformed folders (every gen_marian.MALFORMED kind): `vkformer translate` exits non-zero with exactly
 one stderr line naming the problem (one of the kind's keywords).
 
@@ -145,6 +151,62 @@ def check_forward(label, model, path, src, tgt, tmp, timeout=300):
     if rc != 0:
         return bad(what, "vkformer forward exited %d: %s" % (rc, " | ".join(err[-5:])))
     compare_logits(what, np.load(out, allow_pickle=False), marian_ref.forward_logits(model, src, tgt))
+
+
+def quantize_rows(w):
+    """vkf_quantize_int8_rows in fp32: q * scale per row (scale = max|row| / 127, q = w / scale rounded to
+    nearest, halves away from zero), as a float32 tensor."""
+    w = w.detach().float().cpu().numpy().astype(np.float32)
+    scale = (np.abs(w).max(axis=1) / np.float32(127)).astype(np.float32)
+    safe = np.where(scale > 0, scale, np.float32(1))
+    x = (w / safe[:, None]).astype(np.float32)
+    q = np.trunc(x + np.copysign(np.float32(0.5), x))          # halves away from zero ...
+    exact = np.abs(x - np.trunc(x)) != np.float32(0.5)         # ... but x + 0.5 may round up in fp32
+    q = np.where(exact, np.round(x), q)
+    q = np.where(scale[:, None] > 0, np.clip(q, -127, 127), 0).astype(np.float32)
+    return torch.from_numpy((q * scale[:, None]).astype(np.float32))
+
+
+def int8_reference(path):
+    """marian_ref's model of the folder with every matrix --precision int8 quantizes (2-D .weight tensors:
+    projections, fc1/fc2, embeddings and lm_head; not the positional tables) dequantized per row."""
+    with open(os.path.join(path, "config.json")) as f:
+        cfg = json.load(f)
+    w = marian_ref.load_weights(path)
+    for name, t in list(w.items()):
+        if t.dim() == 2 and name.endswith(".weight") and "embed_positions" not in name:
+            w[name] = quantize_rows(t)
+    m = marian_ref.Marian(cfg, w)
+    m.generation_config = marian_ref.load_folder(path).generation_config
+    return m
+
+
+def check_int8(label, path, tmp, rng, lengths=((1, 1), (12, 7), (40, 33))):
+    deq = int8_reference(path)
+    out = os.path.join(tmp, "int8.npy")
+    for s, t in lengths:
+        src, tgt = random_pair(rng, deq, s, t)
+        what = "%s: forward --precision int8 src %d tgt %d vs dequantized weights" % (label, s, t)
+        if os.path.exists(out):
+            os.unlink(out)
+        rc, _, err = run_vkformer(["forward", "--model", path, "--src", ids_arg(src), "--tgt", ids_arg(tgt),
+                                   "--out", out, "--precision", "int8"])
+        if rc != 0:
+            bad(what, "exit %d: %s" % (rc, " | ".join(err[-5:])))
+            continue
+        compare_logits(what, np.load(out, allow_pickle=False), marian_ref.forward_logits(deq, src, tgt))
+    src = random_pair(rng, deq, 15, 1)[0]
+    what = "%s: generate --precision int8 --beam 1 src %d" % (label, len(src))
+    rc, text, err = run_vkformer(["generate", "--model", path, "--src", ids_arg(src), "--max-new", "12", "--beam",
+                                  "1", "--precision", "int8"])
+    want = marian_ref.greedy(deq, src, 12)
+    got = parse_ids(text.splitlines()[0].split("\t")[0]) if rc == 0 and text.strip() else None
+    if rc != 0:
+        bad(what, "exit %d: %s" % (rc, " | ".join(err[-5:])))
+    elif got != want:
+        bad(what, "expected %s\ngot      %s" % (want, got))
+    else:
+        ok("%s: %s" % (what, want))
 
 
 def generate_cli(path, src, max_new, beam):
@@ -329,6 +391,7 @@ A small folder under VKFORMER_MAX_BINDING=16384: the embedding (>= 150 x 32 floa
         for s, t in ((9, 6), (30, 12)):
             src, tgt = random_pair(rng, model, s, t)
             check_forward(label, model, path, src, tgt, tmp)
+        check_int8(label, path, tmp, random.Random(14), lengths=((30, 12),))
         texts = gen_marian.sample_sentences(seed=70, n=5)
         srcs = [tok.encode(x)[:11] for x in texts]  # 4 beams of one source of <= 12 tokens fit the limit
         srcs = [x if x[-1] == model.eos else x + [model.eos] for x in srcs]
@@ -460,6 +523,8 @@ def main():
                 for max_new in (max_news if j == 0 else max_news[-2:-1]):
                     check_generate(label, model, path, src, max_new, 1)
                     check_generate(label, model, path, src, max_new, 4)
+            if i < 3:
+                check_int8(label, path, tmp, random.Random(100 + i))  # its own ids: the others' stay as they were
             if i == 0:
                 check_default_beam(label, path, tok.encode(texts[0]), 12)
                 check_tokenizer(label, path)

@@ -377,6 +377,85 @@ static void test_embed(vkf_context *ctx)
     run_embed_parts(ctx, 64, 16, 100, 1.0f, false, 0, 0, 42, seed++, 7);   /* split in 7, id = vocab */
 }
 
+/* An int8 table (VKF_DTYPE_I8, packed four to a word) with one F32 scale per row,
+ * quantized by vkf_quantize_int8_rows (rows 4, 9, ... all zero: scale 0), split in
+ * `parts` like run_embed_parts (each part with its own rows' scales), into F32 or
+ * (act16) F16 activations: against ref_embed on the dequantized table q * scale.
+ * The kernel computes q * row_scale * scale (+ pe) in fp32, so F32 output matches
+ * to fp32 rounding; F16 output within its rounding. */
+static float *download_f16(vkf_tensor *t, uint64_t n);
+
+static void run_embed_i8(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, float scale, bool positional,
+                         uint32_t seq_len, int bad_id_at, uint64_t seed, uint32_t parts, bool act16)
+{
+    float *table = harness_random((size_t)vocab * d, seed), *row_scale = harness_alloc((size_t)vocab * 4);
+    for (uint32_t r = 4; r < vocab; r += 5)
+        for (uint32_t c = 0; c < d; c++) table[(size_t)r * d + c] = 0.0f;
+    int8_t *q = harness_alloc((size_t)vocab * d);
+    CHECK_OK(vkf_quantize_int8_rows(table, vocab, d, q, row_scale));
+    for (size_t i = 0; i < (size_t)vocab * d; i++) table[i] = (float)q[i] * row_scale[i / d]; /* what the kernel reads */
+    int32_t *ids = harness_alloc(tokens * sizeof *ids);
+    for (uint32_t t = 0; t < tokens; t++) ids[t] = (int32_t)(((uint64_t)t * 2654435761u + seed) % vocab);
+    if (bad_id_at >= 0) ids[bad_id_at] = (bad_id_at % 2) ? -1 : (int32_t)vocab;
+    uint32_t per = (vocab + parts - 1) / parts;
+    vkf_tensor *tp[8] = {0}, *ts[8] = {0}, *to = NULL, *ti = NULL, *tpe = NULL;
+    uint64_t ne = (uint64_t)tokens * d;
+    CHECK_OK(vkf_tensor_create(ctx, act16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, 1, &ne, &to));
+    for (uint32_t i = 0; i < parts && i < 8; i++) {
+        uint32_t r0 = i * per, n = vocab - r0 < per ? vocab - r0 : per;
+        uint64_t shape[2] = {n, d};
+        CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I8, 2, shape, &tp[i]));
+        CHECK_OK(vkf_tensor_upload(tp[i], q + (size_t)r0 * d, (uint64_t)n * d));
+        ts[i] = harness_tensor(ctx, row_scale + r0, 1, n);
+    }
+    uint32_t max_pos = seq_len ? seq_len : tokens;
+    if (positional) CHECK_OK(vkf_positional_encoding_create(ctx, max_pos, d, &tpe));
+    uint64_t shape = tokens;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, &shape, &ti));
+    CHECK_OK(vkf_tensor_upload(ti, ids, shape * 4));
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_embed_desc e;
+    vkf_embed_desc_init(&e);
+    e.tokens = tokens, e.d = d, e.vocab = vocab, e.ids = ti, e.out = to;
+    e.scale = scale, e.positions = tpe, e.seq_len = seq_len;
+    for (uint32_t i = 0; i < parts && i < 8; i++) {
+        e.table = tp[i], e.table_scale = ts[i], e.table_row0 = i * per;
+        e.table_rows = parts > 1 ? (uint32_t)(vkf_tensor_bytes(ts[i]) / 4) : 0;
+        CHECK_OK(vkf_cmd_embed(cmd, &e));
+    }
+    CHECK_OK(vkf_cmd_submit(cmd));
+    float *got = act16 ? download_f16(to, ne) : harness_download(to), *want = harness_alloc(ne * 4);
+    ref_embed(want, ids, table, tokens, d, vocab, scale, positional, seq_len, 0);
+    if (bad_id_at >= 0) {
+        for (uint32_t c = 0; c < d; c++) {
+            CHECK(isnan(got[(size_t)bad_id_at * d + c]));
+            got[(size_t)bad_id_at * d + c] = want[(size_t)bad_id_at * d + c] = 0;
+        }
+    }
+    char what[160];
+    snprintf(what, sizeof what, "embed, int8 table, %s out, tokens=%u d=%u vocab=%u scale=%g pe=%d seq=%u bad=%d parts=%u",
+             act16 ? "F16" : "F32", tokens, d, vocab, scale, positional, seq_len, bad_id_at, parts);
+    harness_compare(what, got, want, ne, act16 ? 1e-3 : 1e-6, act16 ? 1e-3 : 1e-6);
+    vkf_cmd_destroy(cmd);
+    for (uint32_t i = 0; i < 8; i++) vkf_tensor_destroy(tp[i]), vkf_tensor_destroy(ts[i]);
+    vkf_tensor_destroy(to), vkf_tensor_destroy(ti), vkf_tensor_destroy(tpe);
+    free(table), free(row_scale), free(q), free(ids), free(got), free(want);
+}
+
+static void test_embed_i8(vkf_context *ctx, const vkf_device_info *info)
+{
+    uint64_t seed = 1400;
+    for (int act16 = 0; act16 < (info->storage_16bit ? 2 : 1); act16++) {
+        run_embed_i8(ctx, 100, 64, 257, 8.0f, true, 0, -1, seed++, 1, act16);
+        run_embed_i8(ctx, 51, 17, 100, 1.0f, true, 17, -1, seed++, 1, act16);   /* odd d: rows start mid-word */
+        run_embed_i8(ctx, 1, 1, 1, 3.0f, false, 0, -1, seed++, 1, act16);       /* one element */
+        run_embed_i8(ctx, 300, 24, 1001, 3.0f, true, 0, -1, seed++, 3, act16);  /* split, uneven last part */
+        run_embed_i8(ctx, 64, 13, 100, 1.0f, true, 0, 7, seed++, 2, act16);     /* split, odd d, id = -1 */
+        run_embed_i8(ctx, 64, 16, 100, 1.0f, false, 0, 42, seed++, 7, act16);   /* split in 7, id = vocab */
+    }
+}
+
 /* ------------------------------------------------------------------ F16 weights */
 
 /* B (weights) and the embedding table stored as F16 where the device has 16-bit
@@ -1346,6 +1425,7 @@ int main(void)
     test_softmax(ctx);
     test_layernorm(ctx);
     test_embed(ctx);
+    test_embed_i8(ctx, &info);
     harness_close(ctx);
     return harness_result("test_ops");
 }
