@@ -145,9 +145,9 @@ lines = [l for l in sys.stdin.read().splitlines() if l.strip()]
 assert len(lines) == len(cases), "%d lines for %d cases" % (len(lines), len(cases))
 for line, (m, n, k) in zip(lines, cases):
     r = json.loads(line)
-    for key in ("op", "m", "n", "k", "dtype", "ms", "gflops", "device"):
+    for key in ("command", "bench", "m", "n", "k", "dtype", "ms", "gflops", "device", "driver", "vkformer_version"):
         assert key in r, "no key %s in %s" % (key, line)
-    assert r["op"] == "matmul", line
+    assert r["command"] == "bench matmul" and r["bench"] == "matmul", line
     assert (r["m"], r["n"], r["k"]) == (m, n, k), "sizes %r, expected %r" % ((r["m"], r["n"], r["k"]), (m, n, k))
     assert r["dtype"] == "f32", line
     assert isinstance(r["ms"], (int, float)) and math.isfinite(r["ms"]) and r["ms"] > 0, "ms %r" % r["ms"]
@@ -211,9 +211,9 @@ usage_error() {
 }
 usage_error '"two"' translate --model "$DEMO" forty two          # never "forty" alone
 usage_error '"two"' tokenize --model "$DEMO" forty two
-usage_error --json generate --model "$DEMO" --src 5,6 --json
-usage_error --json translate --model "$DEMO" --json "forty two"
-usage_error --json forward --model "$DEMO" --src 5 --tgt 1 --out "$TMP/x.npy" --json
+usage_error --json generate --model "$DEMO" --src 5,6 --json --json     # given twice (--json itself: test_json.py)
+usage_error --json translate --model "$DEMO" --json --json "forty two"
+usage_error "both write to stdout" forward --model "$DEMO" --src 5 --tgt 1 --out - --json
 usage_error --json check --json
 usage_error --input info --input x
 usage_error --input check --input x

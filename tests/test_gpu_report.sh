@@ -23,9 +23,9 @@ mkdir -p "$B/meson-info" "$B/tests"
 cat >"$B/vkformer" <<'EOF'
 #!/bin/sh
 case "$*" in
-  "info --json") echo '{"default":0,"devices":[{"name":"Stub GPU","type":"discrete","driver_name":"stub","driver_info":"1"}],"tuning":{"source":"built-in","file":"/nonexistent"}}' ;;
+  "info --json") echo '{"command":"info","default":0,"devices":[{"name":"Stub GPU","type":"discrete","driver_name":"stub","driver_info":"1"}],"tuning":{"source":"built-in","file":"/nonexistent"},"device":"Stub GPU","driver":"stub 1","vkformer_version":"0.1.0"}' ;;
   check) echo "vkformer: a stub check failure" >&2; exit 5 ;;
-  "bench matmul --size 256 "*) echo '{"op":"matmul","m":256,"n":256,"k":256,"dtype":"f32","ms":0.1,"gflops":335.5,"device":"Stub GPU"}' ;;
+  "bench matmul --size 256 "*) echo '{"command":"bench matmul","bench":"matmul","m":256,"n":256,"k":256,"dtype":"f32","ms":0.1,"gflops":335.5,"device":"Stub GPU","driver":"stub 1","vkformer_version":"0.1.0"}' ;;
   *) exit 0 ;;
 esac
 EOF

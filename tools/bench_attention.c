@@ -15,6 +15,7 @@
  * also on CPU drivers; scalar forbids it). The reference is always the scalar
  * fused kernel in fp32. */
 #include "vkformer.h"
+#include "cli/cli.h" /* exit codes, JSON Lines records */
 #include "internal.h"
 #include "attention_lsh.h"
 #include "reference/reference.h"
@@ -29,7 +30,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_VALIDATION = 6 };
 
 static const char usage[] =
     "usage: vkformer bench attention [--n N[,N...]] [--variants V[,V...]] [--heads H] [--head-dim D]\n"
@@ -41,9 +41,10 @@ static const char usage[] =
     "          --variants dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,lsh:2:64,lowrank:256\n"
     "--model MODEL (a vkformer file or a Hugging Face Marian folder): greedy ids of each variant\n"
     "against dense, on 32 random sources, or on the lines of --text FILE|- (up to 256; models with text)\n"
-    "--plot FILE.png: time and memory against n, through gnuplot; FILE's folder must be writable (else exit 2)\n"
+    "--plot FILE.png: time, memory and error against dense vs n (with --model: greedy agreement too), titled\n"
+    "with the device and driver, through gnuplot; FILE's folder must be writable (else exit 2)\n"
     "and gnuplot installed (else exit 1), both checked before the run\n"
-    "--json: one JSON object per (variant, n) case, and per variant with --model (JSON Lines)\n"
+    "--json: one JSON line per (variant, n) case, and per variant with --model (docs/json.md)\n"
     "exit codes: 0 success, 1 error, 2 usage, 3 no Vulkan loader, 4 no Vulkan device, 6 validation messages\n";
 
 typedef struct bench_opts {
@@ -52,6 +53,7 @@ typedef struct bench_opts {
     bool f16;                           /* --precision f16: Q, K, V and out stored as F16 */
     unsigned long heads, head_dim, batch, repeat, seed, max_device_memory;
     bool json, verbose, max_device_memory_given;
+    const vkf_device_info *info;        /* the context's device, for the JSON records */
 } bench_opts;
 
 /* One (variant, n) case. */
@@ -71,12 +73,6 @@ static void log_cb(void *user, vkf_log_level level, const char *message)
     const bench_opts *o = user;
     if (level == VKF_LOG_INFO && !o->verbose) return;
     fprintf(stderr, "vkformer: %s\n", message);
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* splitmix64, for the input data */
@@ -284,37 +280,26 @@ static void compare_outputs(const float *got, const float *want, uint64_t rows, 
 
 /* ------------------------------------------------------------------ output */
 
-static void print_json_number(double x, int digits)
-{
-    if (isfinite(x)) printf("%.*g", digits, x);
-    else printf("null");
-}
-
 static void print_result(const bench_opts *o, const shape *s, const result *r)
 {
     if (o->json) {
-        printf("{\"variant\":\"%s\",\"n\":%u,\"heads\":%u,\"head_dim\":%u,\"batch\":%u,\"precision\":\"%s\","
-               "\"kernel\":", r->variant, r->n, s->H, s->hd, s->B, o->f16 ? "f16" : "f32");
-        if (r->kernel) printf("\"%s\"", r->kernel);
-        else printf("null");
+        jsonl_begin("bench attention");
+        printf(",\"bench\":\"attention\",\"record\":\"case\"");
+        jsonl_string("variant", r->variant);
+        printf(",\"n\":%u,\"heads\":%u,\"head_dim\":%u,\"batch\":%u,\"precision\":\"%s\"", r->n, s->H, s->hd, s->B,
+               o->f16 ? "f16" : "f32");
+        jsonl_string("kernel", r->kernel);
         printf(",\"ms\":");
-        print_json_number(r->ran ? r->ms : NAN, 6);
+        jsonl_number(r->ran ? r->ms : NAN, 6);
         printf(",\"bytes\":");
         if (r->ran) printf("%llu", (unsigned long long)r->bytes);
         else printf("null");
         printf(",\"max_abs_err\":");
-        print_json_number(r->ran ? r->max_abs_err : NAN, 4);
+        jsonl_number(r->ran ? r->max_abs_err : NAN, 4);
         printf(",\"cos_sim\":");
-        print_json_number(r->ran ? r->cos_sim : NAN, 7);
-        if (!r->ran) {
-            printf(",\"skipped\":\"");
-            for (const char *c = r->note; *c; c++) {
-                if (*c == '"' || *c == '\\') putchar('\\');
-                putchar((unsigned char)*c < 0x20 ? ' ' : *c);
-            }
-            putchar('"');
-        }
-        printf("}\n");
+        jsonl_number(r->ran ? r->cos_sim : NAN, 7);
+        jsonl_string("skipped", r->ran ? NULL : r->note);
+        jsonl_end(o->info);
     } else if (r->ran) {
         printf("%-18s %7u %12.2f %12.1f %12.3g %10.6f  %s\n", r->variant, r->n, r->ms, r->bytes / 1048576.0,
                r->max_abs_err, r->cos_sim, r->kernel ? r->kernel : "");
@@ -324,9 +309,25 @@ static void print_result(const bench_opts *o, const shape *s, const result *r)
     fflush(stdout);
 }
 
-/* Time and memory against n, log-log, one line per variant, through gnuplot. */
+/* Writes text as a gnuplot single-quoted string ('' is a quote). */
+static void gnuplot_string(FILE *g, const char *text)
+{
+    fputc('\'', g);
+    for (const char *c = text; *c; c++) {
+        if (*c == '\'') fputc('\'', g);
+        fputc((unsigned char)*c < 0x20 ? ' ' : *c, g);
+    }
+    fputc('\'', g);
+}
+
+/* Through gnuplot, one series per variant against n (log-log): GPU time, device
+ * memory, and the largest absolute difference from dense; with --model a fourth
+ * panel, each variant's greedy agreement with dense (agreement: NULL without
+ * --model, NAN where skipped). The title names the device and driver. Series that
+ * coincide stay apart: each has its own point type and dash pattern, and is drawn
+ * a little to the side along n (at most ±6%). */
 static int write_plot(const bench_opts *o, const shape *s, const result *res, size_t count, const char *const *names,
-                      size_t n_names)
+                      size_t n_names, const double *agreement)
 {
     /* a gnuplot that exits early must not kill us with SIGPIPE: writes then fail, and pclose says why */
     void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
@@ -337,21 +338,55 @@ static int write_plot(const bench_opts *o, const shape *s, const result *res, si
         fprintf(stderr, "vkformer: bench attention: --plot: cannot start gnuplot (apt-get install gnuplot-nox)\n");
         return EXIT_ERROR;
     }
-    fprintf(g, "set terminal pngcairo size 1400,560 font ',11'\nset output '%s'\n", o->plot);
-    fprintf(g, "set multiplot layout 1,2 title 'vkformer bench attention: batch %u, %u heads of %u' \n", s->B, s->H,
-            s->hd);
-    fprintf(g, "set logscale xy\nset grid\nset key top left\nset xlabel 'sequence length n'\n");
-    for (int panel = 0; panel < 2; panel++) {
-        fprintf(g, "set ylabel '%s'\nplot ", panel == 0 ? "GPU time (ms)" : "device memory (MiB)");
-        for (size_t v = 0; v < n_names; v++)
-            fprintf(g, "%s'-' using 1:2 with linespoints lw 2 title '%s'", v ? ", " : "", names[v]);
+    int panels = agreement ? 4 : 3;
+    char driver[600], title[2048];
+    jsonl_driver(o->info, driver, sizeof driver);
+    snprintf(title, sizeof title, "vkformer bench attention on %s (%s): batch %u, %u heads of %u, %s", o->info->name,
+             driver, s->B, s->H, s->hd, o->f16 ? "f16" : "f32");
+    fprintf(g, "set terminal pngcairo noenhanced size %d,600 font ',10'\nset output ", 480 * panels);
+    gnuplot_string(g, o->plot);
+    fprintf(g, "\nset multiplot layout 1,%d title ", panels);
+    gnuplot_string(g, title);
+    fprintf(g, "\nset grid\nset key top left font ',9'\nset xlabel 'sequence length n'\n");
+    double spread = n_names > 1 ? 0.12 / (double)(n_names - 1) : 0;
+    for (int panel = 0; panel < 3; panel++) {
+        static const char *ylabels[3] = {"GPU time (ms)", "device memory (MiB)",
+                                         "max |out - dense| (0 drawn at 1e-9)"};
+        fprintf(g, "set logscale xy\nset ylabel '%s'\nset key %s\nplot ", ylabels[panel],
+                panel == 2 ? "bottom right" : "top left");
+        for (size_t v = 0; v < n_names; v++) {
+            fprintf(g, "%s'-' using 1:2 with linespoints lw 2 lt %zu pt %zu dt %zu ps 1.3 title ", v ? ", " : "", v + 1,
+                    v % 13 + 1, v % 5 + 1);
+            gnuplot_string(g, names[v]);
+        }
         fprintf(g, "\n");
         for (size_t v = 0; v < n_names; v++) {
-            for (size_t i = 0; i < count; i++)
-                if (res[i].ran && strcmp(res[i].variant, names[v]) == 0)
-                    fprintf(g, "%u %g\n", res[i].n, panel == 0 ? res[i].ms : res[i].bytes / 1048576.0);
+            double shift = 1.0 + spread * ((double)v - (double)(n_names - 1) / 2.0);
+            for (size_t i = 0; i < count; i++) {
+                const result *r = &res[i];
+                if (!r->ran || strcmp(r->variant, names[v]) != 0) continue;
+                double y = panel == 0 ? r->ms : panel == 1 ? r->bytes / 1048576.0 : r->max_abs_err;
+                if (panel == 2 && !isfinite(y)) continue; /* no dense reference */
+                if (panel == 2 && y < 1e-9) y = 1e-9;
+                fprintf(g, "%g %g\n", r->n * shift, y);
+            }
             fprintf(g, "e\n");
         }
+    }
+    if (agreement) {
+        fprintf(g, "unset logscale\nset yrange [0:100]\nset xrange [-0.5:%zu.5]\nset style fill solid 0.6\n"
+                   "set boxwidth 0.7\nset xlabel 'variant (greedy ids of --model)'\nset ylabel "
+                   "'greedy ids identical to dense (%%)'\nset xtics rotate by -30 (",
+                n_names - 1);
+        for (size_t v = 0; v < n_names; v++) {
+            fprintf(g, "%s", v ? ", " : "");
+            gnuplot_string(g, names[v]);
+            fprintf(g, " %zu", v);
+        }
+        fprintf(g, ")\nplot '-' using 1:2:3 with boxes lc variable notitle\n");
+        for (size_t v = 0; v < n_names; v++)
+            if (isfinite(agreement[v])) fprintf(g, "%zu %g %zu\n", v, 100.0 * agreement[v], v + 1);
+        fprintf(g, "e\n");
     }
     fprintf(g, "unset multiplot\n");
     bool written = fflush(g) == 0 && !ferror(g);
@@ -377,8 +412,10 @@ static int write_plot(const bench_opts *o, const shape *s, const result *res, si
 /* ------------------------------------------------------------------ greedy agreement */
 
 /* With --model: greedy ids of random sources under each variant, against dense. */
-static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *const *names, size_t n_names)
+static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *const *names, size_t n_names,
+                           double *agreement)
 {
+    for (size_t v = 0; v < n_names; v++) agreement[v] = NAN;
     vkf_model *model;
     /* Explicit precision: auto would choose F16 on GPUs, where dense-naive and lsh
      * have no kernels. With --precision f16 those two are reported as skipped. */
@@ -456,11 +493,16 @@ static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *co
             for (uint32_t j = 0; j < longer; j++)
                 same += j < dense_len[i] && j < got_len[i] && dense[(size_t)i * max_new + j] == got[(size_t)i * max_new + j];
         }
+        if (vs == VKF_OK) agreement[v] = (double)same / (double)total;
         if (o->json) {
-            printf("{\"variant\":\"%s\",\"model\":\"%s\",\"sources\":%d,\"text\":%s,\"greedy_agreement\":", names[v],
-                   o->model, SOURCES, o->text ? "true" : "false");
-            if (vs == VKF_OK) printf("%.4f}\n", (double)same / (double)total);
-            else printf("null,\"skipped\":\"%s\"}\n", vkf_status_string(vs));
+            jsonl_begin("bench attention");
+            printf(",\"bench\":\"attention\",\"record\":\"agreement\"");
+            jsonl_string("variant", names[v]);
+            jsonl_string("model", o->model);
+            printf(",\"sources\":%d,\"text\":%s,\"greedy_agreement\":", SOURCES, o->text ? "true" : "false");
+            jsonl_number(vs == VKF_OK ? (double)same / (double)total : NAN, 4);
+            jsonl_string("skipped", vs == VKF_OK ? NULL : vkf_last_error());
+            jsonl_end(o->info);
         } else if (vs == VKF_OK) {
             printf("%-18s greedy ids identical to dense: %.2f%% (%llu of %llu, %d %s)\n", names[v],
                    100.0 * (double)same / (double)total, (unsigned long long)same, (unsigned long long)total, SOURCES,
@@ -680,6 +722,7 @@ int cmd_bench_attention(int argc, char **argv)
     }
     vkf_device_info info;
     vkf_context_device_info(ctx, &info);
+    o.info = &info;
     if (!info.timestamps) {
         fprintf(stderr, "vkformer: device \"%s\" has no timestamp queries: GPU times cannot be measured\n", info.name);
         vkf_context_destroy(ctx);
@@ -765,8 +808,11 @@ int cmd_bench_attention(int argc, char **argv)
         free(host), free(ref_host), free(got), free(halves);
     }
     shape s0 = {(uint32_t)o.batch, (uint32_t)o.heads, (uint32_t)o.head_dim, 0, 0};
-    if (code == EXIT_OK && o.plot) code = write_plot(&o, &s0, res, done, names, v_count);
-    if (code == EXIT_OK && o.model) code = model_agreement(ctx, &o, names, v_count);
+    double agreement[32];
+    bool agreed = false;
+    if (code == EXIT_OK && o.model) code = model_agreement(ctx, &o, names, v_count, agreement);
+    for (size_t v = 0; o.model && v < v_count; v++) agreed = agreed || isfinite(agreement[v]);
+    if (code == EXIT_OK && o.plot) code = write_plot(&o, &s0, res, done, names, v_count, agreed ? agreement : NULL);
     free(res);
     uint32_t errors = 0, warnings = 0;
     vkf_context_validation_counts(ctx, &errors, &warnings, NULL);

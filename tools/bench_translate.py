@@ -8,7 +8,7 @@ for that on one GPU. This script runs both engines on the same random-weight fol
 the same random sources, every source decoding exactly --max-new steps (min_new_tokens =
 max_new_tokens), and prints tokens/s and the ratio.
 
-usage: python3 tools/bench_translate.py [--vkformer build/vkformer] [--model DIR]
+usage: /usr/bin/python3 tools/bench_translate.py [--vkformer build/vkformer] [--model DIR]
            [--batch 32] [--beam 4] [--src-len 32] [--max-new 64] [--repeat 3]
            [--device cuda|cpu] [--transformers-python CMD] [--no-transformers] [--json]
 
@@ -52,11 +52,24 @@ def default_model():
     return os.path.join(cache, "vkformer", "opus-mt-en-de-shape")
 
 
+def _importable(name):
+    try:
+        __import__(name)
+        return True
+    except ImportError:
+        return False
+
+
 def make_model(path, small):
     if os.path.isfile(os.path.join(path, "model.safetensors")):
         return
     print("bench_translate: writing a random-weight %s folder to %s" % ("small Marian" if small else
                                                                         "OPUS-MT en-de shaped", path), file=sys.stderr)
+    missing = [m for m in ("torch", "numpy", "sentencepiece") if not _importable(m)]
+    if missing:
+        sys.exit("bench_translate: writing the folder needs %s in this Python (%s); on Debian: apt-get install "
+                 "python3-torch python3-numpy python3-sentencepiece and run /usr/bin/python3"
+                 % (", ".join(missing), sys.executable))
     tmp = path + ".partial"
     if os.path.isdir(tmp):
         import shutil

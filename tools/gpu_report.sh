@@ -554,7 +554,8 @@ fmt = lambda x, u="ms": "—" if x is None else f"{x:.4g} {u}".rstrip()
 
 # fp32 matmul vs torch.matmul fp32, TF32 off
 N = cfg["mm_target"]
-mm = {(r.get("dtype", "f32"), r["m"], r["n"], r["k"]): r for r in jlines("matmul/*.out") if r.get("op") == "matmul"}
+mm = {(r.get("dtype", "f32"), r["m"], r["n"], r["k"]): r for r in jlines("matmul/*.out")
+      if r.get("bench") == "matmul" or r.get("op") == "matmul"}  # "op": before docs/json.md
 torch_rows = jlines("torch/*.out")
 tb = {r["bench"]: r for r in torch_rows}
 for dt, tname in (("f32", "matmul_fp32"), ("f16", "matmul_fp16")):
@@ -570,7 +571,7 @@ for dt, tname in (("f32", "matmul_fp32"), ("f16", "matmul_fp16")):
 # attention
 att = {}
 for r in jlines("attention/sweep-*.out"):
-    if "variant" in r and "n" in r:
+    if "variant" in r and "n" in r and r.get("record", "case") == "case":
         att[(r["variant"], r["n"], r.get("precision"))] = r.get("ms")
 A, L = cfg["att_at"], cfg["att_large"]
 d16, d32, nv = att.get(("dense", A, "f16")), att.get(("dense", A, "f32")), att.get(("dense-naive", A, "f32"))
@@ -578,7 +579,8 @@ target(f"fused dense fp16 vs dense-naive (f32: no f16 path) at n={A}", fmt(d16),
        nv / d16 if nv and d16 else None, "dense_vs_naive", "")
 target(f"fused dense fp32 vs dense-naive fp32 at n={A}", fmt(d32), fmt(nv),
        nv / d32 if nv and d32 else None, "dense_vs_naive", "")
-match = {(r["variant"], r.get("precision")): r for r in jlines("attention/match-torch-*.out") if "variant" in r}
+match = {(r["variant"], r.get("precision")): r for r in jlines("attention/match-torch-*.out")
+         if "variant" in r and r.get("record", "case") == "case"}
 m16 = match.get(("dense", "f16"), {}).get("ms")
 ta = tb.get("attention", {})
 shape = f"batch {ta.get('batch', '?')}, {ta.get('heads', '?')} heads, n={ta.get('n', '?')}"

@@ -124,11 +124,12 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
         double gflops = 2.0 * m * n * k / (median * 1e-3) / 1e9;
         const char *dtype = bench_dtype_names[dtype_id];
         if (json) {
-            printf("{\"op\":\"matmul\",\"m\":%lu,\"n\":%lu,\"k\":%lu,\"dtype\":\"%s\",\"kernel\":\"%s\",\"ms\":%.4f,"
-                   "\"gflops\":%.3f,\"repeat\":%lu,\"max_rel_err\":%.3g,\"device\":",
-                   m, n, k, dtype, kernel, median, gflops, repeat, max_err);
-            print_json_string(info->name);
-            printf("}\n");
+            jsonl_begin("bench matmul");
+            printf(",\"bench\":\"matmul\",\"m\":%lu,\"n\":%lu,\"k\":%lu,\"dtype\":\"%s\",\"kernel\":\"%s\","
+                   "\"ms\":%.4f,\"gflops\":%.3f,\"repeat\":%lu,\"max_rel_err\":",
+                   m, n, k, dtype, kernel, median, gflops, repeat);
+            jsonl_number(max_err, 3);
+            jsonl_end(info);
         } else {
             printf("matmul %lux%lux%lu %s (%s): %.3f ms median of %lu, %.2f GFLOP/s on %s (sampled error %.2g)\n", m, n,
                    k, dtype, kernel, median, repeat, gflops, info->name, max_err);
@@ -226,7 +227,7 @@ int cmd_bench_matmul(int argc, char **argv)
          "with per-row scales (i8w-f16: A, C F16)", NULL},
         {"--kernel", CLI_STRING, CLI_OFF(kernel), 0, 0, "FAMILY", "auto|coopmat|coopmat2|tiled|direct|subgroup "
          "(default auto: the library's choice)", NULL},
-        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON object per case (JSON Lines)", NULL},
+        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line per case (docs/json.md)", NULL},
         CLI_COMMON_OPTIONS,
         CLI_END,
     };

@@ -221,7 +221,8 @@ static int run_bench_model(const options *o)
         qsort(fwd, o->repeat, sizeof *fwd, compare_doubles);
         double median = o->repeat % 2 ? fwd[o->repeat / 2] : 0.5 * (fwd[o->repeat / 2 - 1] + fwd[o->repeat / 2]);
         if (o->json) {
-            printf("{\"bench\":\"model\",\"preset\":\"%s\",\"batch\":%lu,\"src_len\":%lu,\"tgt_len\":%lu,"
+            jsonl_begin("bench model");
+            printf(",\"bench\":\"model\",\"preset\":\"%s\",\"batch\":%lu,\"src_len\":%lu,\"tgt_len\":%lu,"
                    "\"forward_ms\":%.4f,\"encode_ms\":%.4f,\"step_ms\":%.4f,\"peak_bytes\":%llu,\"model_bytes\":%llu,"
                    "\"forward_ops\":{",
                    p->name, B, S, T, median, enc_ms, step_ms, (unsigned long long)peak, (unsigned long long)model_bytes);
@@ -236,9 +237,7 @@ static int run_bench_model(const options *o)
                    greedy_stats.first_token_ms, (unsigned long long)greedy_stats.plan_bytes, beam_enc_ms, beam_step_ms,
                    beam_stats.total_ms > 0 ? 1e3 * beam_stats.tokens / beam_stats.total_ms : 0.0,
                    beam_stats.first_token_ms, (unsigned long long)beam_stats.plan_bytes);
-            printf(",\"device\":");
-            print_json_string(info.name);
-            printf("}\n");
+            jsonl_end(&info);
         } else {
             printf("model %s (d_model %u, %u heads, %u+%u layers, d_ff %u, vocab %u), batch %lu, source %lu, target %lu, on %s\n",
                    p->name, p->d_model, p->heads, p->layers, p->layers, p->d_ff, p->vocab, B, S, T, info.name);
@@ -280,7 +279,7 @@ int cmd_bench_model(int argc, char **argv)
         {"--tgt-len", CLI_COUNT, CLI_OFF(tgt_len), 1, 4096, "T", "target tokens, and tokens decoded (default 64)", NULL},
         {"--repeat", CLI_COUNT, CLI_OFF(repeat), 1, 1000000, "R", "timed forward passes, the median reported "
          "(default 10)", NULL},
-        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON object", NULL},
+        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line (docs/json.md)", NULL},
         CLI_MODEL_OPTIONS,
         CLI_COMMON_OPTIONS,
         CLI_END,

@@ -164,14 +164,25 @@ static int run_bench_startup(const options *o)
         }
         free(col);
         if (o->json) {
-            printf("{\"bench\":\"startup\",\"model\":");
-            print_json_string(o->preset ? o->preset : o->model);
-            printf(",\"repeat\":%lu,\"pipeline_cache_bytes\":%llu", R, cache_bytes);
-            for (int kind = 0; kind < 3; kind++)
-                printf(",\"%s\":{\"total_ms\":%.1f,\"context_ms\":%.1f,\"load_ms\":%.1f,\"first_forward_ms\":%.1f,"
-                       "\"destroy_ms\":%.1f}", kinds[kind], med[kind][4], med[kind][0], med[kind][1], med[kind][2],
-                       med[kind][3]);
-            printf("}\n");
+            /* the device the children ran on, chosen as they chose it */
+            vkf_context *ctx;
+            vkf_status st = open_context(o, &ctx);
+            if (st != VKF_OK) {
+                code = fail(st);
+            } else {
+                vkf_device_info info;
+                vkf_context_device_info(ctx, &info);
+                jsonl_begin("bench startup");
+                printf(",\"bench\":\"startup\"");
+                jsonl_string("model", o->preset ? o->preset : o->model);
+                printf(",\"repeat\":%lu,\"pipeline_cache_bytes\":%llu", R, cache_bytes);
+                for (int kind = 0; kind < 3; kind++)
+                    printf(",\"%s\":{\"total_ms\":%.1f,\"context_ms\":%.1f,\"load_ms\":%.1f,\"first_forward_ms\":%.1f,"
+                           "\"destroy_ms\":%.1f}", kinds[kind], med[kind][4], med[kind][0], med[kind][1], med[kind][2],
+                           med[kind][3]);
+                jsonl_end(&info);
+                code = close_context(ctx, 0);
+            }
         } else {
             printf("start-up of %s (context + load + first forward), median of %lu runs, each a fresh process;\n"
                    "pipeline cache file %llu bytes\n", o->preset ? o->preset : o->model, R, cache_bytes);
@@ -198,7 +209,7 @@ int cmd_bench_startup(int argc, char **argv)
         {"--preset", CLI_STRING, CLI_OFF(preset), 0, 0, "small|base", "a random-weight model (as bench model's)", NULL},
         {"--repeat", CLI_COUNT, CLI_OFF(repeat), 1, 100, "R", "runs of each kind, the median reported (default 10)",
          NULL},
-        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON object", NULL},
+        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line (docs/json.md)", NULL},
         CLI_MODEL_OPTIONS,
         CLI_COMMON_OPTIONS,
         CLI_END,

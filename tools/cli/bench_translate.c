@@ -100,21 +100,17 @@ static int run_bench_translate(const options *o)
         vkf_device_info info;
         vkf_context_device_info(ctx, &info);
         if (o->json) {
-            printf("{\"bench\":\"translate\",\"model\":");
-            print_json_string(o->model);
+            jsonl_begin("bench translate");
+            printf(",\"bench\":\"translate\"");
+            jsonl_string("model", o->model);
             printf(",\"d_model\":%u,\"layers\":[%u,%u],\"vocab\":%u,\"batch\":%lu,\"beams\":%u,\"src_len\":%lu,"
                    "\"max_new\":%lu,\"min_new\":%u,\"steps\":%llu,\"tokens_returned\":%llu,\"runs_ms\":[",
                    cfg.d_model, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.tgt_vocab_size, B, g.beams, S, N,
                    g.min_new, (unsigned long long)steps, (unsigned long long)tokens);
             for (unsigned long r = 1; r <= R; r++) printf("%s%.3f", r > 1 ? "," : "", ms[r]);
-            printf("],\"median_ms\":%.3f,\"target_tokens_per_s\":%.2f,\"activations\":\"%s\",\"device\":", med,
+            printf("],\"median_ms\":%.3f,\"target_tokens_per_s\":%.2f,\"activations\":\"%s\"", med,
                    1e3 * target / med, cfg.activations == VKF_DTYPE_F16 ? "f16" : "f32");
-            print_json_string(info.name);
-            printf(",\"driver\":");
-            print_json_string(info.driver_info[0] ? info.driver_info : info.driver_name);
-            printf(",\"vkformer_version\":");
-            print_json_string(vkf_version_string());
-            printf("}\n");
+            jsonl_end(&info);
         } else {
             printf("translate: model %s (d_model %u, %u+%u layers, vocab %u, %s activations) on %s\n", o->model,
                    cfg.d_model, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.tgt_vocab_size,
@@ -142,7 +138,7 @@ int cmd_bench_translate(int argc, char **argv)
         {"--src-len", CLI_COUNT, CLI_OFF(src_len), 1, CLI_U32, "S", "tokens per random source (default 32)", NULL},
         {"--repeat", CLI_COUNT, CLI_OFF(repeat), 1, 1000000, "R", "timed runs after a warm-up, the median reported "
          "(default 3)", NULL},
-        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON object", NULL},
+        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line (docs/json.md)", NULL},
         CLI_DECODE_OPTIONS,
         CLI_MODEL_OPTIONS,
         CLI_COMMON_OPTIONS,

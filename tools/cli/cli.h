@@ -168,6 +168,19 @@ int close_context(vkf_context *ctx, int code);
 /* Host allocation for the tool; the tool (not the library) may exit on failure. */
 void *xmalloc(size_t bytes);
 void print_json_string(const char *s);
+/* JSON Lines records (docs/json.md): one object per line, each opened by
+ * json_begin ({"command":"bench matmul") and closed by json_end, which adds
+ * "device", "driver" and "vkformer_version", ends the line and flushes. */
+void jsonl_begin(const char *command);
+void jsonl_end(const vkf_device_info *info);
+/* The driver as records name it: driver_name and driver_info joined by a space. */
+void jsonl_driver(const vkf_device_info *info, char *out, size_t size);
+/* ,"key":"value" (null for NULL) */
+void jsonl_string(const char *key, const char *value);
+/* A finite number with digits significant digits, else null. */
+void jsonl_number(double x, int digits);
+/* [5,6,7] */
+void jsonl_ids(const int32_t *ids, uint32_t n);
 /* Checks --precision, --attention and --cross-attention (usage errors, exit 2);
  * returns -1 when they are good. */
 int check_model_options(options *o);

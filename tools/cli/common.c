@@ -232,6 +232,49 @@ void print_json_string(const char *s)
     putchar('"');
 }
 
+void jsonl_begin(const char *command)
+{
+    printf("{\"command\":");
+    print_json_string(command);
+}
+
+void jsonl_driver(const vkf_device_info *info, char *out, size_t size)
+{
+    snprintf(out, size, "%s%s%s", info->driver_name, info->driver_name[0] && info->driver_info[0] ? " " : "",
+             info->driver_info);
+}
+
+void jsonl_end(const vkf_device_info *info)
+{
+    char driver[600];
+    jsonl_driver(info, driver, sizeof driver);
+    jsonl_string("device", info->name);
+    jsonl_string("driver", driver);
+    jsonl_string("vkformer_version", vkf_version_string());
+    printf("}\n");
+    fflush(stdout);
+}
+
+void jsonl_string(const char *key, const char *value)
+{
+    printf(",\"%s\":", key);
+    if (value) print_json_string(value);
+    else printf("null");
+}
+
+void jsonl_number(double x, int digits)
+{
+    if (isfinite(x)) printf("%.*g", digits, x);
+    else printf("null");
+}
+
+void jsonl_ids(const int32_t *ids, uint32_t n)
+{
+    putchar('[');
+    for (uint32_t i = 0; i < n; i++) printf("%s%d", i ? "," : "", ids[i]);
+    putchar(']');
+}
+
 int check_model_options(options *o)
 {
     o->load.precision = VKF_PRECISION_AUTO;

@@ -19,6 +19,92 @@ static void print_timing(const options *o, const vkf_model *model, uint32_t sour
             t.total_ms > 0 ? 1e3 * (double)t.tokens / t.total_ms : 0.0, t.first_token_ms);
 }
 
+/* --json: what every record of one decoding call shares (docs/json.md). */
+typedef struct decode_json {
+    const options *o;
+    vkf_context *ctx;
+    vkf_model *model;
+    const char *mode;                   /* greedy, beam, sample */
+    uint32_t beams, max_new, sources;   /* sources: of the call (the batch) */
+    vkf_generate_stats stats;           /* of the call */
+} decode_json;
+
+static decode_json json_for(const options *o, vkf_context *ctx, vkf_model *model, const vkf_generate_options *g,
+                            uint32_t max_new, uint32_t sources)
+{
+    decode_json d = {o, ctx, model, "greedy", 1, max_new, sources, {0}};
+    if (g) {
+        d.mode = g->sample ? "sample" : g->beams > 1 ? "beam" : "greedy";
+        d.beams = g->beams ? g->beams : 1;
+    }
+    vkf_model_generate_stats(model, &d.stats);
+    return d;
+}
+
+/* One record: source `index` (its ids src), its nb hypotheses (rows of out,
+ * max_new apart; scores NULL: none), and for translate its text (and the expected
+ * text of a scored line). text_buf holds decoded text (cap bytes). */
+static vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32_t *src, uint32_t src_len,
+                                      const int32_t *out, const uint32_t *lens, const float *scores, uint32_t nb,
+                                      const char *text, bool translate, const char *expected, char *text_buf, size_t cap)
+{
+    char *best = NULL;
+    if (translate) { /* every hypothesis decodes before anything is printed: a failure leaves no half line */
+        for (uint32_t h = nb; h-- > 0;) {
+            vkf_status st = vkf_model_decode_text(d->model, out + (size_t)h * d->max_new, lens[h], text_buf, cap);
+            if (st != VKF_OK) return st;
+            if (h == 0) best = text_buf;
+        }
+    }
+    jsonl_begin(translate ? "translate" : "generate");
+    printf(",\"index\":%u", index);
+    if (translate) jsonl_string("text", text);
+    printf(",\"src\":");
+    jsonl_ids(src, src_len);
+    printf(",\"ids\":");
+    jsonl_ids(out, lens[0]);
+    if (translate) {
+        jsonl_string("translation", best);
+        jsonl_string("expected", expected);
+        printf(",\"match\":%s", !expected ? "null" : strcmp(best, expected) == 0 ? "true" : "false");
+    }
+    printf(",\"hypotheses\":[");
+    for (uint32_t h = 0; h < nb; h++) {
+        printf("%s{\"ids\":", h ? "," : "");
+        jsonl_ids(out + (size_t)h * d->max_new, lens[h]);
+        if (translate && h > 0) {
+            if (vkf_model_decode_text(d->model, out + (size_t)h * d->max_new, lens[h], text_buf, cap) != VKF_OK)
+                text_buf[0] = '\0'; /* decoded once already */
+            jsonl_string("text", text_buf);
+        } else if (translate) {
+            jsonl_string("text", best);
+        }
+        printf(",\"score\":");
+        jsonl_number(scores ? scores[h] : NAN, 7);
+        printf("}");
+    }
+    printf("]");
+    vkf_model_config cfg;
+    vkf_model_get_config(d->model, &cfg);
+    printf(",\"decoding\":\"%s\",\"beams\":%u,\"max_new\":%u", d->mode, d->beams, d->max_new);
+    jsonl_string("attention", d->o->attention ? d->o->attention : "dense");
+    jsonl_string("cross_attention", d->o->cross_attention ? d->o->cross_attention : "dense");
+    printf(",\"activations\":\"%s\"", cfg.activations == VKF_DTYPE_F16 ? "f16" : "f32");
+    const vkf_generate_stats *t = &d->stats;
+    printf(",\"timing\":{\"sources\":%u,\"tokens\":%llu,\"steps\":%u,\"total_ms\":", d->sources,
+           (unsigned long long)t->tokens, t->steps);
+    jsonl_number(t->total_ms, 6);
+    printf(",\"first_token_ms\":");
+    jsonl_number(t->first_token_ms, 6);
+    printf(",\"tokens_per_s\":");
+    jsonl_number(t->total_ms > 0 ? 1e3 * (double)t->tokens / t->total_ms : NAN, 6);
+    printf(",\"plan_bytes\":%llu}", (unsigned long long)t->plan_bytes);
+    vkf_device_info info;
+    vkf_context_device_info(d->ctx, &info);
+    jsonl_end(&info);
+    return VKF_OK;
+}
+
 /* The decoding options: the model's defaults (a Hugging Face folder's
  * generation_config.json) under --beam, --length-penalty, --early-stopping,
  * --n-best, --min-new and the sampling options. */
@@ -65,7 +151,7 @@ static bool use_generate_with(const options *o, const vkf_model_config *cfg)
 /* Beam search of src: the best hypothesis as a line of ids (or text); with
  * --n-best N > 1, N lines "ids<TAB>score", best first. */
 static int beam_and_print(const options *o, vkf_context *ctx, vkf_model *model, const vkf_sequences *s,
-                          uint32_t max_new, bool as_text)
+                          uint32_t max_new, bool as_text, const char *input_text)
 {
     vkf_generate_options g = beam_options(o, model, max_new);
     uint32_t nb = g.n_best ? g.n_best : 1;
@@ -77,7 +163,15 @@ static int beam_and_print(const options *o, vkf_context *ctx, vkf_model *model, 
     if (code == 0) print_timing(o, model, s->count);
     size_t cap = 64 + (size_t)max_new * 64;
     char *text = xmalloc(cap);
-    for (uint32_t h = 0; code == 0 && h < s->count * nb; h++) {
+    if (code == 0 && o->json) {
+        decode_json d = json_for(o, ctx, model, &g, max_new, s->count);
+        for (uint32_t i = 0; code == 0 && i < s->count; i++) {
+            st = print_decode_record(&d, i, s->ids[i], s->lengths[i], out + (size_t)i * nb * max_new, lens + i * nb,
+                                     scores + i * nb, nb, input_text, as_text, NULL, text, cap);
+            if (st != VKF_OK) code = fail(st);
+        }
+    }
+    for (uint32_t h = 0; code == 0 && !o->json && h < s->count * nb; h++) {
         const int32_t *ids = out + (size_t)h * max_new;
         if (as_text) {
             st = vkf_model_decode_text(model, ids, lens[h], text, cap);
@@ -98,7 +192,7 @@ static int beam_and_print(const options *o, vkf_context *ctx, vkf_model *model, 
 }
 
 static int generate_and_print(const options *o, vkf_context *ctx, vkf_model *model, const int32_t *src, uint32_t len,
-                              bool as_text)
+                              bool as_text, const char *input_text)
 {
     vkf_model_config cfg;
     vkf_model_get_config(model, &cfg);
@@ -109,7 +203,7 @@ static int generate_and_print(const options *o, vkf_context *ctx, vkf_model *mod
     }
     uint32_t max_new = default_max_new(o, model, &cfg);
     vkf_sequences s = {1, &src, &len};
-    if (use_generate_with(o, &cfg)) return beam_and_print(o, ctx, model, &s, max_new, as_text);
+    if (use_generate_with(o, &cfg)) return beam_and_print(o, ctx, model, &s, max_new, as_text, input_text);
     int32_t *out = xmalloc((size_t)max_new * sizeof *out);
     uint32_t out_len = 0;
     vkf_status st = vkf_model_generate(model, &s, max_new, out, &out_len);
@@ -117,6 +211,13 @@ static int generate_and_print(const options *o, vkf_context *ctx, vkf_model *mod
     if (st != VKF_OK) code = fail(st);
     else print_timing(o, model, 1);
     if (code) {
+    } else if (o->json) {
+        size_t cap = 64 + (size_t)max_new * 64;
+        char *text = xmalloc(cap);
+        decode_json d = json_for(o, ctx, model, NULL, max_new, 1);
+        st = print_decode_record(&d, 0, src, len, out, &out_len, NULL, 1, input_text, as_text, NULL, text, cap);
+        if (st != VKF_OK) code = fail(st);
+        free(text);
     } else if (as_text) {
         size_t cap = 64 + (size_t)out_len * 64;
         char *text = xmalloc(cap);
@@ -193,13 +294,21 @@ static int run_generate(const options *o)
         uint32_t max_new = default_max_new(o, model, &cfg);
         vkf_sequences s = {n, (const int32_t *const *)ids, lens};
         if (use_generate_with(o, &cfg)) {
-            code = beam_and_print(o, ctx, model, &s, max_new, false);
+            code = beam_and_print(o, ctx, model, &s, max_new, false, NULL);
         } else {
             int32_t *out = xmalloc((size_t)n * max_new * sizeof *out);
             uint32_t *out_lens = xmalloc(n * sizeof *out_lens);
             vkf_status st = vkf_model_generate(model, &s, max_new, out, out_lens);
             if (st != VKF_OK) code = fail(st);
-            for (uint32_t b = 0; code == 0 && b < n; b++) {
+            if (code == 0 && o->json) {
+                decode_json d = json_for(o, ctx, model, NULL, max_new, n);
+                for (uint32_t b = 0; code == 0 && b < n; b++) {
+                    st = print_decode_record(&d, b, ids[b], lens[b], out + (size_t)b * max_new, &out_lens[b], NULL, 1,
+                                             NULL, false, NULL, NULL, 0);
+                    if (st != VKF_OK) code = fail(st);
+                }
+            }
+            for (uint32_t b = 0; code == 0 && !o->json && b < n; b++) {
                 for (uint32_t i = 0; i < out_lens[b]; i++) printf("%s%d", i ? "," : "", out[(size_t)b * max_new + i]);
                 printf("\n");
             }
@@ -236,7 +345,9 @@ static int translate_file(const options *o)
         vkf_model_destroy(model);
         return close_context(ctx, EXIT_USAGE);
     }
-    char **expected = xmalloc(B * sizeof *expected);
+    char **expected = xmalloc(B * sizeof *expected), **texts = xmalloc(B * sizeof *texts);
+    float *scores = xmalloc(B * sizeof *scores);
+    uint32_t done = 0; /* lines translated before this batch */
     int32_t *ids = xmalloc((size_t)B * (cfg.max_len + 1) * sizeof *ids), *out = xmalloc((size_t)B * max_new * sizeof *out);
     const int32_t **ptrs = xmalloc(B * sizeof *ptrs);
     uint32_t *lens = xmalloc(B * sizeof *lens), *out_lens = xmalloc(B * sizeof *out_lens);
@@ -254,10 +365,11 @@ static int translate_file(const options *o)
             char *tab = strchr(line, '\t');
             if (tab) *tab = '\0';
             expected[n] = tab ? strdup(tab + 1) : NULL;
+            texts[n] = o->json ? strdup(line) : NULL;
             st = vkf_model_encode_text(model, line, ids + (size_t)n * (cfg.max_len + 1), cfg.max_len, &lens[n]);
             if (st != VKF_OK) {
                 fprintf(stderr, "vkformer: %s line %lu: %s\n", input_name(o->input), lineno, vkf_last_error());
-                free(expected[n]);
+                free(expected[n]), free(texts[n]);
                 code = EXIT_ERROR;
                 break;
             }
@@ -266,37 +378,41 @@ static int translate_file(const options *o)
         }
         if (st != VKF_OK || n == 0) break;
         vkf_sequences s = {n, ptrs, lens};
-        if (use_generate_with(o, &cfg)) {
-            vkf_generate_options g = beam_options(o, model, max_new);
-            g.n_best = 1;
-            st = vkf_model_generate_with(model, &s, &g, out, out_lens, NULL);
-        } else {
-            st = vkf_model_generate(model, &s, max_new, out, out_lens);
-        }
+        vkf_generate_options g = beam_options(o, model, max_new);
+        g.n_best = 1;
+        if (use_generate_with(o, &cfg)) st = vkf_model_generate_with(model, &s, &g, out, out_lens, scores);
+        else st = vkf_model_generate(model, &s, max_new, out, out_lens);
         vkf_generate_stats t;
         if (st == VKF_OK && vkf_model_generate_stats(model, &t) == VKF_OK) {
             if (sources == 0) total.first_token_ms = t.first_token_ms;
             total.total_ms += t.total_ms, total.steps += t.steps, total.tokens += t.tokens;
             sources += n;
         }
+        decode_json d = {0};
+        if (st == VKF_OK && o->json) d = json_for(o, ctx, model, use_generate_with(o, &cfg) ? &g : NULL, max_new, n);
         for (uint32_t i = 0; i < n; i++) {
-            if (st == VKF_OK) st = vkf_model_decode_text(model, out + (size_t)i * max_new, out_lens[i], text, (size_t)max_new * 64 + 64);
-            if (st == VKF_OK) {
-                printf("%s\n", text);
-                if (expected[i]) scored++, correct += strcmp(text, expected[i]) == 0;
+            if (st == VKF_OK && o->json) {
+                st = print_decode_record(&d, done + i, ptrs[i], lens[i], out + (size_t)i * max_new, &out_lens[i],
+                                         use_generate_with(o, &cfg) ? &scores[i] : NULL, 1, texts[i], true,
+                                         expected[i], text, (size_t)max_new * 64 + 64);
+            } else if (st == VKF_OK) {
+                st = vkf_model_decode_text(model, out + (size_t)i * max_new, out_lens[i], text, (size_t)max_new * 64 + 64);
+                if (st == VKF_OK) printf("%s\n", text);
             }
-            free(expected[i]);
+            if (st == VKF_OK && expected[i]) scored++, correct += strcmp(text, expected[i]) == 0;
+            free(expected[i]), free(texts[i]);
         }
+        done += n;
         if (st != VKF_OK) code = fail(st);
     }
-    if (code == 0 && scored)
+    if (code == 0 && scored && !o->json) /* JSON: each record's "match" */
         printf("accuracy: %lu of %lu (%.2f%%) exact matches\n", correct, scored, 100.0 * correct / scored);
     if (code == 0 && o->timing)
         fprintf(stderr, "timing: %u sources in batches of %u, %llu tokens in %.1f ms (%u steps): %.1f tokens/s, first "
                 "token after %.1f ms\n", sources, B, (unsigned long long)total.tokens, total.total_ms, total.steps,
                 total.total_ms > 0 ? 1e3 * (double)total.tokens / total.total_ms : 0.0, total.first_token_ms);
     if (f != stdin) fclose(f);
-    free(expected), free(ids), free(out), free(ptrs), free(lens), free(out_lens), free(text);
+    free(expected), free(texts), free(scores), free(ids), free(out), free(ptrs), free(lens), free(out_lens), free(text);
     vkf_model_destroy(model);
     return close_context(ctx, code);
 }
@@ -325,7 +441,7 @@ static int run_translate(const options *o, const char *text)
         free(ids);
         return close_context(ctx, code == EXIT_ERROR ? EXIT_ERROR : code);
     }
-    code = generate_and_print(o, ctx, model, ids, n, true);
+    code = generate_and_print(o, ctx, model, ids, n, true, text);
     free(ids);
     return code;
 }
@@ -337,6 +453,8 @@ static int run_translate(const options *o, const char *text)
     {"--model", CLI_STRING, CLI_OFF(model), 0, 0, "MODEL", "a vkformer .safetensors file or a Hugging Face Marian "  \
      "folder", NULL},                                                                                                \
     {"--input", CLI_STRING, CLI_OFF(input), 0, 0, "FILE|-", "one source per line (- : stdin)", NULL},              \
+    {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line per source: ids, text, timings, attention "        \
+     "(docs/json.md)", NULL},                                                                                        \
     CLI_DECODE_OPTIONS, CLI_MODEL_OPTIONS, CLI_COMMON_OPTIONS
 
 static void decode_defaults(options *o)

@@ -29,7 +29,9 @@ static bool write_npy(const char *path, const float *data, uint64_t rows, uint64
 
 static int run_forward(const options *o)
 {
-    if (!o->out) return cli_usage_error(o, "needs --out FILE.npy (- : stdout)");
+    if (!o->out && !o->json) return cli_usage_error(o, "needs --out FILE.npy (- : stdout), or --json");
+    if (o->out && o->json && strcmp(o->out, "-") == 0)
+        return cli_usage_error(o, "--json and --out - both write to stdout");
     int32_t *src, *tgt;
     long ns = parse_ids(o->src, "--src", &src);
     if (ns < 0) return EXIT_USAGE;
@@ -52,11 +54,39 @@ static int run_forward(const options *o)
     vkf_sequences s = {1, &sp, &ls}, t = {1, &tp, &lt};
     uint64_t n = (uint64_t)lt * cfg.tgt_vocab_size;
     float *logits = xmalloc(n * sizeof *logits);
+    double t0 = now_s();
     vkf_status st = vkf_model_forward(model, &s, &t, logits, n);
+    double ms = (now_s() - t0) * 1e3;
     if (st != VKF_OK) code = fail(st);
-    else if (!write_npy(o->out, logits, lt, cfg.tgt_vocab_size)) {
+    else if (o->out && !write_npy(o->out, logits, lt, cfg.tgt_vocab_size)) {
         fprintf(stderr, "vkformer: cannot write %s\n", strcmp(o->out, "-") == 0 ? "the logits to stdout" : o->out);
         code = EXIT_ERROR;
+    }
+    if (code == 0 && o->json) {
+        /* the greedy choice at each position: argmax of its logits */
+        vkf_device_info info;
+        vkf_context_device_info(ctx, &info);
+        jsonl_begin("forward");
+        printf(",\"src\":");
+        jsonl_ids(src, ls);
+        printf(",\"tgt\":");
+        jsonl_ids(tgt, lt);
+        printf(",\"argmax\":[");
+        for (uint32_t r = 0; r < lt; r++) {
+            const float *row = logits + (uint64_t)r * cfg.tgt_vocab_size;
+            uint32_t best = 0;
+            for (uint32_t c = 1; c < cfg.tgt_vocab_size; c++)
+                if (row[c] > row[best]) best = c;
+            printf("%s%u", r ? "," : "", best);
+        }
+        printf("]");
+        jsonl_string("out", o->out);
+        printf(",\"shape\":[%u,%u],\"forward_ms\":", lt, cfg.tgt_vocab_size);
+        jsonl_number(ms, 6);
+        jsonl_string("attention", o->attention ? o->attention : "dense");
+        jsonl_string("cross_attention", o->cross_attention ? o->cross_attention : "dense");
+        printf(",\"activations\":\"%s\"", cfg.activations == VKF_DTYPE_F16 ? "f16" : "f32");
+        jsonl_end(&info);
     }
     free(logits), free(src), free(tgt);
     vkf_model_destroy(model);
@@ -71,11 +101,13 @@ int cmd_forward(int argc, char **argv)
         {"--src", CLI_STRING, CLI_OFF(src), 0, 0, "IDS", "source token ids, comma-separated (5,6,7)", NULL},
         {"--tgt", CLI_STRING, CLI_OFF(tgt), 0, 0, "IDS", "target token ids, bos first (1,8,9)", NULL},
         {"--out", CLI_STRING, CLI_OFF(out), 0, 0, "FILE.npy", "where the logits go (- : stdout)", NULL},
+        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line: the ids, each position's argmax, the time, "
+         "the attention (docs/json.md)", NULL},
         CLI_MODEL_OPTIONS,
         CLI_COMMON_OPTIONS,
         CLI_END,
     };
-    static const cli_command cmd = {"forward", "--model MODEL --src IDS --tgt IDS --out FILE.npy|- [options]",
+    static const cli_command cmd = {"forward", "--model MODEL --src IDS --tgt IDS --out FILE.npy|- [--json] [options]",
                                     "the generator's logits for every target position: a float32 .npy of shape\n"
                                     "(len(tgt), tgt_vocab_size)", table};
     options o = {0};

@@ -142,15 +142,17 @@ static int run_info(const options *o)
     vkf_device_info chosen;
     vkf_context_device_info(ctx, &chosen);
     if (o->json) {
-        printf("{\"vkformer\":\"%s\",\"default\":%u,\"devices\":[", vkf_version_string(), chosen.index);
+        jsonl_begin("info");
+        printf(",\"default\":%u,\"devices\":[", chosen.index);
         for (uint32_t i = 0; i < count; i++) {
             if (i) putchar(',');
             print_device_json(&infos[i], i == chosen.index);
         }
         printf("]");
         print_tuning_json(ctx);
-        printf(",\"coopmat_in_use\":%s,\"coopmat2_in_use\":%s}\n", chosen.coopmat_in_use ? "true" : "false",
+        printf(",\"coopmat_in_use\":%s,\"coopmat2_in_use\":%s", chosen.coopmat_in_use ? "true" : "false",
                chosen.coopmat2_in_use ? "true" : "false");
+        jsonl_end(&chosen); /* "device": the chosen one */
     } else {
         printf("vkformer %s, %u Vulkan device%s\n", vkf_version_string(), count, count == 1 ? "" : "s");
         for (uint32_t i = 0; i < count; i++) print_device_text(&infos[i], i == chosen.index);
@@ -164,7 +166,7 @@ static int run_info(const options *o)
 int cmd_info(int argc, char **argv)
 {
     static const cli_option table[] = {
-        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON object: every device, the tiles in use", NULL},
+        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line: every device, the tiles in use (docs/json.md)", NULL},
         CLI_COMMON_OPTIONS,
         CLI_END,
     };

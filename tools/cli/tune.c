@@ -65,11 +65,14 @@ static int run_tune(const options *o)
     uint32_t mm[6], head_dim, at[5];
     vkf_tune_current(ctx, &kernel, mm, &head_dim, at);
     if (o->json) {
-        printf("{\"tune_file\":");
-        print_json_string(path);
+        vkf_device_info info;
+        vkf_context_device_info(ctx, &info);
+        jsonl_begin("tune");
+        jsonl_string("tune_file", path);
         printf(",\"matmul\":{\"kernel\":\"%s\",\"workgroup\":%u,\"bm\":%u,\"bn\":%u,\"bk\":%u,\"tm\":%u,\"tn\":%u},"
-               "\"attention\":{\"head_dim\":%u,\"workgroup\":%u,\"bq\":%u,\"bk\":%u,\"td\":%u,\"tq\":%u}}\n",
+               "\"attention\":{\"head_dim\":%u,\"workgroup\":%u,\"bq\":%u,\"bk\":%u,\"td\":%u,\"tq\":%u}",
                kernel, mm[0], mm[1], mm[2], mm[3], mm[4], mm[5], head_dim, at[0], at[1], at[2], at[3], at[4]);
+        jsonl_end(&info);
     } else {
         fprintf(summary, "wrote %s\n", to_stdout ? "the tune file to stdout" : path);
         if (strcmp(kernel, "matmul_subgroup") == 0)
@@ -91,7 +94,7 @@ int cmd_tune(int argc, char **argv)
         {"--quick", CLI_FLAG, CLI_OFF(quick), 0, 0, NULL, "a few candidates at small shapes", NULL},
         {"--out", CLI_STRING, CLI_OFF(out), 0, 0, "FILE|-", "the tune file to write (- : stdout; default: the device's "
          "file in the cache directory, read by later runs)", NULL},
-        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON object: the file and the winning tiles", NULL},
+        {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line: the file and the winning tiles (docs/json.md)", NULL},
         CLI_COMMON_OPTIONS,
         CLI_END,
     };
