@@ -24,17 +24,6 @@ static uint32_t pow2_floor(uint32_t v)
     return p;
 }
 
-uint64_t vkf_attention_shared_bytes(const vkf_attention_tiles *t, uint32_t head_dim)
-{
-    /* Mirrors the shared arrays of attention_fused.comp. */
-    uint64_t d4 = vkf_div_up(head_dim, 4), split_rows = t->td > 1 ? t->bq : 1;
-    return 2 * (uint64_t)t->bk * d4 * 16        /* k_tile, v_tile */
-           + (uint64_t)t->bk * 8                /* key_slot, slot_bits */
-           + (uint64_t)t->bq * t->bk * 4        /* p_tile */
-           + split_rows * d4 * 16               /* q_tile */
-           + split_rows * t->td * 4;            /* row_part */
-}
-
 void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_attention_tiles *out)
 {
     if (vkf_tuning_attention_tiles(ctx, head_dim, out)) return; /* tiles from `vkformer tune` */
@@ -494,11 +483,6 @@ vkf_status vkf_check_attention_view(vkf_cmd *cmd, const vkf_attention_view *v, v
         return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %s indices pass 2^32 elements", fn, name);
     out[0] = (uint32_t)v->offset, out[1] = (uint32_t)row, out[2] = (uint32_t)bs;
     return VKF_OK;
-}
-
-bool vkf_tensors_overlap(const vkf_tensor *a, const vkf_tensor *b)
-{
-    return a && b && a->block == b->block && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
 }
 
 static vkf_status check_tiles(const vkf_context *ctx, const vkf_attention_tiles *t, uint32_t head_dim, const char *fn)

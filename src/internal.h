@@ -90,6 +90,8 @@ struct vkf_tensor {
 
 void vkf_memory_destroy_all(vkf_context *ctx);
 uint32_t vkf_dtype_size(vkf_dtype dtype);
+/* Whether two tensors share bytes (NULL shares nothing). */
+bool vkf_tensors_overlap(const vkf_tensor *a, const vkf_tensor *b);
 
 /* ------------------------------------------------------------------ pipeline.c */
 
@@ -196,7 +198,7 @@ vkf_status vkf_pipeline_get(vkf_context *ctx, vkf_variant_id variant, const uint
                             uint32_t spec_count, const vkf_pipeline **out_pipeline);
 void vkf_pipelines_destroy(vkf_context *ctx);
 
-/* ------------------------------------------------------------------ tuning (ops.c) */
+/* ------------------------------------------------------------------ tuning (tuning.c) */
 
 /* Specialization constants of both matmul families, in constant_id order. */
 typedef struct vkf_matmul_tiles {
@@ -223,7 +225,7 @@ typedef struct vkf_tuning {
     uint8_t coopmat_use;
     uint32_t row_workgroup;             /* softmax / layernorm invocations per row */
     uint32_t elementwise_workgroup;
-    /* Fused-attention tiles from a tune file (tune.c), for head_dim
+    /* Fused-attention tiles from a tune file (tuning.c), for head_dim
      * attention_head_dim only; 0: none, vkf_attention_tiles_choose decides. The
      * values of a vkf_attention_tiles in field order. */
     uint32_t attention_head_dim;
@@ -234,17 +236,23 @@ typedef struct vkf_tuning {
 /* The built-in tiles for a device, from its type, vendor and limits (no device
  * needed: tests call it with made-up devices). */
 void vkf_tuning_for_device(const vkf_device_info *info, vkf_tuning *out);
+/* The direct kernel's tiles on CPU drivers (also ops.c's fallback from
+ * matmul_subgroup for small matmuls). */
+extern const vkf_matmul_tiles vkf_cpu_direct_tiles;
 /* The matmul_subgroup tiles (bm x bn per workgroup, tm rows x tn columns per
  * lane) for d's subgroup size: false where d has no subgroup shuffles or the sizes
  * do not divide. */
 bool vkf_matmul_subgroup_tiles(const vkf_device_info *d, uint32_t bm, uint32_t bn, uint32_t tm, uint32_t tn,
                                vkf_matmul_tiles *out);
 /* Tiles of the cooperative-matrix kernel `family` (VKF_VARIANT_MATMUL_COOPMAT or
- * _COOPMAT2) on ctx: wg_m x wg_n subgroup tiles of tm x tn, K stages of bk (ops.c
- * documents the fragment shapes); false where ctx has no such kernel or the tiles
- * do not fit the device. */
+ * _COOPMAT2) on ctx: wg_m x wg_n subgroup tiles of tm x tn, K stages of bk
+ * (vkf_coopmat_fragment documents the fragment shapes); false where ctx has no such
+ * kernel or the tiles do not fit the device. */
 bool vkf_matmul_coopmat_tiles(const vkf_context *ctx, vkf_variant_id family, uint32_t wg_m, uint32_t wg_n, uint32_t tm,
                               uint32_t tn, uint32_t bk, vkf_matmul_tiles *out);
+/* The fragment shape (FM, FN, FK: spec constants 6-8) of the coopmat kernel
+ * `family` with tiles t on ctx. */
+void vkf_coopmat_fragment(const vkf_context *ctx, vkf_variant_id family, const vkf_matmul_tiles *t, uint32_t out[3]);
 /* What precision AUTO means on this device (model.c): true for F16 weights and
  * activations (GPUs with 16-bit storage), false for the file's weights with F32
  * activations. */
@@ -256,12 +264,14 @@ void vkf_tuning_choose(vkf_context *ctx);
  * matmul_subgroup, else 0. */
 #define VKF_SUBGROUP_MIN_MACS (1ull << 24)
 vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const vkf_matmul_tiles *tiles);
-/* The tuned fused-attention tiles for head_dim (tune.c): true and *out_tiles
+/* The tuned fused-attention tiles for head_dim: true and *out_tiles
  * filled when a tune file gave tiles for this head_dim, else false. */
 struct vkf_attention_tiles;
 bool vkf_tuning_attention_tiles(const vkf_context *ctx, uint32_t head_dim, struct vkf_attention_tiles *out_tiles);
-/* Loads the device's tune file into ctx->tuning when there is one (tune.c);
- * anything wrong with it is logged and leaves the built-in choices. */
+/* Loads the device's tune file into ctx->tuning when there is one; anything wrong
+ * with it is logged and leaves the built-in choices. tune.c writes the file. */
+#define VKF_TUNE_FORMAT "vkformer-tune"
+#define VKF_TUNE_VERSION 1
 void vkf_tune_load(vkf_context *ctx);
 
 /* ------------------------------------------------------------------ pipeline cache (pipeline_cache.c) */
@@ -535,13 +545,15 @@ void vkf_attention_desc_init(vkf_attention_desc *desc);
  * shaders' 32 bits. Fills out with offset, row and batch strides (defaults resolved). */
 vkf_status vkf_check_attention_view(vkf_cmd *cmd, const vkf_attention_view *view, vkf_dtype dtype, uint64_t batch,
                                     uint64_t rows, uint64_t cols, const char *fn, const char *name, uint32_t out[3]);
-/* Whether two tensors share bytes (NULL shares nothing). */
-bool vkf_tensors_overlap(const vkf_tensor *a, const vkf_tensor *b);
 /* Tiles for this device and head_dim: the rows form on CPU drivers, the split form
  * elsewhere; bq and bk as large as the workgroup and shared-memory limits allow. */
 void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_attention_tiles *out_tiles);
-/* Shared memory the kernel declares with these tiles, in bytes. */
+/* Shared memory the kernel declares with these tiles, in bytes (tuning.c, with the
+ * tune file's checks). */
 uint64_t vkf_attention_shared_bytes(const vkf_attention_tiles *tiles, uint32_t head_dim);
+/* Why these tiles cannot run on ctx's device at head_dim (a static string), or
+ * NULL (tuning.c): the tune file's check, and `vkformer tune`'s of its candidates. */
+const char *vkf_attention_tiles_problem(const vkf_context *ctx, const vkf_attention_tiles *tiles, uint32_t head_dim);
 /* Appends one fused-attention dispatch (label "attention_fused" or
  * "attention_fused_coopmat"). */
 vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *desc);

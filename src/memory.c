@@ -382,3 +382,8 @@ vkf_status vkf_tensor_download(vkf_tensor *t, void *dst, uint64_t bytes)
     }
     return staged_copy(t, dst, bytes, /*upload=*/false);
 }
+
+bool vkf_tensors_overlap(const vkf_tensor *a, const vkf_tensor *b)
+{
+    return a && b && a->block == b->block && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
+}

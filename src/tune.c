@@ -3,10 +3,11 @@
  * matmul_coopmat and matmul_coopmat2 on F16 matmuls) and of the fused attention
  * kernel with GPU timestamps, checks every output element against a plain host
  * computation, and keeps the fastest correct one; the file records the winners
- * and every measurement. Loading checks the file's device and every tile against
- * the device's limits; anything wrong leaves the built-in choices (ops.c,
- * attention.c) and says why in the log. A coopmat choice that this context cannot
- * use (coopmat off) is skipped alone, with an info message. */
+ * and every measurement. Loading the file at context creation is tuning.c's (the
+ * runtime): it checks the file's device and every tile against the device's
+ * limits; anything wrong leaves the built-in choices (tuning.c, attention.c) and
+ * says why in the log. A coopmat choice that this context cannot use (coopmat
+ * off) is skipped alone, with an info message. */
 #include "internal.h"
 #include "tune.h"
 
@@ -16,9 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define TUNE_FORMAT "vkformer-tune"
-#define TUNE_VERSION 1
 
 /* ------------------------------------------------------------------ file names and state */
 
@@ -32,14 +30,6 @@ vkf_status vkf_tune_file_path(const vkf_context *ctx, char *out, size_t capacity
 
 bool vkf_tune_from_file(const vkf_context *ctx) { return ctx && ctx->tuning.from_file; }
 
-bool vkf_tuning_attention_tiles(const vkf_context *ctx, uint32_t head_dim, struct vkf_attention_tiles *out)
-{
-    if (!ctx->tuning.attention_head_dim || ctx->tuning.attention_head_dim != head_dim) return false;
-    const uint32_t *a = ctx->tuning.attention_tiles;
-    *out = (vkf_attention_tiles){.workgroup = a[0], .bq = a[1], .bk = a[2], .td = a[3], .tq = a[4]};
-    return true;
-}
-
 void vkf_tune_current(const vkf_context *ctx, const char **out_kernel, uint32_t out_matmul[6],
                       uint32_t *out_attention_head_dim, uint32_t out_attention[5])
 {
@@ -47,21 +37,6 @@ void vkf_tune_current(const vkf_context *ctx, const char **out_kernel, uint32_t 
     memcpy(out_matmul, &ctx->tuning.matmul, 6 * sizeof(uint32_t));
     *out_attention_head_dim = ctx->tuning.attention_head_dim;
     memcpy(out_attention, ctx->tuning.attention_tiles, 5 * sizeof(uint32_t));
-}
-
-/* Why these attention tiles cannot run on the device (a static string), or NULL;
- * the same rules as attention.c's check before a dispatch. */
-static const char *attention_tiles_problem(const vkf_context *ctx, const vkf_attention_tiles *t, uint32_t head_dim)
-{
-    if (head_dim == 0 || head_dim > VKF_ATTENTION_MAX_HEAD_DIM) return "head_dim out of range";
-    if (!t->workgroup || !t->bq || !t->bk || !t->td || !t->tq || (t->td > 1 && t->tq > 1) ||
-        (uint64_t)t->workgroup * t->tq != (uint64_t)t->bq * t->td)
-        return "tiles need workgroup * tq == bq * td, all positive, and td or tq 1";
-    if (t->workgroup > ctx->info.max_workgroup_invocations || t->workgroup > ctx->info.max_workgroup_size[0])
-        return "workgroup exceeds the device's limit";
-    if (vkf_attention_shared_bytes(t, head_dim) > ctx->info.max_shared_memory)
-        return "tiles need more shared memory than the device has";
-    return NULL;
 }
 
 /* ------------------------------------------------------------------ cooperative matrix */
@@ -128,161 +103,6 @@ vkf_status vkf_tune_force_matmul(vkf_context *ctx, const char *family)
     }
     return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "unknown matmul kernel \"%s\" (auto, coopmat, coopmat2, tiled, "
                     "direct, subgroup)", family);
-}
-
-/* ------------------------------------------------------------------ loading */
-
-/* An integer member in [1, 65536]; false if absent or out of range. */
-static bool get_tile(json_t *obj, const char *key, uint32_t *out)
-{
-    json_t *v = json_object_get(obj, key);
-    if (!json_is_integer(v)) return false;
-    json_int_t x = json_integer_value(v);
-    if (x < 1 || x > 65536) return false;
-    *out = (uint32_t)x;
-    return true;
-}
-
-/* Reads the tune file into the tuning it describes; false with a reason. */
-static bool parse_tune_file(vkf_context *ctx, json_t *root, vkf_variant_id *out_variant, vkf_matmul_tiles *out_matmul,
-                            uint32_t *out_head_dim, vkf_attention_tiles *out_attention, char *why, size_t why_capacity)
-{
-    json_t *format = json_object_get(root, "format"), *version = json_object_get(root, "version");
-    if (!json_is_object(root) || !json_is_string(format) || strcmp(json_string_value(format), TUNE_FORMAT) != 0) {
-        snprintf(why, why_capacity, "not a vkformer tune file (no \"format\": \"%s\")", TUNE_FORMAT);
-        return false;
-    }
-    if (!json_is_integer(version) || json_integer_value(version) != TUNE_VERSION) {
-        snprintf(why, why_capacity, "unknown version (this library reads version %d)", TUNE_VERSION);
-        return false;
-    }
-    json_t *dev = json_object_get(root, "device");
-    json_t *vendor = json_object_get(dev, "vendor_id"), *device = json_object_get(dev, "device_id");
-    json_t *driver = json_object_get(dev, "driver_version"), *name = json_object_get(dev, "name");
-    if (!json_is_integer(vendor) || !json_is_integer(device) || !json_is_integer(driver) || !json_is_string(name)) {
-        snprintf(why, why_capacity, "\"device\" needs vendor_id, device_id, driver_version and name");
-        return false;
-    }
-    if (json_integer_value(vendor) != ctx->info.vendor_id || json_integer_value(device) != ctx->info.device_id ||
-        json_integer_value(driver) != ctx->info.driver_version || strcmp(json_string_value(name), ctx->info.name) != 0) {
-        snprintf(why, why_capacity, "written for another device or driver (\"%s\", driver version %lld)",
-                 json_string_value(name), (long long)json_integer_value(driver));
-        return false;
-    }
-    json_t *mm = json_object_get(root, "matmul");
-    json_t *kernel = json_object_get(mm, "kernel");
-    if (!json_is_object(mm) || !json_is_string(kernel)) {
-        snprintf(why, why_capacity, "\"matmul\" needs a \"kernel\"");
-        return false;
-    }
-    if (strcmp(json_string_value(kernel), "matmul_direct") == 0) *out_variant = VKF_VARIANT_MATMUL_DIRECT;
-    else if (strcmp(json_string_value(kernel), "matmul_tiled") == 0) *out_variant = VKF_VARIANT_MATMUL_TILED;
-    else if (strcmp(json_string_value(kernel), "matmul_subgroup") == 0) *out_variant = VKF_VARIANT_MATMUL_SUBGROUP;
-    else {
-        snprintf(why, why_capacity, "unknown matmul kernel \"%s\"", json_string_value(kernel));
-        return false;
-    }
-    vkf_matmul_tiles *m = out_matmul;
-    if (!get_tile(mm, "workgroup", &m->workgroup) || !get_tile(mm, "bm", &m->bm) || !get_tile(mm, "bn", &m->bn) ||
-        !get_tile(mm, "bk", &m->bk) || !get_tile(mm, "tm", &m->tm) || !get_tile(mm, "tn", &m->tn)) {
-        snprintf(why, why_capacity, "\"matmul\" needs workgroup, bm, bn, bk, tm, tn as integers 1..65536");
-        return false;
-    }
-    *out_head_dim = 0;
-    json_t *at = json_object_get(root, "attention");
-    if (at && !json_is_null(at)) {
-        vkf_attention_tiles *a = out_attention;
-        if (!get_tile(at, "head_dim", out_head_dim) || !get_tile(at, "workgroup", &a->workgroup) ||
-            !get_tile(at, "bq", &a->bq) || !get_tile(at, "bk", &a->bk) || !get_tile(at, "td", &a->td) ||
-            !get_tile(at, "tq", &a->tq)) {
-            snprintf(why, why_capacity, "\"attention\" needs head_dim, workgroup, bq, bk, td, tq as integers");
-            return false;
-        }
-        const char *problem = attention_tiles_problem(ctx, a, *out_head_dim);
-        if (problem) {
-            snprintf(why, why_capacity, "attention tiles: %s", problem);
-            return false;
-        }
-    }
-    return true;
-}
-
-/* The file's "matmul_coopmat" (absent: the built-in rule). A context without
- * coopmat (turned off, or a driver without it) ignores it and keeps the rest of
- * the file; so does one whose device refuses the tiles. */
-static void load_coopmat(vkf_context *ctx, json_t *root, const char *path)
-{
-    json_t *cm = json_object_get(root, "matmul_coopmat"), *kernel = json_object_get(cm, "kernel");
-    if (!cm || json_is_null(cm)) return;
-    const char *name = json_is_string(kernel) ? json_string_value(kernel) : "";
-    vkf_variant_id v = strcmp(name, "matmul_coopmat") == 0    ? VKF_VARIANT_MATMUL_COOPMAT
-                       : strcmp(name, "matmul_coopmat2") == 0 ? VKF_VARIANT_MATMUL_COOPMAT2
-                                                              : VKF_VARIANT_COUNT;
-    if (strcmp(name, "none") != 0 && v == VKF_VARIANT_COUNT) {
-        vkf_log(ctx, VKF_LOG_INFO, "tune file %s: unknown \"matmul_coopmat\" kernel \"%s\" ignored", path, name);
-        return;
-    }
-    if (!ctx->coopmat) {
-        vkf_log(ctx, VKF_LOG_INFO, "tune file %s: its cooperative-matrix choice is ignored (coopmat is off on this "
-                "context)", path);
-        return;
-    }
-    if (v == VKF_VARIANT_COUNT) {
-        ctx->tuning.coopmat_use = 0; /* tuned: the scalar kernel was faster for F16 matmuls */
-        return;
-    }
-    vkf_matmul_tiles t;
-    vkf_tuning saved = ctx->tuning;
-    if (!get_tile(cm, "workgroup", &t.workgroup) || !get_tile(cm, "bm", &t.bm) || !get_tile(cm, "bn", &t.bn) ||
-        !get_tile(cm, "bk", &t.bk) || !get_tile(cm, "tm", &t.tm) || !get_tile(cm, "tn", &t.tn)) {
-        vkf_log(ctx, VKF_LOG_INFO, "tune file %s: \"matmul_coopmat\" ignored: it needs workgroup, bm, bn, bk, tm, tn",
-                path);
-        return;
-    }
-    if (vkf_tuning_set_matmul(ctx, v, &t) != VKF_OK) {
-        vkf_log(ctx, VKF_LOG_INFO, "tune file %s: \"matmul_coopmat\" ignored: %s", path, vkf_last_error());
-        ctx->tuning = saved;
-        return;
-    }
-    ctx->tuning.coopmat_use = 1; /* matmuls with an F16 operand */
-}
-
-void vkf_tune_load(vkf_context *ctx)
-{
-    char path[1024];
-    if (!vkf_cache_file_path(ctx, "tune", ".json", /*with_uuid=*/false, path, sizeof path)) return;
-    FILE *f = fopen(path, "rb");
-    if (!f) return; /* no tune file: the built-in choices */
-    json_error_t jerr;
-    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
-    fclose(f);
-    if (!root) {
-        vkf_log(ctx, VKF_LOG_INFO, "tune file %s ignored: not valid JSON (line %d: %s)", path, jerr.line, jerr.text);
-        return;
-    }
-    vkf_variant_id variant = VKF_VARIANT_MATMUL_DIRECT;
-    vkf_matmul_tiles matmul = {0};
-    vkf_attention_tiles attention = {0};
-    uint32_t head_dim = 0;
-    char why[512];
-    bool ok = parse_tune_file(ctx, root, &variant, &matmul, &head_dim, &attention, why, sizeof why);
-    if (ok) {
-        vkf_tuning saved = ctx->tuning;
-        if (vkf_tuning_set_matmul(ctx, variant, &matmul) != VKF_OK) {
-            snprintf(why, sizeof why, "matmul: %s", vkf_last_error());
-            ctx->tuning = saved;
-            ok = false;
-        }
-    }
-    if (ok) load_coopmat(ctx, root, path);
-    json_decref(root);
-    if (!ok) {
-        vkf_log(ctx, VKF_LOG_INFO, "tune file %s ignored: %s", path, why);
-        return;
-    }
-    ctx->tuning.attention_head_dim = head_dim;
-    memcpy(ctx->tuning.attention_tiles, &attention, sizeof ctx->tuning.attention_tiles);
-    ctx->tuning.from_file = true;
 }
 
 /* ------------------------------------------------------------------ measuring */
@@ -814,7 +634,7 @@ static vkf_status tune_attention(tune_run *run, uint32_t n, uint32_t heads, uint
         char label[160];
         snprintf(label, sizeof label, "attention_fused %u invocations, bq %u, bk %u, td %u, tq %u", t->workgroup,
                  t->bq, t->bk, t->td, t->tq);
-        const char *problem = attention_tiles_problem(ctx, t, head_dim);
+        const char *problem = vkf_attention_tiles_problem(ctx, t, head_dim);
         if (problem) {
             progress(run, "  %s: skipped (%s)", label, problem);
             continue;
@@ -882,7 +702,7 @@ vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_p
     }
     json_t *root = json_pack("{s:s, s:I, s:s, s:b, s:{s:I, s:I, s:I, s:s, s:s, s:s}, s:o, s:{s:I, s:I, s:I, s:I, "
                              "s:I, s:I}, s:o}",
-                             "format", TUNE_FORMAT, "version", (json_int_t)TUNE_VERSION, "vkformer",
+                             "format", VKF_TUNE_FORMAT, "version", (json_int_t)VKF_TUNE_VERSION, "vkformer",
                              vkf_version_string(), "quick", o->quick, "device", "vendor_id",
                              (json_int_t)ctx->info.vendor_id, "device_id", (json_int_t)ctx->info.device_id,
                              "driver_version", (json_int_t)ctx->info.driver_version, "name", ctx->info.name,

@@ -1,4 +1,5 @@
-/* `vkformer tune` and tune files (tune.c): candidate tiles of the scalar matmul
+/* `vkformer tune` and tune files (tune.c; a context loads its file in tuning.c,
+ * the runtime): candidate tiles of the scalar matmul
  * kernel families (on F32 matmuls), of the cooperative-matrix kernels (on F16
  * matmuls, against the scalar winner; where the context has coopmat) and of the
  * fused attention kernel are timed on the context's device at representative
