@@ -500,7 +500,9 @@ VKF_API vkf_status vkf_model_load(vkf_context *context, const char *path, vkf_mo
  * channel (vkf_quantize_int8_rows: scale = max|row| / 127, halves rounded away
  * from zero), from F32, F16 or BF16 files. Weight matrices stored I8 in the file
  * (with "<name>_scale", docs/file-format.md) are kept as they are with AUTO and
- * INT8 and dequantized with F32 and F16. Activations stay F32 on every device;
+ * INT8 and dequantized with F32 and F16. Activations are what AUTO would take:
+ * F16 on a GPU with 16-bit storage (int8 weights, F16 activations), else F32
+ * (VKFORMER_AUTO_PRECISION overrides that as for AUTO);
  * the (float) embeddings are quantized at load too, one F32 scale per row (token;
  * a tied generator reads the same int8 rows and scales); biases and norms F32. Every attention variant runs
  * (attention reads activations, not weights). */

@@ -682,13 +682,21 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
     }
     /* VKFORMER_AUTO_PRECISION=f16|f32 overrides what auto means on this device
      * (tests run the GPU choice on lavapipe with it); f16 still needs 16-bit storage. */
-    const char *auto_env = precision == VKF_PRECISION_AUTO ? getenv("VKFORMER_AUTO_PRECISION") : NULL;
-    bool auto_f16 = precision == VKF_PRECISION_AUTO &&
+    const char *auto_env = precision == VKF_PRECISION_AUTO || precision == VKF_PRECISION_INT8
+                               ? getenv("VKFORMER_AUTO_PRECISION") : NULL;
+    bool auto_f16 = (precision == VKF_PRECISION_AUTO || precision == VKF_PRECISION_INT8) &&
                     (auto_env && strcmp(auto_env, "f16") == 0   ? ctx->storage_16bit
                      : auto_env && strcmp(auto_env, "f32") == 0 ? false
                                                                 : vkf_auto_precision_f16(&ctx->info, ctx->storage_16bit));
+    /* int8 keeps its int8 weights and takes the activations auto would: F16 on GPUs
+     * with 16-bit storage (as CTranslate2's int8_float16), else F32 */
+    bool int8_f16 = false;
     if (st == VKF_OK && auto_f16) {
-        if (m->cfg.d_model / m->cfg.n_heads <= VKF_ATTENTION_MAX_HEAD_DIM) {
+        if (m->cfg.d_model / m->cfg.n_heads <= VKF_ATTENTION_MAX_HEAD_DIM && precision == VKF_PRECISION_INT8) {
+            int8_f16 = true;
+            vkf_log(ctx, VKF_LOG_INFO, "precision int8: int8 weights with F16 activations on \"%s\"%s",
+                    ctx->info.name, auto_env ? " (VKFORMER_AUTO_PRECISION)" : ", a GPU with 16-bit storage");
+        } else if (m->cfg.d_model / m->cfg.n_heads <= VKF_ATTENTION_MAX_HEAD_DIM) {
             precision = L.precision = VKF_PRECISION_F16;
             m->precision_auto_f16 = true;
             vkf_log(ctx, VKF_LOG_INFO, "precision auto: F16 weights and activations on \"%s\"%s (f32 to keep F32)",
@@ -698,7 +706,7 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
                     m->cfg.d_model / m->cfg.n_heads, VKF_ATTENTION_MAX_HEAD_DIM);
         }
     }
-    m->act = precision == VKF_PRECISION_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+    m->act = precision == VKF_PRECISION_F16 || int8_f16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
     if (st == VKF_OK) {
         m->enc = calloc(m->cfg.n_encoder_layers, sizeof *m->enc);
         m->dec = calloc(m->cfg.n_decoder_layers, sizeof *m->dec);
@@ -771,9 +779,8 @@ vkf_status vkf_tensor2(vkf_context *ctx, vkf_dtype dtype, uint64_t rows, uint64_
     return vkf_tensor_create(ctx, dtype, 2, shape, out);
 }
 
-/* out (rows, l.out) = act(in (rows, l.in) · l.wᵀ + l.b) + residual */
-vkf_status vkf_rec_linear(vkf_cmd *cmd, const vkf_tensor *in, uint32_t rows, const linear *l, vkf_tensor *out,
-                          vkf_activation act, const vkf_tensor *residual)
+/* The matmul of in (rows, l.in) · l.wᵀ (+ l.b): C and the epilogue left to the caller. */
+static vkf_matmul_desc linear_desc(const vkf_tensor *in, uint32_t rows, const linear *l)
 {
     vkf_matmul_desc d;
     vkf_matmul_desc_init(&d);
@@ -781,8 +788,16 @@ vkf_status vkf_rec_linear(vkf_cmd *cmd, const vkf_tensor *in, uint32_t rows, con
     d.a.tensor = (vkf_tensor *)in;
     d.b.tensor = l->w;
     d.b_scale = l->scale;
-    d.c.tensor = out;
     d.bias = l->b;
+    return d;
+}
+
+/* out (rows, l.out) = act(in (rows, l.in) · l.wᵀ + l.b) + residual */
+vkf_status vkf_rec_linear(vkf_cmd *cmd, const vkf_tensor *in, uint32_t rows, const linear *l, vkf_tensor *out,
+                          vkf_activation act, const vkf_tensor *residual)
+{
+    vkf_matmul_desc d = linear_desc(in, rows, l);
+    d.c.tensor = out;
     d.residual.tensor = (vkf_tensor *)residual;
     d.activation = act;
     return vkf_cmd_matmul(cmd, &d);
@@ -1002,14 +1017,9 @@ vkf_status vkf_rec_generator(vkf_cmd *cmd, const vkf_model *m, const vkf_tensor 
     uint32_t col = 0;
     for (uint32_t i = 0; i < m->gen_parts; i++) {
         const linear *l = &m->gen[i];
-        vkf_matmul_desc d;
-        vkf_matmul_desc_init(&d);
-        d.m = rows, d.n = l->out, d.k = l->in;
-        d.a.tensor = (vkf_tensor *)in;
-        d.b.tensor = l->w;
-        d.b_scale = l->scale;
+        vkf_matmul_desc d = linear_desc(in, rows, l);
         d.c = (vkf_matrix_view){logits, col, m->cfg.tgt_vocab_size, {0, 0}};
-        d.bias = generation && l->b_gen ? l->b_gen : l->b;
+        if (generation && l->b_gen) d.bias = l->b_gen;
         VKF_TRY(vkf_cmd_matmul(cmd, &d));
         col += l->out;
     }
@@ -1353,10 +1363,10 @@ vkf_status vkf_model_set_attention(vkf_model *m, const char *self_attention, con
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "\"%s\" needs the fused kernels, which take head_dim up to %u (this model: %u)",
                         fused_only, VKF_ATTENTION_MAX_HEAD_DIM, hd);
     if (m->act == VKF_DTYPE_F16 && (self.kind == VKF_ATTN_NAIVE || self.kind == VKF_ATTN_LSH || cross.kind == VKF_ATTN_NAIVE))
-        return vkf_fail(VKF_ERROR_UNSUPPORTED, "\"%s\" has no F16 form (the model was loaded with precision f16%s); use "
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "\"%s\" has no F16 form (the model's activations are F16%s); use "
                         "dense, local, strided, bigbird or lowrank, or load with f32",
                         self.kind == VKF_ATTN_FUSED || self.kind == VKF_ATTN_LOWRANK ? cross_attention : self_attention,
-                        m->precision_auto_f16 ? ", which auto chose on this device" : "");
+                        m->precision_auto_f16 ? ": precision auto chose f16 on this device" : "");
     if (memcmp(&self, &m->self_attn, sizeof self) == 0 && memcmp(&cross, &m->cross_attn, sizeof cross) == 0) return VKF_OK;
     drop_plans(m);
     m->self_attn = self;

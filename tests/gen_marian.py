@@ -47,6 +47,11 @@ import sys
 sys.dont_write_bytecode = True
 import numpy as np  # noqa: E402
 
+import marian_ref  # noqa: E402  (the reference; it imports nothing from this file)
+
+# name -> numpy array as stored; tools/check_marian_hf.py reads the written folders through it
+read_safetensors = marian_ref.read_safetensors_arrays
+
 EOS, UNK = "</s>", "<unk>"
 PAD = "<pad>"
 LIN_GAIN = 2.5   # linear weights uniform(-g, g) / sqrt(fan_in): sublayers that matter next to the residual
@@ -120,18 +125,6 @@ def build_vocab(src_pieces, tgt_pieces, pad_to=0):
         k += 1
     vocab[PAD] = len(vocab)
     return vocab
-
-
-def sinusoids(n_pos, dim):
-    """Marian's table: sin in the first half of the channels, cos in the second (not interleaved);
-    channel pair i uses the frequency 10000 ** (-2 i / dim). float64, then float32 (as transformers)."""
-    j = np.arange(dim)
-    enc = np.arange(n_pos)[:, None] / np.power(10000.0, 2 * (j // 2) / dim)[None, :]
-    out = np.empty((n_pos, dim), dtype=np.float32)
-    half = dim // 2 if dim % 2 == 0 else dim // 2 + 1
-    out[:, :half] = np.sin(enc[:, 0::2])
-    out[:, half:] = np.cos(enc[:, 1::2])
-    return out
 
 
 def make_config(d_model, layers, heads, ffn, activation, vocab_size, max_positions, pad_id, scale_embedding=True,
@@ -216,7 +209,7 @@ def random_weights(cfg, seed, eos_bias=0.0):
         w["model.shared.weight"] = emb
     else:
         w["model.encoder.embed_tokens.weight"] = emb
-    pos = sinusoids(cfg["max_position_embeddings"], d)
+    pos = marian_ref.sinusoids(cfg["max_position_embeddings"], d).numpy()
     w["model.encoder.embed_positions.weight"] = pos
     for side in ("encoder", "decoder"):
         if side == "decoder":
@@ -391,21 +384,6 @@ def make_malformed(out, kind, **options):
         with open(p("config.json"), "w") as f:
             json.dump(cfg, f, indent=2)
     return MALFORMED[kind][1]
-
-
-def read_safetensors(path):
-    """name -> numpy array (float32 or float16, as stored)."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    header.pop("__metadata__", None)
-    out = {}
-    for name, t in header.items():
-        a, b = t["data_offsets"]
-        dt = {"F32": "<f4", "F16": "<f2"}[t["dtype"]]
-        out[name] = np.frombuffer(data[a:b], dtype=dt).reshape(t["shape"]).copy()
-    return out
 
 
 def main(argv):

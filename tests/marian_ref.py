@@ -68,8 +68,9 @@ def sinusoids(n_pos, dim):
     return torch.from_numpy(out)
 
 
-def read_safetensors(path):
-    """name -> float32 torch tensor (F32, F16, BF16 files)."""
+def read_safetensors_arrays(path):
+    """name -> numpy array as stored (float32, float16 or float64; BF16 widened to float32), writable.
+    tests/gen_marian.py reads (and rewrites) its files with this too."""
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
@@ -78,15 +79,19 @@ def read_safetensors(path):
     out = {}
     for name, t in header.items():
         a, b = t["data_offsets"]
-        raw = bytearray(data[a:b])
         if t["dtype"] == "BF16":
-            u = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
-            arr = torch.from_numpy(u.view(np.float32).copy())
+            u = np.frombuffer(data[a:b], dtype="<u2").astype(np.uint32) << 16
+            arr = u.view(np.float32)
         else:
             dt = {"F32": "<f4", "F16": "<f2", "F64": "<f8"}[t["dtype"]]
-            arr = torch.from_numpy(np.frombuffer(raw, dtype=dt).astype(np.float32))
+            arr = np.frombuffer(data[a:b], dtype=dt).copy()
         out[name] = arr.reshape(t["shape"])
     return out
+
+
+def read_safetensors(path):
+    """name -> float32 torch tensor (F32, F16, F64, BF16 files)."""
+    return {name: torch.from_numpy(a.astype(np.float32)) for name, a in read_safetensors_arrays(path).items()}
 
 
 class Marian:

@@ -28,7 +28,6 @@ other seeds differ; bad values (--beam 0, --n-best > --beam, --min-new > --max-n
 import json
 import os
 import struct
-import subprocess
 import sys
 
 try:
@@ -41,33 +40,12 @@ import random
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
+sys.path.insert(0, HERE)
 import export_torch  # noqa: E402
+import vkf_testlib as lib  # noqa: E402
+from vkf_testlib import bad, ok, run_vkformer  # noqa: E402
 
 SCORE_ATOL = 2e-4
-passed = 0
-failed = 0
-VERBOSE = "--verbose" in sys.argv
-
-
-def ok(what):
-    global passed
-    passed += 1
-    if VERBOSE:
-        print("ok   %s" % what)
-
-
-def bad(what, detail=""):
-    global failed
-    failed += 1
-    print("FAIL %s%s" % (what, ("\n     " + detail.replace("\n", "\n     ")) if detail else ""))
-    sys.stdout.flush()
-
-
-def run_vkformer(args):
-    env = dict(os.environ, VKFORMER_VALIDATE="1")
-    p = subprocess.run([VKFORMER] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=300)
-    err = [l for l in p.stderr.decode().splitlines() if not l.startswith("WARNING: UNSUPPORTED")]
-    return p.returncode, p.stdout.decode(), err
 
 
 def load_model(path):
@@ -266,12 +244,12 @@ def check_errors(path):
 
 
 def main():
-    global VKFORMER
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     if len(args) != 2:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    VKFORMER, demo = args
+    lib.VKFORMER, demo = args
+    lib.VERBOSE = "--verbose" in sys.argv
     quick = "--quick" in sys.argv
     rng = random.Random(14)
     tmp = os.environ.get("TMPDIR", "/tmp")
@@ -307,8 +285,8 @@ def main():
     finally:
         if os.path.exists(path):
             os.unlink(path)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    print("%d passed, %d failed" % (lib.passed, lib.failed))
+    return 1 if lib.failed else 0
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ import json
 import math
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,56 +47,14 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
+sys.path.insert(0, HERE)
 import export_torch  # noqa: E402
+import vkf_testlib as lib  # noqa: E402
+from vkf_testlib import bad, ids_arg, ok, quantize_rows, run_vkformer  # noqa: E402
 
 FORWARD_ATOL = 1e-3         # against the same dequantized weights
 INT8_VS_FP32_ATOL = 0.15    # against the unquantized model (logits up to ~2): measured 0.011-0.080 (docs/performance.md)
 MAX_LEN = 128
-
-passed = 0
-failed = 0
-VKFORMER = None
-VERBOSE = False
-
-
-def ok(what):
-    global passed
-    passed += 1
-    if VERBOSE:
-        print("ok   %s" % what)
-
-
-def bad(what, detail=""):
-    global failed
-    failed += 1
-    print("FAIL %s%s" % (what, ("\n     " + detail.replace("\n", "\n     ")) if detail else ""))
-    sys.stdout.flush()
-
-
-def run_vkformer(args):
-    env = dict(os.environ)
-    env["VKFORMER_VALIDATE"] = "1"
-    p = subprocess.run([VKFORMER] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=300)
-    err = [l for l in p.stderr.decode("utf-8", "replace").splitlines() if "WARNING: UNSUPPORTED" not in l]
-    return p.returncode, p.stdout.decode("utf-8", "replace"), err
-
-
-def ids_arg(ids):
-    return ",".join(str(i) for i in ids)
-
-
-def quantize_rows(w):
-    """vkf_quantize_int8_rows in fp32: (q, scale) with w ~ q * scale[:, None]."""
-    w = w.detach().float().cpu().numpy().astype(np.float32)
-    scale = (np.abs(w).max(axis=1) / np.float32(127)).astype(np.float32)
-    safe = np.where(scale > 0, scale, np.float32(1))
-    x = (w / safe[:, None]).astype(np.float32)
-    q = np.trunc(x + np.copysign(np.float32(0.5), x))          # halves away from zero ...
-    exact = np.abs(x - np.trunc(x)) != np.float32(0.5)         # ... but x + 0.5 may round up in fp32
-    q = np.where(exact, np.round(x), q)                        # non-halves: nearest (np.round is exact there)
-    q = np.clip(q, -127, 127)
-    q = np.where(scale[:, None] > 0, q, 0).astype(np.float32)
-    return q, scale
 
 
 def is_linear_weight(name):
@@ -149,6 +106,8 @@ def max_err(got, want):
     return float(np.max(np.abs(got.astype(np.float64) - want)))
 
 
+F16_ACT_ATOL = 1e-2  # F16 activations against fp32 arithmetic on the same weights (as test_parity.py)
+
 CONFIGS = [
     ("post-LN relu d48 h6 ff100 V37 scale=sqrt(d)",
      dict(norm_first=False, activation="relu", embed_scale=math.sqrt(48)), 31),
@@ -183,6 +142,18 @@ def check_model(label, overrides, seed, lengths, rng, tmp, file_dtype, worst):
             ok("%s vs dequantized weights (%.2g)" % (what, e))
         else:
             bad(what + " vs dequantized weights", "max abs error %.3g > %.0e" % (e, FORWARD_ATOL))
+        # int8 weights with F16 activations (what a GPU with 16-bit storage gets; forced here by
+        # VKFORMER_AUTO_PRECISION=f16): the same dequantized model, F16 activation rounding
+        os.environ["VKFORMER_AUTO_PRECISION"] = "f16"
+        try:
+            g16, err16 = forward(path, src, tgt, out, ["--precision", "int8"])
+        finally:
+            del os.environ["VKFORMER_AUTO_PRECISION"]
+        e16 = max_err(g16, export_torch.forward_logits(deq, src, tgt)) if g16 is not None else math.inf
+        if e16 <= F16_ACT_ATOL:
+            ok("%s, F16 activations, vs dequantized weights (%.2g)" % (what, e16))
+        else:
+            bad(what + ", F16 activations", err16 or "max abs error %.3g > %.0e" % (e16, F16_ACT_ATOL))
         e32 = max_err(got, export_torch.forward_logits(model, src, tgt))
         worst[0] = max(worst[0], e32)
         print("%s: against the unquantized model %.3g (bound %.2g)" % (what, e32, INT8_VS_FP32_ATOL))
@@ -295,14 +266,13 @@ def check_file_int8(rng, tmp):
 
 
 def main():
-    global VKFORMER, VERBOSE
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     flags = [a for a in sys.argv[1:] if a.startswith("--")]
     if len(args) != 1 or any(f not in ("--quick", "--verbose") for f in flags):
         print("usage: %s /path/to/vkformer [--quick] [--verbose]" % sys.argv[0], file=sys.stderr)
         return 2
-    VKFORMER = os.path.abspath(args[0])
-    VERBOSE = "--verbose" in flags
+    VKFORMER = lib.VKFORMER = os.path.abspath(args[0])
+    lib.VERBOSE = "--verbose" in flags
     quick = "--quick" in flags
     torch.set_num_threads(1)
     print("vkformer %s, VK_ICD_FILENAMES=%s, torch %s" % (VKFORMER, os.environ.get("VK_ICD_FILENAMES", "(unset)"),
@@ -321,8 +291,8 @@ def main():
         check_variants(*first, rng, tmp)
         check_file_int8(rng, tmp)
     print("test_int8: worst error against the unquantized models %.3g" % worst[0])
-    print("test_int8: %d passed, %d failed (%.1f s)" % (passed, failed, time.time() - t0))
-    return 1 if failed else 0
+    print("test_int8: %d passed, %d failed (%.1f s)" % (lib.passed, lib.failed, time.time() - t0))
+    return 1 if lib.failed else 0
 
 
 if __name__ == "__main__":

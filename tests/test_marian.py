@@ -77,13 +77,11 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import gen_marian  # noqa: E402
 import marian_ref  # noqa: E402
+import vkf_testlib as lib  # noqa: E402
+from vkf_testlib import bad, ids_arg, ok, parse_ids, run_vkformer  # noqa: E402
 
 FORWARD_ATOL = 1e-3
 BIG_QUICK_LIMIT_S = 60
-VKFORMER = None
-VERBOSE = False
-passed = 0
-failed = 0
 
 CONFIGS = [
     ("swish shared", dict(activation="swish", eos_bias=1.5, seed=1)),
@@ -93,38 +91,6 @@ CONFIGS = [
     ("swish f16", dict(dtype="f16", names="all", seed=4, eos_bias=1.0)),
     ("swish converted bin", dict(binary=True, seed=5, eos_bias=2.0, dec_layers=1)),
 ]
-
-
-def ok(what):
-    global passed
-    passed += 1
-    if VERBOSE:
-        print("ok   %s" % what)
-
-
-def bad(what, detail=""):
-    global failed
-    failed += 1
-    print("FAIL %s%s" % (what, ("\n     " + detail.replace("\n", "\n     ")) if detail else ""))
-    sys.stdout.flush()
-
-
-def run_vkformer(args, timeout=300):
-    """Runs vkformer; returns (rc, stdout, stderr lines without SwiftShader's own warnings)."""
-    env = dict(os.environ)
-    env["VKFORMER_VALIDATE"] = "1"
-    p = subprocess.run([VKFORMER] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=timeout)
-    err = [l for l in p.stderr.decode("utf-8", "replace").splitlines() if "WARNING: UNSUPPORTED" not in l]
-    return p.returncode, p.stdout.decode("utf-8", "replace"), err
-
-
-def ids_arg(ids):
-    return ",".join(str(i) for i in ids)
-
-
-def parse_ids(line):
-    line = line.strip()
-    return [int(x) for x in line.split(",")] if line else []
 
 
 def compare_logits(what, got, want, atol=FORWARD_ATOL):
@@ -153,17 +119,9 @@ def check_forward(label, model, path, src, tgt, tmp, timeout=300):
     compare_logits(what, np.load(out, allow_pickle=False), marian_ref.forward_logits(model, src, tgt))
 
 
-def quantize_rows(w):
-    """vkf_quantize_int8_rows in fp32: q * scale per row (scale = max|row| / 127, q = w / scale rounded to
-    nearest, halves away from zero), as a float32 tensor."""
-    w = w.detach().float().cpu().numpy().astype(np.float32)
-    scale = (np.abs(w).max(axis=1) / np.float32(127)).astype(np.float32)
-    safe = np.where(scale > 0, scale, np.float32(1))
-    x = (w / safe[:, None]).astype(np.float32)
-    q = np.trunc(x + np.copysign(np.float32(0.5), x))          # halves away from zero ...
-    exact = np.abs(x - np.trunc(x)) != np.float32(0.5)         # ... but x + 0.5 may round up in fp32
-    q = np.where(exact, np.round(x), q)
-    q = np.where(scale[:, None] > 0, np.clip(q, -127, 127), 0).astype(np.float32)
+def dequantize_rows(w):
+    """w as --precision int8 sees it: q * scale per row (lib.quantize_rows), as a float32 tensor."""
+    q, scale = lib.quantize_rows(w)
     return torch.from_numpy((q * scale[:, None]).astype(np.float32))
 
 
@@ -175,7 +133,7 @@ def int8_reference(path):
     w = marian_ref.load_weights(path)
     for name, t in list(w.items()):
         if t.dim() == 2 and name.endswith(".weight") and "embed_positions" not in name:
-            w[name] = quantize_rows(t)
+            w[name] = dequantize_rows(t)
     m = marian_ref.Marian(cfg, w)
     m.generation_config = marian_ref.load_folder(path).generation_config
     return m
@@ -482,15 +440,14 @@ def self_check(tmp):
             bad("reference rejects malformed %s" % kind)
         except (KeyError, ValueError) as e:
             ok("reference rejects malformed %s: %s" % (kind, e))
-    print("test_marian --self-check: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    print("test_marian --self-check: %d passed, %d failed" % (lib.passed, lib.failed))
+    return 1 if lib.failed else 0
 
 
 def main():
-    global VKFORMER, VERBOSE
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     flags = [a for a in sys.argv[1:] if a.startswith("--")]
-    VERBOSE = "--verbose" in flags
+    lib.VERBOSE = "--verbose" in flags
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     if "--self-check" in flags:
         with tempfile.TemporaryDirectory(prefix="vkf-marian-") as tmp:
@@ -498,7 +455,7 @@ def main():
     if len(args) != 1 or any(f not in ("--quick", "--verbose") for f in flags):
         print("usage: %s /path/to/vkformer [--quick] [--verbose] | --self-check" % sys.argv[0], file=sys.stderr)
         return 2
-    VKFORMER = os.path.abspath(args[0])
+    VKFORMER = lib.VKFORMER = os.path.abspath(args[0])
     quick = "--quick" in flags
     if not os.access(VKFORMER, os.X_OK):
         print("test_marian: %s is not an executable" % VKFORMER, file=sys.stderr)
@@ -538,8 +495,8 @@ def main():
         check_malformed(tmp)
         print("malformed folders: done (%.1f s)" % (time.time() - t0))
         check_big(tmp, quick)
-    print("test_marian: %d passed, %d failed (%.1f s)" % (passed, failed, time.time() - t0))
-    return 1 if failed else 0
+    print("test_marian: %d passed, %d failed (%.1f s)" % (lib.passed, lib.failed, time.time() - t0))
+    return 1 if lib.failed else 0
 
 
 if __name__ == "__main__":

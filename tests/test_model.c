@@ -574,13 +574,15 @@ static void test_auto_precision(vkf_context *ctx, const char *path)
         CHECK(c.activations == VKF_DTYPE_F32);
         vkf_model_destroy(m);
     }
-    /* int8 (weight matrices quantized at load) keeps F32 activations, auto's override aside */
+    /* int8 (weights quantized at load) takes auto's activations: F16 under the override
+     * (as on a GPU with 16-bit storage), so the variants without an F16 form are refused */
     vkf_model_load_options i8 = {.precision = VKF_PRECISION_INT8};
     CHECK_OK(vkf_model_load_with(ctx, path, &i8, &m));
     if (m) {
         CHECK_OK(vkf_model_get_config(m, &c));
-        CHECK(c.activations == VKF_DTYPE_F32);
-        CHECK_OK(vkf_model_set_attention(m, "lsh:1:4", "dense-naive"));
+        CHECK(c.activations == (info.storage_16bit ? VKF_DTYPE_F16 : VKF_DTYPE_F32));
+        if (info.storage_16bit) CHECK_FAIL(vkf_model_set_attention(m, "lsh:1:4", "dense"), VKF_ERROR_UNSUPPORTED, "F16");
+        else CHECK_OK(vkf_model_set_attention(m, "lsh:1:4", "dense-naive"));
         vkf_model_destroy(m);
     }
     vkf_model_load_options past = {.precision = (vkf_precision)(VKF_PRECISION_INT8 + 1)};

@@ -31,7 +31,6 @@ import json
 import math
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,43 +50,15 @@ except ImportError:
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
+sys.path.insert(0, HERE)
 import export_torch  # noqa: E402
+import vkf_testlib as lib  # noqa: E402
+from vkf_testlib import bad, ids_arg, ok, run_vkformer  # noqa: E402
 
 FORWARD_ATOL = 1e-3
 F16_VS_FP32_ATOL = 2e-2     # F16 file against the unrounded fp32 model: weight rounding error
 F16_ACT_ATOL = 1e-2         # --precision f16 (F16 activations) against the same F16 weights in fp32
 MAX_LEN = 128
-
-passed = 0
-failed = 0
-
-
-def ok(what):
-    global passed
-    passed += 1
-    if VERBOSE:
-        print("ok   %s" % what)
-
-
-def bad(what, detail=""):
-    global failed
-    failed += 1
-    print("FAIL %s%s" % (what, ("\n     " + detail.replace("\n", "\n     ")) if detail else ""))
-    sys.stdout.flush()
-
-
-def run_vkformer(args):
-    """Runs vkformer; returns (rc, stdout, stderr lines without SwiftShader's own warnings)."""
-    env = dict(os.environ)
-    env["VKFORMER_VALIDATE"] = "1"
-    p = subprocess.run([VKFORMER] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=300)
-    err = [l for l in p.stderr.decode("utf-8", "replace").splitlines() if "WARNING: UNSUPPORTED" not in l]
-    return p.returncode, p.stdout.decode("utf-8", "replace"), err
-
-
-def ids_arg(ids):
-    return ",".join(str(i) for i in ids)
-
 
 def read_npy(path):
     return np.load(path, allow_pickle=False)
@@ -479,15 +450,14 @@ def check_cli_errors(tmp):
 
 
 def main():
-    global VKFORMER, VERBOSE
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     flags = [a for a in sys.argv[1:] if a.startswith("--")]
     if len(args) != 1 or any(f not in ("--quick", "--verbose", "--coopmat") for f in flags):
         print("usage: %s /path/to/vkformer [--quick] [--verbose] [--coopmat]" % sys.argv[0], file=sys.stderr)
         return 2
-    VKFORMER = os.path.abspath(args[0])
+    VKFORMER = lib.VKFORMER = os.path.abspath(args[0])
     quick = "--quick" in flags
-    VERBOSE = "--verbose" in flags
+    lib.VERBOSE = "--verbose" in flags
     if not os.access(VKFORMER, os.X_OK):
         print("test_parity: %s is not an executable" % VKFORMER, file=sys.stderr)
         return 1
@@ -520,8 +490,8 @@ def main():
         check_f16(CONFIGS[1][0], CONFIGS[1][1], 22, f16_lengths, rng, tmp)
         check_precision(tmp, rng)
         check_cli_errors(tmp)
-    print("test_parity: %d passed, %d failed (%.1f s)" % (passed, failed, time.time() - t0))
-    return 1 if failed else 0
+    print("test_parity: %d passed, %d failed (%.1f s)" % (lib.passed, lib.failed, time.time() - t0))
+    return 1 if lib.failed else 0
 
 
 def main_coopmat(rng, t0):
@@ -562,12 +532,9 @@ def main_coopmat(rng, t0):
                 ok(what)
             else:
                 bad(what, "expected in (0, %.0e]: %s" % (F16_ACT_ATOL, "the kernels did not switch" if d == 0 else "too far"))
-    print("test_parity --coopmat: %d passed, %d failed (%.1f s)" % (passed, failed, time.time() - t0))
-    return 1 if failed else 0
+    print("test_parity --coopmat: %d passed, %d failed (%.1f s)" % (lib.passed, lib.failed, time.time() - t0))
+    return 1 if lib.failed else 0
 
-
-VKFORMER = None
-VERBOSE = False
 
 if __name__ == "__main__":
     sys.exit(main())
