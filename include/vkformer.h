@@ -444,6 +444,115 @@ VKF_API vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *desc);
 VKF_API vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *desc);
 VKF_API vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *desc);
 
+/* ------------------------------------------------------------------ attention */
+
+/* Checks an attention variant name as vkf_model_set_attention and
+ * vkf_cmd_attention take it ("dense", "dense-naive", "local:W", "strided:W:S",
+ * "bigbird:B:G:R", "lsh:H:C", "lowrank:K"; NULL is "dense"); cross: as a
+ * cross-attention (dense, dense-naive and lowrank only). Fails with
+ * VKF_ERROR_INVALID_ARGUMENT naming what is wrong. */
+VKF_API vkf_status vkf_attention_check(const char *variant, bool cross);
+
+/* Which kernel runs the fused variants (dense, local, strided, bigbird, and
+ * lowrank's attention over its projected rows). AUTO: the cooperative-matrix one
+ * for F16 inputs on a context with coopmat kernels that is not a CPU driver,
+ * where its tiles fit; else the scalar one. COOPMAT forces it (fails where the
+ * context has no coopmat kernels or head_dim does not fit; F32 inputs are then
+ * rounded to f16 in the kernel); SCALAR forbids it. */
+typedef enum vkf_attention_kernel {
+    VKF_ATTENTION_KERNEL_AUTO = 0,
+    VKF_ATTENTION_KERNEL_SCALAR = 1,
+    VKF_ATTENTION_KERNEL_COOPMAT = 2,
+} vkf_attention_kernel;
+
+/* Multi-head attention of any variant:
+ *   out[b, i, h, :] = sum_j softmax_j(scale * q[b, i, h, :] . k[b, j, h, :] + mask) v[b, j, h, :]
+ * where key j is masked for query i iff j >= key_lengths[b] (when given), or
+ * causal and j > i + causal_offset, or the variant's pattern leaves it out (see
+ * vkf_model_set_attention for each). A query with every key masked gets zeros.
+ * q, k and v are (batch, rows, heads * head_dim) views: element (b, r, h, c) is at
+ * offset + b * batch_stride[0] + r * row_stride + h * head_dim + c, row_stride 0
+ * meaning heads * head_dim and batch_stride[0] 0 meaning rows * row_stride
+ * (batch_stride[1] must be 0). A fused QKV projection (batch * n, 3 d) gives
+ * q, k, v as offsets 0, d, 2 d with row stride 3 d. */
+typedef struct vkf_attention_op_desc {
+    uint32_t batch, heads, head_dim;    /* head_dim 1..256 (dense-naive: any) */
+    uint32_t lq, lk;                    /* query rows, key rows */
+    float scale;                        /* init: 0, read as 1 / sqrt(head_dim) */
+    vkf_matrix_view q, k, v;
+    vkf_tensor *out;                    /* (batch * lq, heads * head_dim), packed; may not alias an input */
+    vkf_dtype dtype;                    /* of q, k, v and out: F32, or F16 (16-bit storage; the fused
+                                           variants only); arithmetic is fp32 */
+    const char *variant;                /* NULL: "dense". lsh: keys are the normalised queries (shared-QK,
+                                           k is not read) and lq == lk; lowrank: not causal */
+    bool causal;
+    uint32_t causal_offset;             /* query i sees keys j <= i + causal_offset */
+    const uint32_t *key_lengths;        /* (batch) on the host, each <= lk, copied; NULL: lk keys each */
+    uint64_t seed;                      /* bigbird's random blocks, lsh's rotations, lowrank's projection */
+    vkf_attention_kernel kernel;
+} vkf_attention_op_desc;
+
+/* Zeros everything (dense, F32, scale 1 / sqrt(head_dim), AUTO kernel). */
+VKF_API void vkf_attention_op_desc_init(vkf_attention_op_desc *desc);
+/* Appends the variant's operations. What they need beyond the given tensors
+ * (bigbird's block table, lsh's rotations and scratch, lowrank's projection and
+ * projected keys and values, dense-naive's score matrices, the key lengths on the
+ * device) the list makes and owns: vkf_cmd_memory counts it and vkf_cmd_destroy
+ * frees it. dense-naive materialises the scores of as many heads at a time as one
+ * binding holds (VKF_ERROR_TOO_LARGE when not even one head's lq x lk fits).
+ * *out_kernel (may be NULL) gets a static name of what runs it: "fused",
+ * "fused-coopmat", "naive" or "lsh" (lowrank: the kernel of its attention). */
+VKF_API vkf_status vkf_cmd_attention(vkf_cmd *cmd, const vkf_attention_op_desc *desc, const char **out_kernel);
+
+/* Device memory the list's own objects hold, in bytes: what operations such as
+ * vkf_cmd_attention made for it (not the tensors passed to them). */
+VKF_API vkf_status vkf_cmd_memory(const vkf_cmd *cmd, uint64_t *out_bytes);
+
+/* ------------------------------------------------------------------ tuning */
+
+/* The kernel family a matmul of these sizes and dtypes (A F16 or not, B F16 or
+ * not) would run on the context now: "coopmat", "coopmat2", "tiled", "subgroup"
+ * or "direct" (a static string; NULL for a NULL context). */
+VKF_API const char *vkf_matmul_kernel_family(const vkf_context *context, uint32_t m, uint32_t n, uint32_t k,
+                                             uint64_t batch, bool a_f16, bool b_f16);
+/* Makes every matmul on the context use one kernel family ("coopmat",
+ * "coopmat2", "tiled", "direct", "subgroup") with its built-in tiles for the
+ * device, or "auto": the built-in rule. Fails with VKF_ERROR_UNSUPPORTED where
+ * the device or the context lacks it (coopmat off), INVALID_ARGUMENT for another name. */
+VKF_API vkf_status vkf_tune_force_matmul(vkf_context *context, const char *family);
+
+/* `vkformer tune`: candidate tiles of the scalar matmul kernel families (on F32
+ * matmuls), of the cooperative-matrix kernels (on F16 matmuls, where the context
+ * has them) and of the fused attention kernel are timed on the context's device
+ * at representative shapes, each checked against a host reference (a wrong result
+ * disqualifies it); the winners are written to a JSON file per device (vendor,
+ * device id and name, driver version) in the cache directory, which later
+ * contexts load (vkf_context_options.tune). */
+typedef void (*vkf_tune_progress_fn)(void *user, const char *line);
+typedef struct vkf_tune_options {
+    bool quick;                         /* a few candidates at small shapes (tests) */
+    uint32_t repeat;                    /* timed submits per candidate and shape; 0: 5 (quick: 2) */
+    vkf_tune_progress_fn progress;      /* one line per candidate measured; NULL: silent */
+    void *progress_user;
+    const char *path;                   /* file to write; NULL: the device's file in the cache directory */
+} vkf_tune_options;
+/* Times the candidates, writes the tune file (a temporary file, then renamed) and
+ * applies the winners to the context. out_path (capacity bytes, may be NULL)
+ * receives the path written. Fails with VKF_ERROR_IO when the file cannot be written. */
+VKF_API vkf_status vkf_tune_run(vkf_context *context, const vkf_tune_options *options, char *out_path,
+                                size_t capacity);
+/* The path of the context's device's tune file in the cache directory; fails when
+ * there is no cache directory ($HOME unset and no VKFORMER_CACHE_DIR). */
+VKF_API vkf_status vkf_tune_file_path(const vkf_context *context, char *out_path, size_t capacity);
+/* Whether the context's tiles came from a tune file. */
+VKF_API bool vkf_tune_from_file(const vkf_context *context);
+/* The context's matmul kernel ("matmul_direct", "matmul_tiled", ...; a static
+ * string) and its tiles as (workgroup, bm, bn, bk, tm, tn); the fused attention
+ * tiles (workgroup, bq, bk, td, tq) of the tuned head_dim, *out_attention_head_dim
+ * 0 when none were tuned. */
+VKF_API void vkf_tune_current(const vkf_context *context, const char **out_matmul_kernel, uint32_t out_matmul[6],
+                              uint32_t *out_attention_head_dim, uint32_t out_attention[5]);
+
 /* ------------------------------------------------------------------ models */
 
 /* An encoder-decoder Transformer loaded from a model file (docs/file-format.md):

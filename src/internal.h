@@ -397,6 +397,11 @@ vkf_status vkf_cmd_dispatch(vkf_cmd *cmd, const vkf_pipeline *pipeline,
 vkf_context *vkf_cmd_context(vkf_cmd *cmd);
 /* false once the list has been submitted (no more operations can be added). */
 bool vkf_cmd_recording(const vkf_cmd *cmd);
+/* Hands an object an operation made for the list (a table, a plan, scratch) to
+ * the list: destroy(object) runs when the list is destroyed, in reverse order of
+ * handing; bytes (its device memory) count in vkf_cmd_memory. NULL object: no-op.
+ * On failure the object is destroyed at once. */
+vkf_status vkf_cmd_own(vkf_cmd *cmd, void *object, void (*destroy)(void *object), uint64_t bytes);
 
 /* ------------------------------------------------------------------ argument checks (ops.c) */
 
@@ -491,17 +496,8 @@ typedef struct vkf_attention_tiles {
 } vkf_attention_tiles;
 _Static_assert(sizeof(vkf_attention_tiles) == 5 * sizeof(uint32_t), "spec constants are uint32");
 
-/* Which fused kernel runs a vkf_attention_desc. AUTO: the cooperative-matrix one
- * (attention_fused_coopmat.comp) for F16 q, k, v on a context with coopmat that is
- * not a CPU driver, when its tiles fit and no scalar tiles are given; else the
- * scalar one. COOPMAT forces it (tests, bench on CPU drivers; fails with a message
- * where the context has no coopmat or head_dim does not fit; F32 q, k, v are then
- * rounded to f16 in the kernel); SCALAR forbids it. `tiles` apply to the scalar one. */
-typedef enum vkf_attention_kernel {
-    VKF_ATTENTION_KERNEL_AUTO = 0,
-    VKF_ATTENTION_KERNEL_SCALAR = 1,
-    VKF_ATTENTION_KERNEL_COOPMAT = 2,
-} vkf_attention_kernel;
+/* Which fused kernel runs a vkf_attention_desc: vkf_attention_kernel (vkformer.h);
+ * `tiles` apply to the scalar one. */
 
 /* (batch, rows, heads * head_dim) inside a tensor: element (b, r, h, c) is at
  * offset + b * batch_stride + r * row_stride + h * head_dim + c (in elements).

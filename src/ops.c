@@ -263,6 +263,7 @@ static vkf_variant_id matmul_choose(const vkf_context *ctx, uint32_t m, double m
 const char *vkf_matmul_kernel_family(const vkf_context *ctx, uint32_t m, uint32_t n, uint32_t k, uint64_t batch,
                                      bool a_f16, bool b_f16)
 {
+    if (!ctx) return NULL;
     const vkf_matmul_tiles *t;
     uint32_t fragment[3];
     switch (matmul_choose(ctx, m, (double)m * n * k * (double)(batch ? batch : 1), a_f16 || b_f16, &t, fragment)) {

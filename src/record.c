@@ -18,6 +18,13 @@ typedef struct vkf_span {
     uint64_t offset, size;
 } vkf_span;
 
+/* An object an operation made for the list, destroyed with it. */
+typedef struct vkf_cmd_owned {
+    void *object;
+    void (*destroy)(void *object);
+    uint64_t bytes;                     /* device memory it holds */
+} vkf_cmd_owned;
+
 typedef struct vkf_span_list {
     vkf_span *items;                    /* owned */
     uint32_t count, capacity;
@@ -43,6 +50,8 @@ struct vkf_cmd {
     double span_ms;                     /* first start to last end, last submit */
     bool timings_valid;
     vkf_span_list reads, writes;        /* since the last barrier */
+    vkf_cmd_owned *owned;               /* owned: objects operations made for the list (vkf_cmd_own) */
+    uint32_t owned_count, owned_capacity;
 };
 
 vkf_context *vkf_cmd_context(vkf_cmd *cmd) { return cmd->ctx; }
@@ -99,6 +108,8 @@ void vkf_cmd_destroy(vkf_cmd *cmd)
     for (uint32_t i = 0; i < cmd->pool_count; i++) ctx->vk.vkDestroyDescriptorPool(ctx->device, cmd->pools[i], NULL);
     for (uint32_t i = 0; i < cmd->query_pool_count; i++)
         ctx->vk.vkDestroyQueryPool(ctx->device, cmd->query_pools[i], NULL);
+    for (uint32_t i = cmd->owned_count; i-- > 0;) cmd->owned[i].destroy(cmd->owned[i].object);
+    free(cmd->owned);
     free(cmd->pools);
     free(cmd->query_pools);
     free(cmd->timings);
@@ -109,6 +120,32 @@ void vkf_cmd_destroy(vkf_cmd *cmd)
 }
 
 uint32_t vkf_cmd_op_count(const vkf_cmd *cmd) { return cmd ? cmd->op_count : 0; }
+
+vkf_status vkf_cmd_own(vkf_cmd *cmd, void *object, void (*destroy)(void *), uint64_t bytes)
+{
+    if (!object) return VKF_OK;
+    if (cmd->owned_count == cmd->owned_capacity) {
+        uint32_t capacity = cmd->owned_capacity ? 2 * cmd->owned_capacity : 8;
+        vkf_cmd_owned *grown = realloc(cmd->owned, capacity * sizeof *grown);
+        if (!grown) {
+            destroy(object);
+            return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a command list's own objects");
+        }
+        cmd->owned = grown, cmd->owned_capacity = capacity;
+    }
+    cmd->owned[cmd->owned_count++] = (vkf_cmd_owned){object, destroy, bytes};
+    return VKF_OK;
+}
+
+vkf_status vkf_cmd_memory(const vkf_cmd *cmd, uint64_t *out_bytes)
+{
+    if (out_bytes) *out_bytes = 0;
+    if (!cmd || !out_bytes) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_cmd_memory: %s is NULL", cmd ? "out_bytes" : "cmd");
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < cmd->owned_count; i++) total += cmd->owned[i].bytes;
+    *out_bytes = total;
+    return VKF_OK;
+}
 
 static bool overlaps(const vkf_span_list *list, const vkf_span *s)
 {

@@ -1,4 +1,4 @@
-/* Tuning on the device and tune files (see tune.h). A run times each candidate
+/* Tuning on the device and tune files (vkformer.h: vkf_tune_run). A run times each candidate
  * tile shape of the matmul kernels (direct, tiled, subgroup; with coopmat also
  * matmul_coopmat and matmul_coopmat2 on F16 matmuls) and of the fused attention
  * kernel with GPU timestamps, checks every output element against a plain host
@@ -9,7 +9,6 @@
  * says why in the log. A coopmat choice that this context cannot use (coopmat
  * off) is skipped alone, with an info message. */
 #include "internal.h"
-#include "tune.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -33,10 +32,16 @@ bool vkf_tune_from_file(const vkf_context *ctx) { return ctx && ctx->tuning.from
 void vkf_tune_current(const vkf_context *ctx, const char **out_kernel, uint32_t out_matmul[6],
                       uint32_t *out_attention_head_dim, uint32_t out_attention[5])
 {
-    *out_kernel = vkf_variant(ctx->tuning.matmul_variant)->name;
-    memcpy(out_matmul, &ctx->tuning.matmul, 6 * sizeof(uint32_t));
-    *out_attention_head_dim = ctx->tuning.attention_head_dim;
-    memcpy(out_attention, ctx->tuning.attention_tiles, 5 * sizeof(uint32_t));
+    if (out_kernel) *out_kernel = ctx ? vkf_variant(ctx->tuning.matmul_variant)->name : NULL;
+    if (out_matmul) {
+        if (ctx) memcpy(out_matmul, &ctx->tuning.matmul, 6 * sizeof(uint32_t));
+        else memset(out_matmul, 0, 6 * sizeof(uint32_t));
+    }
+    if (out_attention_head_dim) *out_attention_head_dim = ctx ? ctx->tuning.attention_head_dim : 0;
+    if (out_attention) {
+        if (ctx) memcpy(out_attention, ctx->tuning.attention_tiles, 5 * sizeof(uint32_t));
+        else memset(out_attention, 0, 5 * sizeof(uint32_t));
+    }
 }
 
 /* ------------------------------------------------------------------ cooperative matrix */

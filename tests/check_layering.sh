@@ -5,7 +5,8 @@
 #   runtime    status, device, memory, pipeline, pipeline_cache, record, tuning,
 #              volk_build: context, memory, pipelines, command lists, tile choices;
 #   ops        ops: one host function per kernel;
-#   attention  attention, attention_lsh: the attention kernels, built on the ops;
+#   attention  attention, attention_lsh, attention_op: the attention kernels, built
+#              on the ops, and the public call over every variant;
 #   model      model, generate, hf_marian, safetensors, tokenizer_spm, tune.
 # An object in no layer (a new source file) fails too: add it to LAYERS below.
 # Prints each call that goes up (caller, symbol, where it is defined) and exits 1.
@@ -21,7 +22,7 @@ case "$LIB" in /*) ;; *) LIB=$PWD/$LIB ;; esac
 LAYERS='
 runtime: status device memory pipeline pipeline_cache record tuning volk_build
 ops: ops
-attention: attention attention_lsh
+attention: attention attention_lsh attention_op
 model: model generate hf_marian safetensors tokenizer_spm tune
 '
 

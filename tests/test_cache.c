@@ -11,7 +11,6 @@
  *    and VKFORMER_TUNE=0 ignore it. */
 #include "harness.h"
 #include "internal.h"
-#include "tune.h"
 
 #include <dirent.h>
 #include <math.h>

@@ -6,7 +6,8 @@
 # examples/translate.c is compiled against that tree with pkg-config, once with
 # the shared library and once with the static one (`pkg-config --static`, which
 # must name everything libvkformer.a needs); with --run it also translates with
-# both on the Vulkan driver of the environment (VK_ICD_FILENAMES).
+# both on the Vulkan driver of the environment (VK_ICD_FILENAMES). The installed
+# vkformer tool must be built on the shared library's exported API alone.
 #
 # usage: test_install.sh [--run] MESON BUILD_DIR SOURCE_DIR
 # Environment: VKF_TEST_CC (default cc) and VKF_TEST_CFLAGS (the build's
@@ -139,6 +140,25 @@ fi
 if [ -f "$TMP/translate-static" ]; then
     ! needed "$TMP/translate-static" | grep -q libvkformer ||
         fail "the static example still needs libvkformer.so"
+fi
+
+# ------------------------------------------------------------------ the tool
+# `vkformer` is built on the public API alone (issue 16): it needs the shared
+# library, defines no vkf_ function of its own, and every vkf_ function it calls
+# is one the library exports (so a user's program can do whatever it does).
+TOOL=$(find "$ROOT" -name vkformer -type f | head -n 1)
+if [ -z "$TOOL" ]; then
+    fail "the install lacks the vkformer tool"
+else
+    needed "$TOOL" | grep -qx "libvkformer.so.$major" ||
+        fail "the installed vkformer does not use libvkformer.so.$major: $(needed "$TOOL" | tr '\n' ' ')"
+    own=$(nm --defined-only "$TOOL" 2>/dev/null | awk '$3 ~ /^vkf_/ {print $3}' | sort -u)
+    [ -z "$own" ] || fail "the vkformer tool holds library code of its own (a static link?): $(words "$own")"
+    nm -D --undefined-only "$TOOL" | awk '$2 ~ /^vkf_/ {sub(/@.*/, "", $2); print $2}' | sort -u >"$TMP/tool_calls"
+    private=$(comm -23 "$TMP/tool_calls" "$TMP/exported")
+    [ -z "$private" ] || fail "the vkformer tool calls functions the library does not export: $(words "$private")"
+    [ -s "$TMP/tool_calls" ] || fail "the vkformer tool calls no vkf_ function through the shared library"
+    [ -n "$own$private" ] || echo "tool: calls $(wc -l <"$TMP/tool_calls") exported functions, nothing else of the library"
 fi
 
 # ------------------------------------------------------------------ running it

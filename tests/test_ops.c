@@ -7,7 +7,6 @@
  * reference on the same quantized weights, and what they refuse. */
 #include "harness.h"
 #include "internal.h"
-#include "tune.h"
 
 #include <jansson.h>
 #include <math.h>

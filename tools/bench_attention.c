@@ -16,9 +16,7 @@
  * fused kernel in fp32. */
 #include "vkformer.h"
 #include "cli/cli.h" /* exit codes, JSON Lines records */
-#include "internal.h"
-#include "attention_lsh.h"
-#include "reference/reference.h"
+#include "reference.h" /* the tool's host reference (src/reference), not the library */
 
 #include <errno.h>
 #include <math.h>
@@ -86,177 +84,52 @@ static uint64_t next_random(uint64_t *s)
 
 /* ------------------------------------------------------------------ one case */
 
-/* Everything a case allocates, freed by case_free. */
-typedef struct case_res {
-    vkf_tensor *t[6];
-    uint32_t count;
-    vkf_lsh_plan *lsh;
-    vkf_cmd *cmd;
-} case_res;
-
-static vkf_status case_tensor(vkf_context *ctx, case_res *r, vkf_dtype dtype, uint64_t rows, uint64_t cols,
-                              uint64_t *bytes, vkf_tensor **out)
-{
-    uint64_t shape[2] = {rows, cols};
-    VKF_TRY(vkf_tensor_create(ctx, dtype, 2, shape, out));
-    r->t[r->count++] = *out;
-    *bytes += vkf_tensor_bytes(*out);
-    return VKF_OK;
-}
-
-static void case_free(case_res *r)
-{
-    vkf_cmd_destroy(r->cmd);
-    vkf_lsh_plan_destroy(r->lsh);
-    for (uint32_t i = 0; i < r->count; i++) vkf_tensor_destroy(r->t[i]);
-    memset(r, 0, sizeof *r);
-}
-
 /* Shape of a case: B sequences of n tokens, H heads of hd. */
 typedef struct shape {
     uint32_t B, H, hd, n;
     uint64_t d;
 } shape;
 
-/* dense-naive: S = scale·Q·Kᵀ, softmax, O = P·V, with the scores of as many heads
- * at a time as one binding holds (the fused QKV layout gives each head a view). */
-static vkf_status record_naive(vkf_context *ctx, const shape *s, const vkf_device_info *info, vkf_tensor *qkv,
-                               vkf_tensor *out, case_res *r, uint64_t *bytes, char *note, size_t note_size)
+/* Runs one case through the library's public attention call (vkf_cmd_attention,
+ * which makes and owns what the variant needs): records, warms up, times; fills
+ * res (ran, ms, bytes, kernel or note). */
+static void run_case(vkf_context *ctx, const bench_opts *o, const char *name, const shape *s, bool f16,
+                     vkf_attention_kernel kernel, vkf_tensor *qkv, vkf_tensor *out, result *res)
 {
-    uint64_t per_head = (uint64_t)s->n * s->n * sizeof(float);
-    uint64_t group = info->max_storage_buffer_range / per_head;
-    if (group == 0) {
-        snprintf(note, note_size, "one head's %ux%u scores (%.0f MiB) pass the device's %.0f MiB binding limit", s->n,
-                 s->n, per_head / 1048576.0, info->max_storage_buffer_range / 1048576.0);
-        return VKF_ERROR_TOO_LARGE;
-    }
-    if (group > s->H) group = s->H;
-    vkf_tensor *scores;
-    VKF_TRY(case_tensor(ctx, r, VKF_DTYPE_F32, group * s->n, s->n, bytes, &scores));
-    uint64_t d = s->d, row = 3 * d, n = s->n;
-    for (uint32_t b = 0; b < s->B; b++)
-        for (uint32_t h0 = 0; h0 < s->H; h0 += (uint32_t)group) {
-            uint32_t g = s->H - h0 < group ? s->H - h0 : (uint32_t)group;
-            uint64_t base = b * n * row + (uint64_t)h0 * s->hd;
-            vkf_matmul_desc m;
-            vkf_matmul_desc_init(&m);
-            m.m = s->n, m.n = s->n, m.k = s->hd, m.batch[0] = g;
-            m.a = (vkf_matrix_view){qkv, base, row, {s->hd, 0}};
-            m.b = (vkf_matrix_view){qkv, base + d, row, {s->hd, 0}};
-            m.c = (vkf_matrix_view){scores, 0, 0, {n * n, 0}};
-            m.alpha = 1.0f / sqrtf((float)s->hd);
-            VKF_TRY(vkf_cmd_matmul(r->cmd, &m));
-            vkf_softmax_desc p;
-            vkf_softmax_desc_init(&p);
-            p.rows = g * s->n, p.cols = s->n, p.x = scores, p.y = scores;
-            VKF_TRY(vkf_cmd_softmax(r->cmd, &p));
-            vkf_matmul_desc o;
-            vkf_matmul_desc_init(&o);
-            o.m = s->n, o.n = s->hd, o.k = s->n, o.batch[0] = g;
-            o.a = (vkf_matrix_view){scores, 0, 0, {n * n, 0}};
-            o.b = (vkf_matrix_view){qkv, base + 2 * d, row, {s->hd, 0}};
-            o.b_is_k_by_n = true;
-            o.c = (vkf_matrix_view){out, b * n * d + (uint64_t)h0 * s->hd, d, {s->hd, 0}};
-            VKF_TRY(vkf_cmd_matmul(r->cmd, &o));
-        }
-    return VKF_OK;
-}
-
-/* Records the variant into r->cmd, writing out (B*n, d). */
-static vkf_status record_variant(vkf_context *ctx, const vkf_attention_spec *v, const shape *s, uint64_t seed,
-                                 const vkf_device_info *info, bool f16, vkf_attention_kernel kernel, vkf_tensor *qkv,
-                                 vkf_tensor *out, case_res *r, uint64_t *bytes, const char **kernel_out, char *note,
-                                 size_t note_size)
-{
-    if (f16 && v->kind != VKF_ATTN_FUSED) {
-        snprintf(note, note_size, "no F16 path: only the fused kernel (dense, local, strided, bigbird) has one");
-        return VKF_ERROR_UNSUPPORTED;
-    }
-    *kernel_out = v->kind == VKF_ATTN_NAIVE ? "naive" : v->kind == VKF_ATTN_LSH ? "lsh" : NULL;
-    if (v->kind == VKF_ATTN_NAIVE) return record_naive(ctx, s, info, qkv, out, r, bytes, note, note_size);
     uint64_t d = s->d, n = s->n;
-    vkf_attention_view q = {qkv, 0, 3 * d, n * 3 * d}, k = {qkv, d, 3 * d, n * 3 * d}, val = {qkv, 2 * d, 3 * d, n * 3 * d};
-    float scale = 1.0f / sqrtf((float)s->hd);
-    if (v->kind == VKF_ATTN_LSH) {
-        vkf_lsh_desc l = {
-            .batch = s->B, .heads = s->H, .head_dim = s->hd, .n = s->n, .rounds = v->rounds, .chunk = v->chunk,
-            .scale = scale, .q = q, .v = val, .out = out,
-        };
-        VKF_TRY(vkf_lsh_plan_create(ctx, &l, s->n, seed, &r->lsh));
-        *bytes += vkf_lsh_plan_bytes(r->lsh);
-        return vkf_op_attention_lsh(r->cmd, r->lsh, &l);
-    }
-    vkf_attention_desc a;
-    vkf_attention_desc_init(&a);
-    a.batch = s->B, a.heads = s->H, a.head_dim = s->hd, a.lq = s->n, a.lk = s->n, a.scale = scale;
-    a.q = q, a.k = k, a.v = val, a.out = out;
-    a.dtype = f16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
-    a.kernel = kernel;
-    *kernel_out = vkf_attention_kernel_name(ctx, &a); /* lowrank: of its attention over the projected rows */
-    if (v->kind == VKF_ATTN_LOWRANK) {
-        /* K, V projected along the sequence to `rank` rows, then dense over those */
-        uint32_t K = v->rank;
-        vkf_tensor *E, *rows, *kv;
-        VKF_TRY(case_tensor(ctx, r, VKF_DTYPE_F32, (uint64_t)s->B * K, n, bytes, &E));
-        VKF_TRY(case_tensor(ctx, r, VKF_DTYPE_I32, 1, s->B, bytes, &rows));
-        VKF_TRY(case_tensor(ctx, r, VKF_DTYPE_F32, (uint64_t)s->B * K, 2 * d, bytes, &kv));
-        float *Eh = malloc((size_t)s->B * K * n * sizeof *Eh);
-        uint32_t *lens = malloc(s->B * sizeof *lens);
-        int32_t *rh = malloc(s->B * sizeof *rh);
-        vkf_status st = Eh && lens && rh ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "lowrank projection");
-        for (uint32_t b = 0; st == VKF_OK && b < s->B; b++) lens[b] = s->n;
-        if (st == VKF_OK) st = vkf_lowrank_projection(seed, K, s->n, lens, s->B, Eh, rh);
-        if (st == VKF_OK) st = vkf_tensor_upload(E, Eh, (uint64_t)s->B * K * n * sizeof *Eh);
-        if (st == VKF_OK) st = vkf_tensor_upload(rows, rh, s->B * sizeof *rh);
-        free(Eh), free(lens), free(rh);
-        VKF_TRY(st);
-        VKF_TRY(vkf_op_lowrank_project(r->cmd, E, s->B, K, s->n, d, qkv, d, 3 * d, kv));
-        a.lk = K, a.key_lengths = rows;
-        a.k = (vkf_attention_view){kv, 0, 2 * d, (uint64_t)K * 2 * d};
-        a.v = (vkf_attention_view){kv, d, 2 * d, (uint64_t)K * 2 * d};
-        return vkf_op_attention_fused(r->cmd, &a);
-    }
-    a.pattern = v->pattern, a.window = v->window, a.stride = v->stride;
-    if (v->pattern == VKF_ATTENTION_BIGBIRD) {
-        a.bigbird = (vkf_bigbird){v->block, v->globals, v->random, false, seed};
-        vkf_tensor *table;
-        VKF_TRY(vkf_attention_table_create(ctx, &a, &table));
-        r->t[r->count++] = table;
-        *bytes += vkf_tensor_bytes(table);
-        a.table = table;
-    }
-    return vkf_op_attention_fused(r->cmd, &a);
-}
-
-/* Runs one case: records, warms up, times; fills res (ran, ms, bytes or note). */
-static void run_case(vkf_context *ctx, const bench_opts *o, const char *name, const shape *s,
-                     const vkf_device_info *info, bool f16, vkf_attention_kernel kernel, vkf_tensor *qkv,
-                     vkf_tensor *out, result *res)
-{
-    vkf_attention_spec v;
-    case_res r = {0};
-    res->bytes = vkf_tensor_bytes(qkv) + vkf_tensor_bytes(out);
-    vkf_status st = vkf_attention_parse(name, false, &v);
-    if (st == VKF_OK) st = vkf_cmd_create(ctx, VKF_CMD_TIMESTAMPS, &r.cmd);
-    if (st == VKF_OK)
-        st = record_variant(ctx, &v, s, o->seed, info, f16, kernel, qkv, out, &r, &res->bytes, &res->kernel, res->note,
-                            sizeof res->note);
+    vkf_attention_op_desc a;
+    vkf_attention_op_desc_init(&a);
+    a.batch = s->B, a.heads = s->H, a.head_dim = s->hd, a.lq = s->n, a.lk = s->n;
+    a.q = (vkf_matrix_view){qkv, 0, 3 * d, {n * 3 * d, 0}};
+    a.k = (vkf_matrix_view){qkv, d, 3 * d, {n * 3 * d, 0}};
+    a.v = (vkf_matrix_view){qkv, 2 * d, 3 * d, {n * 3 * d, 0}};
+    a.out = out, a.dtype = f16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+    a.variant = name, a.seed = o->seed, a.kernel = kernel;
+    vkf_cmd *cmd = NULL;
+    uint64_t own = 0;
     double *ms = calloc(o->repeat, sizeof *ms);
-    if (st == VKF_OK && !ms) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "timings");
-    if (st == VKF_OK) st = vkf_cmd_submit(r.cmd); /* warm-up: pipelines compiled, memory touched */
+    vkf_status st = vkf_cmd_create(ctx, VKF_CMD_TIMESTAMPS, &cmd);
+    if (st == VKF_OK) st = vkf_cmd_attention(cmd, &a, &res->kernel);
+    if (st == VKF_OK) st = vkf_cmd_memory(cmd, &own);
+    if (st == VKF_OK && !ms) {
+        snprintf(res->note, sizeof res->note, "out of host memory for the timings");
+        st = VKF_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    if (st == VKF_OK) st = vkf_cmd_submit(cmd); /* warm-up: pipelines compiled, memory touched */
     for (unsigned long i = 0; st == VKF_OK && i < o->repeat; i++) {
-        st = vkf_cmd_submit(r.cmd);
-        if (st == VKF_OK) st = vkf_cmd_gpu_ms(r.cmd, &ms[i]);
+        st = vkf_cmd_submit(cmd);
+        if (st == VKF_OK) st = vkf_cmd_gpu_ms(cmd, &ms[i]);
     }
     if (st == VKF_OK) {
         qsort(ms, o->repeat, sizeof *ms, compare_doubles);
         res->ms = o->repeat % 2 ? ms[o->repeat / 2] : (ms[o->repeat / 2 - 1] + ms[o->repeat / 2]) / 2;
+        res->bytes = vkf_tensor_bytes(qkv) + vkf_tensor_bytes(out) + own;
         res->ran = true;
     } else if (!res->note[0]) {
         snprintf(res->note, sizeof res->note, "%s: %s", vkf_status_string(st), vkf_last_error());
     }
     free(ms);
-    case_free(&r);
+    vkf_cmd_destroy(cmd);
 }
 
 /* max |a - b| and the mean cosine similarity of rows of d. */
@@ -697,8 +570,7 @@ int cmd_bench_attention(int argc, char **argv)
         ns[i] = (uint32_t)x;
     }
     for (size_t v = 0; v < v_count; v++) {
-        vkf_attention_spec spec;
-        if (vkf_attention_parse(names[v], false, &spec) != VKF_OK) {
+        if (vkf_attention_check(names[v], false) != VKF_OK) {
             fprintf(stderr, "vkformer: bench attention: %s\n", vkf_last_error());
             return EXIT_USAGE;
         }
@@ -748,6 +620,7 @@ int cmd_bench_attention(int argc, char **argv)
         uint64_t rows = (uint64_t)s.B * s.n, elements = rows * 3 * s.d;
         vkf_tensor *qkv = NULL, *ref = NULL, *out = NULL, *qkv16 = NULL, *out16 = NULL;
         uint16_t *halves = NULL;
+        const char *in_why = NULL; /* a failure of the tool's own (host memory), else vkf_last_error() */
         float *host = NULL, *ref_host = NULL, *got = NULL;
         uint64_t shape_qkv[2] = {rows, 3 * s.d}, shape_out[2] = {rows, s.d};
         vkf_status in_st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 2, shape_qkv, &qkv);
@@ -756,11 +629,12 @@ int cmd_bench_attention(int argc, char **argv)
         if (in_st == VKF_OK && o.f16) in_st = vkf_tensor_create(ctx, VKF_DTYPE_F16, 2, shape_qkv, &qkv16);
         if (in_st == VKF_OK && o.f16) in_st = vkf_tensor_create(ctx, VKF_DTYPE_F16, 2, shape_out, &out16);
         if (in_st == VKF_OK && o.f16 && !(halves = malloc(elements * sizeof *halves)))
-            in_st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "host copies of the inputs");
+            in_st = VKF_ERROR_OUT_OF_HOST_MEMORY, in_why = "out of host memory for host copies of the inputs";
         host = in_st == VKF_OK ? malloc(elements * sizeof *host) : NULL;
         ref_host = host ? malloc(rows * s.d * sizeof *ref_host) : NULL;
         got = ref_host ? malloc(rows * s.d * sizeof *got) : NULL;
-        if (in_st == VKF_OK && !got) in_st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "host copies of the inputs");
+        if (in_st == VKF_OK && !got)
+            in_st = VKF_ERROR_OUT_OF_HOST_MEMORY, in_why = "out of host memory for host copies of the inputs";
         if (in_st == VKF_OK) {
             /* unit-variance inputs: softmax(q·k / sqrt(hd)) is as peaked as a trained model's */
             uint64_t rng = o.seed * 0x9e3779b97f4a7c15ull + ns[ni];
@@ -775,7 +649,7 @@ int cmd_bench_attention(int argc, char **argv)
         result dense_ref = {.variant = "dense", .n = ns[ni]};
         if (in_st == VKF_OK) {
             fprintf(stderr, "bench attention: n=%u: dense reference\n", ns[ni]);
-            run_case(ctx, &o, "dense", &s, &info, false, VKF_ATTENTION_KERNEL_SCALAR, qkv, ref, &dense_ref);
+            run_case(ctx, &o, "dense", &s, false, VKF_ATTENTION_KERNEL_SCALAR, qkv, ref, &dense_ref);
             if (dense_ref.ran) in_st = vkf_tensor_download(ref, ref_host, rows * s.d * sizeof *ref_host);
         }
         for (size_t v = 0; v < v_count; v++) {
@@ -783,13 +657,14 @@ int cmd_bench_attention(int argc, char **argv)
             r->variant = names[v], r->n = ns[ni];
             fprintf(stderr, "bench attention: [%zu/%zu] n=%u %s\n", done, n_count * v_count, ns[ni], names[v]);
             if (in_st != VKF_OK) {
-                snprintf(r->note, sizeof r->note, "inputs: %s: %s", vkf_status_string(in_st), vkf_last_error());
+                snprintf(r->note, sizeof r->note, "inputs: %s: %s", vkf_status_string(in_st),
+                         in_why ? in_why : vkf_last_error());
             } else if (strcmp(names[v], "dense") == 0 && dense_ref.ran && !o.f16 &&
                        o.kernel != VKF_ATTENTION_KERNEL_COOPMAT) {
                 *r = dense_ref; /* the reference itself: timed once */
                 r->max_abs_err = 0, r->cos_sim = 1;
             } else {
-                run_case(ctx, &o, names[v], &s, &info, o.f16, o.kernel, o.f16 ? qkv16 : qkv, o.f16 ? out16 : out, r);
+                run_case(ctx, &o, names[v], &s, o.f16, o.kernel, o.f16 ? qkv16 : qkv, o.f16 ? out16 : out, r);
                 r->max_abs_err = r->cos_sim = NAN;
                 bool fetched = false;
                 if (r->ran && dense_ref.ran && !o.f16)

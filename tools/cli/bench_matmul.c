@@ -1,7 +1,6 @@
 /* vkformer bench matmul: GPU time of C = A·Bᵀ (timestamp queries). */
 #include "cli.h"
-#include "reference/reference.h"
-#include "tune.h"
+#include "reference.h" /* the tool's host reference (src/reference), not the library */
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* vkformer check: every GPU op against the C reference. */
 #include "cli.h"
-#include "reference/reference.h"
+#include "reference.h" /* the tool's host reference (src/reference), not the library */
 
 #include <math.h>
 #include <stdlib.h>

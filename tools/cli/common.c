@@ -2,7 +2,6 @@
  * passes its own table), context and model opening, exit codes, id lists, JSON
  * strings, random data. */
 #include "cli.h"
-#include "internal.h" /* vkf_attention_parse: --attention checked before the model loads */
 
 #include <errno.h>
 #include <math.h>
@@ -284,10 +283,9 @@ int check_model_options(options *o)
     else if (strcmp(o->precision, "int8") == 0) o->load.precision = VKF_PRECISION_INT8;
     else return cli_usage_error(o, "--precision must be auto, f32, f16 or int8, not \"%s\"", o->precision);
     /* a variant the library cannot read is a usage error, like any other bad value */
-    vkf_attention_spec spec;
-    if (o->attention && vkf_attention_parse(o->attention, false, &spec) != VKF_OK)
+    if (o->attention && vkf_attention_check(o->attention, false) != VKF_OK)
         return cli_usage_error(o, "--attention: %s", vkf_last_error());
-    if (o->cross_attention && vkf_attention_parse(o->cross_attention, true, &spec) != VKF_OK)
+    if (o->cross_attention && vkf_attention_check(o->cross_attention, true) != VKF_OK)
         return cli_usage_error(o, "--cross-attention: %s", vkf_last_error());
     return -1;
 }

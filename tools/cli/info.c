@@ -1,6 +1,5 @@
 /* vkformer info: every Vulkan device, its limits and features, and the tiles in use. */
 #include "cli.h"
-#include "tune.h"
 
 #include <math.h>
 #include <stdlib.h>

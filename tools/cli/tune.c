@@ -1,6 +1,5 @@
 /* vkformer tune: time kernel tiles on the device and write its tune file. */
 #include "cli.h"
-#include "tune.h"
 
 #include <math.h>
 #include <stdlib.h>
