@@ -677,6 +677,20 @@ VKF_API vkf_status vkf_model_generate(vkf_model *model, const vkf_sequences *src
  * passes 256 run "dense" as dense-naive. Where a variant does not apply, the
  * context's log gets an info message saying what runs instead. */
 VKF_API vkf_status vkf_model_set_attention(vkf_model *model, const char *self_attention, const char *cross_attention);
+/* What runs at each attention site under the current vkf_model_set_attention
+ * choice, as variant names vkf_attention_check takes ("dense", "local:128",
+ * "dense-naive", ...): where a variant does not apply (see above) the name is
+ * what runs instead. kernel: the fused kernel the model's fused attention uses
+ * ("fused" or "fused-coopmat"), "naive" for a head_dim past the fused kernels. */
+typedef struct vkf_model_attention {
+    char encoder[48];                   /* encoder self-attention (forward pass and generation) */
+    char decoder[48];                   /* decoder self-attention of the forward pass (causal) */
+    char cross[48];                     /* cross-attention of the forward pass */
+    char decode_self[48];               /* a generation step's self-attention over the KV cache */
+    char decode_cross[48];              /* a generation step's cross-attention */
+    char kernel[24];
+} vkf_model_attention;
+VKF_API vkf_status vkf_model_get_attention(const vkf_model *model, vkf_model_attention *out_attention);
 /* The seed of bigbird's random blocks, lsh's rotations and lowrank's projection
  * (default 0). The same seed gives the same results. */
 VKF_API vkf_status vkf_model_set_seed(vkf_model *model, uint64_t seed);

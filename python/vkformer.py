@@ -130,6 +130,13 @@ class _GenerateOptions(ctypes.Structure):
     ]
 
 
+class _ModelAttention(ctypes.Structure):
+    # vkf_model_attention (include/vkformer.h), field for field.
+    _fields_ = [("encoder", ctypes.c_char * 48), ("decoder", ctypes.c_char * 48), ("cross", ctypes.c_char * 48),
+                ("decode_self", ctypes.c_char * 48), ("decode_cross", ctypes.c_char * 48),
+                ("kernel", ctypes.c_char * 24)]
+
+
 class _DeviceInfoHead(ctypes.Structure):
     # The first fields of vkf_device_info (new fields are only ever appended).
     _fields_ = [("index", ctypes.c_uint32), ("name", ctypes.c_char * 256), ("type", ctypes.c_int)]
@@ -163,6 +170,7 @@ _SIGNATURES = {
     "vkf_model_get_config": (_STATUS, [_P, ctypes.POINTER(_ModelConfigStorage)]),
     "vkf_model_set_attention": (_STATUS, [_P, ctypes.c_char_p, ctypes.c_char_p]),
     "vkf_model_set_seed": (_STATUS, [_P, ctypes.c_uint64]),
+    "vkf_model_get_attention": (_STATUS, [_P, ctypes.POINTER(_ModelAttention)]),
     "vkf_model_forward": (_STATUS, [_P, ctypes.POINTER(_Sequences), ctypes.POINTER(_Sequences),
                                     ctypes.POINTER(ctypes.c_float), ctypes.c_uint64]),
     "vkf_model_generate": (_STATUS, [_P, ctypes.POINTER(_Sequences), ctypes.c_uint32,
@@ -381,6 +389,14 @@ class Model:
 
     def set_seed(self, seed):
         _check(self._lib, self._lib.vkf_model_set_seed(self._live(), int(seed)))
+
+    def attention_used(self):
+        """What runs at each attention site (vkf_model_get_attention): a dict of
+        encoder, decoder, cross, decode_self, decode_cross (variant names; where the
+        one asked for does not apply, what runs instead) and kernel."""
+        a = _ModelAttention()
+        _check(self._lib, self._lib.vkf_model_get_attention(self._live(), ctypes.byref(a)))
+        return {f: getattr(a, f).decode() for f, _ in _ModelAttention._fields_}
 
     # -- text
 

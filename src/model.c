@@ -1392,6 +1392,47 @@ vkf_status vkf_model_set_attention(vkf_model *m, const char *self_attention, con
     return VKF_OK;
 }
 
+/* The user-facing name of a choice (what vkf_attention_check takes). */
+static void choice_name(const attn_choice *c, bool scores, char *out, size_t size)
+{
+    if (c->kind == VKF_ATTN_NAIVE || (scores && c->kind != VKF_ATTN_LSH)) snprintf(out, size, "dense-naive");
+    else if (c->kind == VKF_ATTN_LSH) snprintf(out, size, "lsh:%u:%u", c->rounds, c->chunk);
+    else if (c->kind == VKF_ATTN_LOWRANK) snprintf(out, size, "lowrank:%u", c->rank);
+    else if (c->pattern == VKF_ATTENTION_LOCAL) snprintf(out, size, "local:%u", c->window);
+    else if (c->pattern == VKF_ATTENTION_STRIDED) snprintf(out, size, "strided:%u:%u", c->window, c->stride);
+    else if (c->pattern == VKF_ATTENTION_BIGBIRD) snprintf(out, size, "bigbird:%u:%u:%u", c->block, c->globals, c->random);
+    else snprintf(out, size, "dense");
+}
+
+vkf_status vkf_model_get_attention(const vkf_model *m, vkf_model_attention *out)
+{
+    if (!m || !out)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_get_attention: %s is NULL", m ? "out" : "model");
+    memset(out, 0, sizeof *out);
+    attn_choice enc = vkf_site_choice(m, SITE_ENC_SELF), dec = vkf_site_choice(m, SITE_DEC_SELF),
+                cross = vkf_site_choice(m, SITE_CROSS);
+    choice_name(&enc, needs_scores(m, &enc), out->encoder, sizeof out->encoder);
+    choice_name(&dec, needs_scores(m, &dec), out->decoder, sizeof out->decoder);
+    choice_name(&cross, needs_scores(m, &cross), out->cross, sizeof out->cross);
+    /* a generation step has one query row: lsh cannot hash it against the cache
+     * and lowrank cannot apply to causal attention, so they attend densely; the
+     * fused patterns are kept; cross-attention keeps lowrank's projected keys */
+    attn_choice step = dec.kind == VKF_ATTN_FUSED ? dec : (attn_choice){.kind = VKF_ATTN_FUSED};
+    attn_choice step_cross = cross.kind == VKF_ATTN_LOWRANK ? cross : (attn_choice){.kind = VKF_ATTN_FUSED};
+    choice_name(&step, false, out->decode_self, sizeof out->decode_self);
+    choice_name(&step_cross, false, out->decode_cross, sizeof out->decode_cross);
+    uint32_t hd = m->cfg.d_model / m->cfg.n_heads;
+    if (hd > VKF_ATTENTION_MAX_HEAD_DIM) {
+        snprintf(out->kernel, sizeof out->kernel, "naive");
+    } else {
+        vkf_attention_desc a;
+        vkf_attention_desc_init(&a);
+        a.batch = 1, a.heads = m->cfg.n_heads, a.head_dim = hd, a.lq = a.lk = m->cfg.max_len, a.dtype = m->act;
+        snprintf(out->kernel, sizeof out->kernel, "%s", vkf_attention_kernel_name(m->ctx, &a));
+    }
+    return VKF_OK;
+}
+
 vkf_status vkf_model_set_seed(vkf_model *m, uint64_t seed)
 {
     if (!m) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_set_seed: model is NULL");

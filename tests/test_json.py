@@ -56,8 +56,11 @@ DEVICE = {
 
 TIMING = {"sources": int, "tokens": int, "steps": int, "total_ms": Opt(NUM), "first_token_ms": Opt(NUM),
           "tokens_per_s": Opt(NUM), "plan_bytes": int}
+ATTENTION_USED = Opt({"encoder": str, "decoder": str, "cross": str, "decode_self": str, "decode_cross": str,
+                      "kernel": str})
 DECODE = {"index": int, "src": [int], "ids": [int], "decoding": str, "beams": int, "max_new": int,
-          "attention": str, "cross_attention": str, "activations": str, "timing": TIMING}
+          "attention": str, "cross_attention": str, "attention_used": ATTENTION_USED, "activations": str,
+          "timing": TIMING}
 
 OPS = MapOf({"ms": NUM, "dispatches": int})
 STARTUP_KIND = {"total_ms": NUM, "context_ms": NUM, "load_ms": NUM, "first_forward_ms": NUM, "destroy_ms": NUM}
@@ -90,7 +93,8 @@ RECORDS = {
     ("bench attention", "agreement"): {"bench": str, "record": str, "variant": str, "model": str, "sources": int,
                                        "text": bool, "greedy_agreement": Opt(NUM), "skipped": Opt(str)},
     ("forward", None): {"src": [int], "tgt": [int], "argmax": [int], "out": Opt(str), "shape": [int],
-                        "forward_ms": NUM, "attention": str, "cross_attention": str, "activations": str},
+                        "forward_ms": NUM, "attention": str, "cross_attention": str,
+                        "attention_used": ATTENTION_USED, "activations": str},
     ("generate", None): dict(DECODE, hypotheses=[{"ids": [int], "score": Opt(NUM)}]),
     ("translate", None): dict(DECODE, text=str, translation=str, expected=Opt(str), match=Opt(bool),
                               hypotheses=[{"ids": [int], "text": str, "score": Opt(NUM)}]),
@@ -224,7 +228,26 @@ def main():
                    os.path.join(tmp, "l.npy")], [("forward", None)])
     if fwd and (fwd[0]["src"] != [5, 6, 7] or fwd[0]["tgt"] != [1, 8] or len(fwd[0]["argmax"]) != 2):
         failures.append("forward --json: ids %r" % fwd[0])
-    records(["forward", "--model", model, "--src", "5", "--tgt", "1", "--attention", "local:2"], [("forward", None)])
+    loc = records(["forward", "--model", model, "--src", "5", "--tgt", "1", "--attention", "local:2"],
+                  [("forward", None)])
+    want = {"encoder": "local:2", "decoder": "local:2", "cross": "dense", "decode_self": "local:2",
+            "decode_cross": "dense"}
+    if loc and any(loc[0]["attention_used"][k] != v for k, v in want.items()):
+        failures.append("forward --attention local:2 --json: attention_used %r" % loc[0]["attention_used"])
+    # where a variant does not apply, attention_used names what runs instead
+    for asked, used in ((["--attention", "lowrank:4", "--cross-attention", "dense-naive"],
+                         {"encoder": "lowrank:4", "decoder": "dense", "cross": "dense-naive", "decode_self": "dense",
+                          "decode_cross": "dense"}),
+                        (["--attention", "lsh:1:4", "--cross-attention", "lowrank:3"],
+                         {"encoder": "lsh:1:4", "decoder": "lsh:1:4", "cross": "lowrank:3", "decode_self": "dense",
+                          "decode_cross": "lowrank:3"})):
+        g = records(["generate", "--model", model, "--src", "5,6", "--max-new", "2", "--precision", "f32"] + asked,
+                    [("generate", None)])
+        if g and (g[0]["attention_used"] is None or
+                  any(g[0]["attention_used"][k] != v for k, v in used.items()) or
+                  g[0]["attention_used"]["kernel"] not in ("fused", "fused-coopmat")):
+            failures.append("generate %s --json: attention_used %r, expected %r" % (" ".join(asked),
+                            g and g[0]["attention_used"], used))
     gen = records(["generate", "--model", model, "--src", "5,6", "--src", "7", "--max-new", "4"],
                   [("generate", None)] * 2)
     plain = run(["generate", "--model", model, "--src", "5,6", "--src", "7", "--max-new", "4"])

@@ -129,6 +129,12 @@ expect_error(lambda: model.generate([1, cfg.src_vocab_size + 5]), "VKF_ERROR_INV
              str(cfg.src_vocab_size + 5))
 expect_error(lambda: model.generate([1] * (cfg.max_len + 1)), "VKF_ERROR_INVALID_ARGUMENT", "max_len")
 expect_error(lambda: model.set_attention("sparse"), "VKF_ERROR_INVALID_ARGUMENT", "sparse")
+model.set_attention("lowrank:4")
+used = model.attention_used()
+check(used["encoder"] == "lowrank:4" and used["decoder"] == "dense" and used["decode_self"] == "dense" and
+      used["kernel"] in ("fused", "fused-coopmat"), "attention_used after lowrank:4: %r" % used)
+model.set_attention("dense")
+check(model.attention_used()["encoder"] == "dense", "attention_used after dense: %r" % model.attention_used())
 for bad, kind in [([], ValueError), ([1.5, 2.0], TypeError)]:
     try:
         model.generate(bad)

@@ -181,6 +181,9 @@ void jsonl_string(const char *key, const char *value);
 void jsonl_number(double x, int digits);
 /* [5,6,7] */
 void jsonl_ids(const int32_t *ids, uint32_t n);
+/* ,"attention":..,"cross_attention":.. (the variants asked for) and
+ * ,"attention_used":{..} (what the model runs at each site: vkf_model_get_attention). */
+void jsonl_attention(const options *o, const vkf_model *model);
 /* Checks --precision, --attention and --cross-attention (usage errors, exit 2);
  * returns -1 when they are good. */
 int check_model_options(options *o);

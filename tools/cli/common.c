@@ -274,6 +274,25 @@ void jsonl_ids(const int32_t *ids, uint32_t n)
     putchar(']');
 }
 
+void jsonl_attention(const options *o, const vkf_model *model)
+{
+    jsonl_string("attention", o->attention ? o->attention : "dense");
+    jsonl_string("cross_attention", o->cross_attention ? o->cross_attention : "dense");
+    vkf_model_attention used;
+    if (vkf_model_get_attention(model, &used) != VKF_OK) {
+        printf(",\"attention_used\":null");
+        return;
+    }
+    printf(",\"attention_used\":{\"encoder\":");
+    print_json_string(used.encoder);
+    jsonl_string("decoder", used.decoder);
+    jsonl_string("cross", used.cross);
+    jsonl_string("decode_self", used.decode_self);
+    jsonl_string("decode_cross", used.decode_cross);
+    jsonl_string("kernel", used.kernel);
+    putchar('}');
+}
+
 int check_model_options(options *o)
 {
     o->load.precision = VKF_PRECISION_AUTO;

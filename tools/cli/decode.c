@@ -87,8 +87,7 @@ static vkf_status print_decode_record(const decode_json *d, uint32_t index, cons
     vkf_model_config cfg;
     vkf_model_get_config(d->model, &cfg);
     printf(",\"decoding\":\"%s\",\"beams\":%u,\"max_new\":%u", d->mode, d->beams, d->max_new);
-    jsonl_string("attention", d->o->attention ? d->o->attention : "dense");
-    jsonl_string("cross_attention", d->o->cross_attention ? d->o->cross_attention : "dense");
+    jsonl_attention(d->o, d->model);
     printf(",\"activations\":\"%s\"", cfg.activations == VKF_DTYPE_F16 ? "f16" : "f32");
     const vkf_generate_stats *t = &d->stats;
     printf(",\"timing\":{\"sources\":%u,\"tokens\":%llu,\"steps\":%u,\"total_ms\":", d->sources,

@@ -83,8 +83,7 @@ static int run_forward(const options *o)
         jsonl_string("out", o->out);
         printf(",\"shape\":[%u,%u],\"forward_ms\":", lt, cfg.tgt_vocab_size);
         jsonl_number(ms, 6);
-        jsonl_string("attention", o->attention ? o->attention : "dense");
-        jsonl_string("cross_attention", o->cross_attention ? o->cross_attention : "dense");
+        jsonl_attention(o, model);
         printf(",\"activations\":\"%s\"", cfg.activations == VKF_DTYPE_F16 ? "f16" : "f32");
         jsonl_end(&info);
     }
