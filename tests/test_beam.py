@@ -22,8 +22,10 @@ the reference gets the same source. Several --src in one call (one batch of
 sources x beams rows) must give each source's hypotheses as when it runs alone. Hypotheses (ids) must be identical and scores within
 SCORE_ATOL, on random models and on the demo model. Also: --beam 1 equals greedy
 `generate`; sampling with --top-k 1 equals greedy, a fixed --seed repeats itself and
-other seeds differ; bad values (--beam 0, --n-best > --beam, --min-new > --max-new,
---top-p 1.5, --temperature -1, sampling with beams) exit 1 with one line on stderr.
+other seeds differ; values outside an option's fixed range (--beam 0 or 17, --n-best 0)
+are usage errors (exit 2), values the library refuses (--n-best > --beam, --min-new >
+--max-new, --top-p 1.5, --temperature -1, sampling with beams) exit 1; each with one
+line on stderr naming the option or value.
 """
 import json
 import os
@@ -230,14 +232,15 @@ def check_sampling(label, path, sources, max_new):
 
 
 def check_errors(path):
-    for args, needle in ((["--beam", "0"], "beams 0"), (["--beam", "2", "--n-best", "3"], "n_best 3"),
-                         (["--beam", "2", "--max-new", "3", "--min-new", "4"], "min_new 4"),
-                         (["--beam", "17"], "beams 17"), (["--top-p", "1.5"], "top_p 1.5"),
-                         (["--temperature", "-1"], "temperature -1"), (["--top-p", "0"], "top_p 0"),
-                         (["--temperature", "1", "--beam", "2"], "beam sampling")):
-        what = "error: generate %s" % " ".join(args)
+    for args, needle, code in ((["--beam", "0"], "--beam", 2), (["--beam", "17"], "--beam", 2),
+                               (["--n-best", "0"], "--n-best", 2), (["--beam", "2", "--n-best", "3"], "n_best 3", 1),
+                               (["--beam", "2", "--max-new", "3", "--min-new", "4"], "min_new 4", 1),
+                               (["--top-p", "1.5"], "top_p 1.5", 1), (["--temperature", "-1"], "temperature -1", 1),
+                               (["--top-p", "0"], "top_p 0", 1),
+                               (["--temperature", "1", "--beam", "2"], "beam sampling", 1)):
+        what = "error: generate %s (exit %d)" % (" ".join(args), code)
         rc, out, err = run_vkformer(["generate", "--model", path, "--src", "3,4"] + args)
-        if rc != 1 or len(err) != 1 or needle not in err[0]:
+        if rc != code or len(err) != 1 or needle not in err[0]:
             bad(what, "exit %d, stderr %r" % (rc, err))
         else:
             ok(what)

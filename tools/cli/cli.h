@@ -104,12 +104,12 @@ typedef struct cli_option {
 #define CLI_DECODE_OPTIONS                                                                                           \
     {"--max-new", CLI_COUNT, CLI_OFF(max_new), 1, CLI_U32, "N",                                                       \
      "at most N new tokens (default: the model's max_len or generation_config)", NULL},                              \
-    {"--beam", CLI_COUNT, CLI_OFF(beam), 0, CLI_U32, "K", "beam search with K beams (1..16)", NULL},                \
+    {"--beam", CLI_COUNT, CLI_OFF(beam), 1, 16, "K", "beam search with K beams (1..16)", NULL},                \
     {"--length-penalty", CLI_NUMBER, CLI_OFF(length_penalty), 0, 0, "A",                                              \
      "beam: a hypothesis scores its log-probability / length^A (default 1)", NULL},                                  \
     {"--early-stopping", CLI_FLAG, CLI_OFF(early_stopping), 0, 0, NULL,                                               \
      "beam: a source stops once it holds K finished hypotheses", NULL},                                              \
-    {"--n-best", CLI_COUNT, CLI_OFF(n_best), 0, CLI_U32, "N", "beam: N lines \"ids<TAB>score\" per source, best first",\
+    {"--n-best", CLI_COUNT, CLI_OFF(n_best), 1, 16, "N", "beam: N lines \"ids<TAB>score\" per source, best first",\
      NULL},                                                                                                          \
     {"--min-new", CLI_COUNT, CLI_OFF(min_new), 0, CLI_U32, "N", "hold eos off for N steps", NULL},                   \
     {"--temperature", CLI_NUMBER, CLI_OFF(temperature), 0, 0, "T", "sampling on the GPU at temperature T", NULL},   \
