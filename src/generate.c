@@ -295,39 +295,56 @@ static vkf_status greedy_run(vkf_model *m, const vkf_sequences *src, uint32_t ma
 static vkf_status beam_run(vkf_model *m, const vkf_sequences *src, const vkf_generate_options *o, int32_t *out_ids,
                            uint32_t *out_lengths, float *out_scores);
 
-/* Runs generation over the sources; where a plan for all of them at once would
- * need a tensor past one binding (maxStorageBufferRange: logits, KV caches,
- * activations) or past the device's grid, the sources run in halves, each half
- * as its own batch (results are per source, so they do not change). */
+typedef struct generate_call {
+    const vkf_sequences *src;
+    uint32_t max_new;
+    const vkf_generate_options *o;
+    bool beam;
+    int32_t *out_ids;
+    uint32_t *out_lengths;
+    float *out_scores;
+    vkf_generate_stats total;           /* over the chunks run so far */
+    uint32_t chunks;
+} generate_call;
+
+/* The sources [first, first + count) of a generation as one batch (vkf_run_chunked);
+ * the call's stats sum the chunks' tokens and times. */
+static vkf_status generate_chunk(vkf_model *m, void *user, uint32_t first, uint32_t count)
+{
+    generate_call *g = user;
+    uint32_t nb = g->beam ? g->o->n_best : 1;
+    vkf_sequences part = {count, g->src->ids + first, g->src->lengths + first};
+    size_t rows = (size_t)first * nb;
+    vkf_status st = g->beam ? beam_run(m, &part, g->o, g->out_ids + rows * g->max_new, g->out_lengths + rows,
+                                       g->out_scores ? g->out_scores + rows : NULL)
+                            : greedy_run(m, &part, g->max_new, g->o, g->out_ids + rows * g->max_new, g->out_lengths + rows);
+    if (st == VKF_ERROR_TOO_LARGE) {
+        vkf_gen_plan_free(m->gen_plan);
+        m->gen_plan = NULL;
+    }
+    VKF_TRY(st);
+    vkf_generate_stats *t = &g->total;
+    if (g->chunks++ == 0) t->first_token_ms = m->stats.first_token_ms;
+    t->tokens += m->stats.tokens;
+    t->total_ms += m->stats.total_ms;
+    if (m->stats.steps > t->steps) t->steps = m->stats.steps;
+    if (m->stats.plan_bytes > t->plan_bytes) t->plan_bytes = m->stats.plan_bytes;
+    return VKF_OK;
+}
+
+/* Greedy or beam generation of every source, in chunks where one batch would
+ * need a tensor past the device's limits (vkf_run_chunked). */
 static vkf_status run_split(vkf_model *m, const vkf_sequences *src, uint32_t max_new, const vkf_generate_options *o,
                             bool beam, int32_t *out_ids, uint32_t *out_lengths, float *out_scores)
 {
-    vkf_status st = beam ? beam_run(m, src, o, out_ids, out_lengths, out_scores)
-                         : greedy_run(m, src, max_new, o, out_ids, out_lengths);
-    if (st == VKF_ERROR_TOO_LARGE && src && src->count == 1) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", vkf_last_error());
-        return vkf_fail(st, "%s (generating even one source at a time)", msg);
-    }
-    if (st != VKF_ERROR_TOO_LARGE || !src || src->count < 2 || !src->ids || !src->lengths) return st;
-    vkf_gen_plan_free(m->gen_plan);
-    m->gen_plan = NULL;
-    uint32_t half = src->count / 2, nb = beam ? o->n_best : 1;
-    vkf_sequences a = {half, src->ids, src->lengths}, b = {src->count - half, src->ids + half, src->lengths + half};
-    vkf_generate_stats total = {0};
-    VKF_TRY(run_split(m, &a, max_new, o, beam, out_ids, out_lengths, out_scores));
-    total = m->stats;
-    size_t ids_off = (size_t)half * nb * max_new;
-    VKF_TRY(run_split(m, &b, max_new, o, beam, out_ids + ids_off, out_lengths + (size_t)half * nb,
-                      out_scores ? out_scores + (size_t)half * nb : NULL));
-    total.tokens += m->stats.tokens;
-    total.steps = total.steps > m->stats.steps ? total.steps : m->stats.steps;
-    total.total_ms += m->stats.total_ms;
-    if (m->stats.plan_bytes > total.plan_bytes) total.plan_bytes = m->stats.plan_bytes;
-    m->stats = total;
-    vkf_log(m->ctx, VKF_LOG_INFO, "generation of %u sources ran as batches of %u and %u: one batch would need a "
-            "tensor past the device's limits", src->count, a.count, b.count);
-    return VKF_OK;
+    /* the whole batch checked first, so a bad source is named by its index in the call */
+    uint32_t S;
+    VKF_TRY(vkf_check_sequences(m, src, m->cfg.src_vocab_size, "source", &S));
+    generate_call g = {src, max_new, o, beam, out_ids, out_lengths, out_scores, {0}, 0};
+    vkf_status st = vkf_run_chunked(m, &m->gen_chunks, src->count, (const uint32_t[2]){S, max_new}, "generation of",
+                                    generate_chunk, &g);
+    if (st == VKF_OK && g.chunks > 1) m->stats = g.total;
+    return st;
 }
 
 vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t max_new, int32_t *out_ids,

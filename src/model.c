@@ -1290,31 +1290,52 @@ static vkf_status forward_batch(vkf_model *m, const vkf_sequences *src, const vk
     return st;
 }
 
-/* A batch whose plan would need a tensor past one binding (or the grid) runs in
- * halves, each with its own longest lengths. */
-static vkf_status forward_split(vkf_model *m, const vkf_sequences *src, const vkf_sequences *tgt, float *out,
-                                uint32_t t_out)
+vkf_status vkf_run_chunked(vkf_model *m, vkf_chunking *c, uint32_t total, const uint32_t len[2], const char *what,
+                           vkf_chunk_fn fn, void *user)
 {
+    bool known = c->cap && len[0] >= c->len[0] && len[1] >= c->len[1];
+    uint32_t size = known && c->cap < total ? c->cap : total, chunks = 0, largest = 0;
+    for (uint32_t first = 0; first < total;) {
+        uint32_t left = total - first, pieces = (left + size - 1) / size, n = (left + pieces - 1) / pieces;
+        vkf_status st = fn(m, user, first, n);
+        if (st == VKF_ERROR_TOO_LARGE) {
+            if (n == 1) {
+                char msg[1024];
+                snprintf(msg, sizeof msg, "%s", vkf_last_error());
+                return vkf_fail(st, "%s (%s even one sequence at a time)", msg, what);
+            }
+            size = n / 2;
+            c->cap = size, c->len[0] = len[0], c->len[1] = len[1];
+            continue;
+        }
+        VKF_TRY(st);
+        first += n, chunks++;
+        if (n > largest) largest = n;
+    }
+    if (chunks > 1)
+        vkf_log(m->ctx, VKF_LOG_INFO, "%s %u sequences ran as %u batches of at most %u: one batch would need a tensor "
+                "past the device's limits", what, total, chunks, largest);
+    return VKF_OK;
+}
+
+typedef struct forward_call {
+    const vkf_sequences *src, *tgt;
+    float *out;
+    uint32_t t_out;
+} forward_call;
+
+/* The sequences [first, first + count) of a forward call, as one batch with its own longest lengths. */
+static vkf_status forward_chunk(vkf_model *m, void *user, uint32_t first, uint32_t count)
+{
+    const forward_call *f = user;
+    vkf_sequences s = {count, f->src->ids + first, f->src->lengths + first};
+    vkf_sequences t = {count, f->tgt->ids + first, f->tgt->lengths + first};
     uint32_t S = 0, T = 0;
-    for (uint32_t i = 0; i < src->count; i++) {
-        if (src->lengths[i] > S) S = src->lengths[i];
-        if (tgt->lengths[i] > T) T = tgt->lengths[i];
+    for (uint32_t i = 0; i < count; i++) {
+        if (s.lengths[i] > S) S = s.lengths[i];
+        if (t.lengths[i] > T) T = t.lengths[i];
     }
-    vkf_status st = forward_batch(m, src, tgt, S, T, out, t_out);
-    if (st == VKF_ERROR_TOO_LARGE && src->count == 1) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", vkf_last_error());
-        return vkf_fail(st, "%s (a forward pass of even one sequence)", msg);
-    }
-    if (st != VKF_ERROR_TOO_LARGE || src->count < 2) return st;
-    uint32_t half = src->count / 2, V = m->cfg.tgt_vocab_size;
-    vkf_sequences s1 = {half, src->ids, src->lengths}, t1 = {half, tgt->ids, tgt->lengths};
-    vkf_sequences s2 = {src->count - half, src->ids + half, src->lengths + half};
-    vkf_sequences t2 = {src->count - half, tgt->ids + half, tgt->lengths + half};
-    vkf_log(m->ctx, VKF_LOG_INFO, "the forward pass of %u sequences ran as batches of %u and %u: one batch would "
-            "need a tensor past the device's limits", src->count, s1.count, s2.count);
-    VKF_TRY(forward_split(m, &s1, &t1, out, t_out));
-    return forward_split(m, &s2, &t2, out + (uint64_t)half * t_out * V, t_out);
+    return forward_batch(m, &s, &t, S, T, f->out + (uint64_t)first * f->t_out * m->cfg.tgt_vocab_size, f->t_out);
 }
 
 vkf_status vkf_model_forward(vkf_model *m, const vkf_sequences *src, const vkf_sequences *tgt, float *out_logits,
@@ -1332,7 +1353,8 @@ vkf_status vkf_model_forward(vkf_model *m, const vkf_sequences *src, const vkf_s
     if (out_floats != need)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_forward: out_logits holds %llu floats, %llu needed",
                         (unsigned long long)out_floats, (unsigned long long)need);
-    return forward_split(m, src, tgt, out_logits, T);
+    forward_call f = {src, tgt, out_logits, T};
+    return vkf_run_chunked(m, &m->fwd_chunks, B, (const uint32_t[2]){S, T}, "the forward pass of", forward_chunk, &f);
 }
 
 /* ------------------------------------------------------------------ attention variants */

@@ -39,6 +39,13 @@ typedef vkf_attention_spec attn_choice;
 /* Where attention is recorded: which choice applies and which plan resources. */
 enum attn_site { SITE_ENC_SELF = 0, SITE_DEC_SELF = 1, SITE_CROSS = 2 };
 
+/* The largest batch that fit the device (0: none learned), and the longest
+ * lengths it was learned at (vkf_run_chunked). */
+typedef struct vkf_chunking {
+    uint32_t cap;
+    uint32_t len[2];
+} vkf_chunking;
+
 typedef struct enc_layer {
     linear qkv;                         /* (3d, d): self_attn.in_proj */
     linear o;                           /* (d, d): self_attn.out_proj */
@@ -139,9 +146,22 @@ struct vkf_model {
     uint32_t lr_file_rank[2];
     const vkf_cmd *last_forward;        /* borrowed from plans */
     vkf_generate_stats stats;           /* of the last generation */
+    vkf_chunking fwd_chunks, gen_chunks; /* batch sizes that fit the device, learned (vkf_run_chunked) */
 };
 
 /* ------------------------------------------------------------------ model.c */
+
+/* Runs fn over the sequences [0, total) of a call: all at once while that fits
+ * the device, else in even chunks. A chunk failing with VKF_ERROR_TOO_LARGE (a
+ * plan tensor past one binding or the grid) is retried in halves; the size that
+ * fit is remembered in *c with the longest lengths (len[0], len[1]) of the call,
+ * and a later call whose lengths are as long or longer starts from it instead of
+ * failing again. Results are per sequence, so they do not change. `what` names
+ * the work in the message when even one sequence does not fit, and in the info
+ * line logged when the call ran in chunks. */
+typedef vkf_status (*vkf_chunk_fn)(vkf_model *m, void *user, uint32_t first, uint32_t count);
+vkf_status vkf_run_chunked(vkf_model *m, vkf_chunking *c, uint32_t total, const uint32_t len[2], const char *what,
+                           vkf_chunk_fn fn, void *user);
 
 vkf_status vkf_tensor2(vkf_context *ctx, vkf_dtype dtype, uint64_t rows, uint64_t cols, vkf_tensor **out);
 /* out (rows, l.out) = act(in (rows, l.in) · l.wᵀ + l.b) + residual */

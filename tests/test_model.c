@@ -688,6 +688,21 @@ static void test_split(vkf_model *full, const char *path)
     if (model) CHECK_OK(vkf_model_generate(model, &src.s, MAX_NEW, ids_got, len_got));
     CHECK(memcmp(len_want, len_got, sizeof len_want) == 0);
     CHECK(memcmp(ids_want, ids_got, (size_t)BATCH * MAX_NEW * sizeof(int32_t)) == 0);
+    /* again: the model starts from the batch size it learned, with the same results */
+    for (size_t i = 0; i < n; i++) got[i] = NAN;
+    memset(ids_got, 0, (size_t)BATCH * MAX_NEW * sizeof(int32_t));
+    if (model) CHECK_OK(vkf_model_forward(model, &src.s, &tgt.s, got, n));
+    harness_compare("forward in learned chunks, a second call", got, want, n, 1e-5, 0);
+    if (model) CHECK_OK(vkf_model_generate(model, &src.s, MAX_NEW, ids_got, len_got));
+    CHECK(memcmp(ids_want, ids_got, (size_t)BATCH * MAX_NEW * sizeof(int32_t)) == 0);
+    /* a bad source past the first chunk is named by its index in the call */
+    int32_t keep = src.ids[2][1];
+    src.ids[2][1] = (int32_t)c.src_vocab_size;
+    if (model) CHECK_FAIL(vkf_model_generate(model, &src.s, MAX_NEW, ids_got, len_got), VKF_ERROR_INVALID_ARGUMENT,
+                          "source sequence 2");
+    if (model) CHECK_FAIL(vkf_model_forward(model, &src.s, &tgt.s, got, n), VKF_ERROR_INVALID_ARGUMENT,
+                          "source sequence 2");
+    src.ids[2][1] = keep;
     /* a limit below one row of a weight matrix: refused at load, naming the limit */
     setenv("VKFORMER_MAX_BINDING", "1024", 1);
     vkf_context *tiny = harness_context();
