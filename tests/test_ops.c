@@ -295,35 +295,60 @@ static void test_layernorm(vkf_context *ctx)
 
 /* ------------------------------------------------------------------ embedding */
 
-static void run_embed_parts(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, float scale,
-                            bool positional, uint32_t seq_len, uint32_t pos_offset, int bad_id_at, uint64_t seed,
-                            uint32_t parts);
+static float *download_f16(vkf_tensor *t, uint64_t n);
 
-static void run_embed(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, float scale, bool positional,
-                      uint32_t seq_len, uint32_t pos_offset, int bad_id_at, uint64_t seed)
-{
-    run_embed_parts(ctx, tokens, d, vocab, scale, positional, seq_len, pos_offset, bad_id_at, seed, 1);
-}
+/* One embedding case. The table is split into `parts` tensors of ceil(vocab /
+ * parts) rows, one embed recorded per part (as models do past
+ * maxStorageBufferRange). int8: an I8 table (packed four to a word) with one F32
+ * scale per row, quantized by vkf_quantize_int8_rows (rows 4, 9, ... all zero:
+ * scale 0), each part with its own rows' scales, against ref_embed on the
+ * dequantized table q * scale; the kernel computes q * row_scale * scale (+ pe)
+ * in fp32, so F32 output matches to fp32 rounding. act16: F16 output, within its
+ * rounding. bad_id_at >= 0: that token's id is -1 (odd index) or vocab, and its
+ * row must be NaN. */
+typedef struct embed_case {
+    uint32_t tokens, d, vocab;
+    float scale;
+    bool positional;
+    uint32_t seq_len, pos_offset;
+    int bad_id_at;
+    uint32_t parts;                     /* 0 is read as 1 */
+    bool int8, act16;
+} embed_case;
 
-/* The table split into `parts` tensors of ceil(vocab / parts) rows, one embed
- * recorded per part (as models do past maxStorageBufferRange). */
-static void run_embed_parts(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, float scale,
-                            bool positional, uint32_t seq_len, uint32_t pos_offset, int bad_id_at, uint64_t seed,
-                            uint32_t parts)
+static void run_embed_case(vkf_context *ctx, const embed_case *c, uint64_t seed)
 {
-    float *table = harness_random((size_t)vocab * d, seed);
+    uint32_t tokens = c->tokens, d = c->d, vocab = c->vocab, parts = c->parts ? c->parts : 1;
+    float *table = harness_random((size_t)vocab * d, seed), *row_scale = NULL;
+    int8_t *q = NULL;
+    if (c->int8) {
+        row_scale = harness_alloc((size_t)vocab * 4);
+        q = harness_alloc((size_t)vocab * d);
+        for (uint32_t r = 4; r < vocab; r += 5)
+            for (uint32_t col = 0; col < d; col++) table[(size_t)r * d + col] = 0.0f;
+        CHECK_OK(vkf_quantize_int8_rows(table, vocab, d, q, row_scale));
+        for (size_t i = 0; i < (size_t)vocab * d; i++) table[i] = (float)q[i] * row_scale[i / d]; /* what the kernel reads */
+    }
     int32_t *ids = harness_alloc(tokens * sizeof *ids);
     for (uint32_t t = 0; t < tokens; t++) ids[t] = (int32_t)(((uint64_t)t * 2654435761u + seed) % vocab);
-    if (bad_id_at >= 0) ids[bad_id_at] = (bad_id_at % 2) ? -1 : (int32_t)vocab;
+    if (c->bad_id_at >= 0) ids[c->bad_id_at] = (c->bad_id_at % 2) ? -1 : (int32_t)vocab;
     uint32_t per = (vocab + parts - 1) / parts;
-    vkf_tensor *tp[8] = {0}, *to = harness_tensor(ctx, NULL, tokens, d);
+    vkf_tensor *tp[8] = {0}, *ts[8] = {0}, *to = NULL, *ti = NULL, *tpe = NULL;
+    uint64_t ne = (uint64_t)tokens * d;
+    CHECK_OK(vkf_tensor_create(ctx, c->act16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, 1, &ne, &to));
     for (uint32_t i = 0; i < parts && i < 8; i++) {
         uint32_t r0 = i * per, n = vocab - r0 < per ? vocab - r0 : per;
-        tp[i] = harness_tensor(ctx, table + (size_t)r0 * d, n, d);
+        if (c->int8) {
+            uint64_t shape[2] = {n, d};
+            CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I8, 2, shape, &tp[i]));
+            CHECK_OK(vkf_tensor_upload(tp[i], q + (size_t)r0 * d, (uint64_t)n * d));
+            ts[i] = harness_tensor(ctx, row_scale + r0, 1, n);
+        } else {
+            tp[i] = harness_tensor(ctx, table + (size_t)r0 * d, n, d);
+        }
     }
-    vkf_tensor *ti, *tpe = NULL;
-    uint32_t max_pos = (seq_len ? seq_len : tokens) + pos_offset;
-    if (positional) CHECK_OK(vkf_positional_encoding_create(ctx, max_pos, d, &tpe));
+    uint32_t max_pos = (c->seq_len ? c->seq_len : tokens) + c->pos_offset;
+    if (c->positional) CHECK_OK(vkf_positional_encoding_create(ctx, max_pos, d, &tpe));
     uint64_t shape = tokens;
     CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, &shape, &ti));
     CHECK_OK(vkf_tensor_upload(ti, ids, shape * 4));
@@ -332,29 +357,54 @@ static void run_embed_parts(vkf_context *ctx, uint32_t tokens, uint32_t d, uint3
     vkf_embed_desc e;
     vkf_embed_desc_init(&e);
     e.tokens = tokens, e.d = d, e.vocab = vocab, e.ids = ti, e.out = to;
-    e.scale = scale, e.positions = tpe, e.seq_len = seq_len, e.pos_offset = pos_offset;
+    e.scale = c->scale, e.positions = tpe, e.seq_len = c->seq_len, e.pos_offset = c->pos_offset;
     for (uint32_t i = 0; i < parts && i < 8; i++) {
-        e.table = tp[i], e.table_row0 = i * per, e.table_rows = parts > 1 ? (uint32_t)(vkf_tensor_bytes(tp[i]) / 4 / d) : 0;
+        uint32_t r0 = i * per, n = vocab - r0 < per ? vocab - r0 : per;
+        e.table = tp[i], e.table_scale = ts[i], e.table_row0 = r0, e.table_rows = parts > 1 ? n : 0;
         CHECK_OK(vkf_cmd_embed(cmd, &e));
     }
     CHECK_OK(vkf_cmd_submit(cmd));
-    float *got = harness_download(to), *want = harness_alloc((size_t)tokens * d * 4);
-    ref_embed(want, ids, table, tokens, d, vocab, scale, positional, seq_len, pos_offset);
-    if (bad_id_at >= 0) {
+    float *got = c->act16 ? download_f16(to, ne) : harness_download(to), *want = harness_alloc(ne * 4);
+    ref_embed(want, ids, table, tokens, d, vocab, c->scale, c->positional, c->seq_len, c->pos_offset);
+    if (c->bad_id_at >= 0) {
         /* the bad row is NaN on both sides; compare the rest, then the NaNs */
-        for (uint32_t c = 0; c < d; c++) {
-            CHECK(isnan(got[(size_t)bad_id_at * d + c]));
-            got[(size_t)bad_id_at * d + c] = want[(size_t)bad_id_at * d + c] = 0;
+        for (uint32_t col = 0; col < d; col++) {
+            CHECK(isnan(got[(size_t)c->bad_id_at * d + col]));
+            got[(size_t)c->bad_id_at * d + col] = want[(size_t)c->bad_id_at * d + col] = 0;
         }
     }
-    char what[128];
-    snprintf(what, sizeof what, "embed tokens=%u d=%u vocab=%u scale=%g pe=%d seq=%u offset=%u bad=%d parts=%u", tokens,
-             d, vocab, scale, positional, seq_len, pos_offset, bad_id_at, parts);
-    harness_compare(what, got, want, (size_t)tokens * d, 1e-6, 1e-6);
+    char what[200];
+    snprintf(what, sizeof what, "embed, %s table, %s out, tokens=%u d=%u vocab=%u scale=%g pe=%d seq=%u offset=%u "
+             "bad=%d parts=%u", c->int8 ? "int8" : "F32", c->act16 ? "F16" : "F32", tokens, d, vocab, c->scale,
+             c->positional, c->seq_len, c->pos_offset, c->bad_id_at, parts);
+    double tol = c->act16 ? 1e-3 : 1e-6;
+    harness_compare(what, got, want, ne, tol, tol);
     vkf_cmd_destroy(cmd);
-    for (uint32_t i = 0; i < 8; i++) vkf_tensor_destroy(tp[i]);
+    for (uint32_t i = 0; i < 8; i++) vkf_tensor_destroy(tp[i]), vkf_tensor_destroy(ts[i]);
     vkf_tensor_destroy(to), vkf_tensor_destroy(ti), vkf_tensor_destroy(tpe);
-    free(table), free(ids), free(got), free(want);
+    free(table), free(row_scale), free(q), free(ids), free(got), free(want);
+}
+
+static void run_embed(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, float scale, bool positional,
+                      uint32_t seq_len, uint32_t pos_offset, int bad_id_at, uint64_t seed)
+{
+    run_embed_case(ctx, &(embed_case){tokens, d, vocab, scale, positional, seq_len, pos_offset, bad_id_at, 1, false, false},
+                   seed);
+}
+
+static void run_embed_parts(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, float scale,
+                            bool positional, uint32_t seq_len, uint32_t pos_offset, int bad_id_at, uint64_t seed,
+                            uint32_t parts)
+{
+    run_embed_case(ctx, &(embed_case){tokens, d, vocab, scale, positional, seq_len, pos_offset, bad_id_at, parts, false,
+                                      false}, seed);
+}
+
+static void run_embed_i8(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, float scale, bool positional,
+                         uint32_t seq_len, int bad_id_at, uint64_t seed, uint32_t parts, bool act16)
+{
+    run_embed_case(ctx, &(embed_case){tokens, d, vocab, scale, positional, seq_len, 0, bad_id_at, parts, true, act16},
+                   seed);
 }
 
 static void test_embed(vkf_context *ctx)
@@ -374,72 +424,6 @@ static void test_embed(vkf_context *ctx)
     run_embed_parts(ctx, 300, 24, 1001, 3.0f, true, 0, 0, -1, seed++, 3);  /* split table, uneven last part */
     run_embed_parts(ctx, 64, 16, 100, 1.0f, true, 0, 0, 7, seed++, 2);     /* split, id = -1 */
     run_embed_parts(ctx, 64, 16, 100, 1.0f, false, 0, 0, 42, seed++, 7);   /* split in 7, id = vocab */
-}
-
-/* An int8 table (VKF_DTYPE_I8, packed four to a word) with one F32 scale per row,
- * quantized by vkf_quantize_int8_rows (rows 4, 9, ... all zero: scale 0), split in
- * `parts` like run_embed_parts (each part with its own rows' scales), into F32 or
- * (act16) F16 activations: against ref_embed on the dequantized table q * scale.
- * The kernel computes q * row_scale * scale (+ pe) in fp32, so F32 output matches
- * to fp32 rounding; F16 output within its rounding. */
-static float *download_f16(vkf_tensor *t, uint64_t n);
-
-static void run_embed_i8(vkf_context *ctx, uint32_t tokens, uint32_t d, uint32_t vocab, float scale, bool positional,
-                         uint32_t seq_len, int bad_id_at, uint64_t seed, uint32_t parts, bool act16)
-{
-    float *table = harness_random((size_t)vocab * d, seed), *row_scale = harness_alloc((size_t)vocab * 4);
-    for (uint32_t r = 4; r < vocab; r += 5)
-        for (uint32_t c = 0; c < d; c++) table[(size_t)r * d + c] = 0.0f;
-    int8_t *q = harness_alloc((size_t)vocab * d);
-    CHECK_OK(vkf_quantize_int8_rows(table, vocab, d, q, row_scale));
-    for (size_t i = 0; i < (size_t)vocab * d; i++) table[i] = (float)q[i] * row_scale[i / d]; /* what the kernel reads */
-    int32_t *ids = harness_alloc(tokens * sizeof *ids);
-    for (uint32_t t = 0; t < tokens; t++) ids[t] = (int32_t)(((uint64_t)t * 2654435761u + seed) % vocab);
-    if (bad_id_at >= 0) ids[bad_id_at] = (bad_id_at % 2) ? -1 : (int32_t)vocab;
-    uint32_t per = (vocab + parts - 1) / parts;
-    vkf_tensor *tp[8] = {0}, *ts[8] = {0}, *to = NULL, *ti = NULL, *tpe = NULL;
-    uint64_t ne = (uint64_t)tokens * d;
-    CHECK_OK(vkf_tensor_create(ctx, act16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, 1, &ne, &to));
-    for (uint32_t i = 0; i < parts && i < 8; i++) {
-        uint32_t r0 = i * per, n = vocab - r0 < per ? vocab - r0 : per;
-        uint64_t shape[2] = {n, d};
-        CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I8, 2, shape, &tp[i]));
-        CHECK_OK(vkf_tensor_upload(tp[i], q + (size_t)r0 * d, (uint64_t)n * d));
-        ts[i] = harness_tensor(ctx, row_scale + r0, 1, n);
-    }
-    uint32_t max_pos = seq_len ? seq_len : tokens;
-    if (positional) CHECK_OK(vkf_positional_encoding_create(ctx, max_pos, d, &tpe));
-    uint64_t shape = tokens;
-    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, &shape, &ti));
-    CHECK_OK(vkf_tensor_upload(ti, ids, shape * 4));
-    vkf_cmd *cmd;
-    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
-    vkf_embed_desc e;
-    vkf_embed_desc_init(&e);
-    e.tokens = tokens, e.d = d, e.vocab = vocab, e.ids = ti, e.out = to;
-    e.scale = scale, e.positions = tpe, e.seq_len = seq_len;
-    for (uint32_t i = 0; i < parts && i < 8; i++) {
-        e.table = tp[i], e.table_scale = ts[i], e.table_row0 = i * per;
-        e.table_rows = parts > 1 ? (uint32_t)(vkf_tensor_bytes(ts[i]) / 4) : 0;
-        CHECK_OK(vkf_cmd_embed(cmd, &e));
-    }
-    CHECK_OK(vkf_cmd_submit(cmd));
-    float *got = act16 ? download_f16(to, ne) : harness_download(to), *want = harness_alloc(ne * 4);
-    ref_embed(want, ids, table, tokens, d, vocab, scale, positional, seq_len, 0);
-    if (bad_id_at >= 0) {
-        for (uint32_t c = 0; c < d; c++) {
-            CHECK(isnan(got[(size_t)bad_id_at * d + c]));
-            got[(size_t)bad_id_at * d + c] = want[(size_t)bad_id_at * d + c] = 0;
-        }
-    }
-    char what[160];
-    snprintf(what, sizeof what, "embed, int8 table, %s out, tokens=%u d=%u vocab=%u scale=%g pe=%d seq=%u bad=%d parts=%u",
-             act16 ? "F16" : "F32", tokens, d, vocab, scale, positional, seq_len, bad_id_at, parts);
-    harness_compare(what, got, want, ne, act16 ? 1e-3 : 1e-6, act16 ? 1e-3 : 1e-6);
-    vkf_cmd_destroy(cmd);
-    for (uint32_t i = 0; i < 8; i++) vkf_tensor_destroy(tp[i]), vkf_tensor_destroy(ts[i]);
-    vkf_tensor_destroy(to), vkf_tensor_destroy(ti), vkf_tensor_destroy(tpe);
-    free(table), free(row_scale), free(q), free(ids), free(got), free(want);
 }
 
 static void test_embed_i8(vkf_context *ctx, const vkf_device_info *info)
@@ -613,6 +597,25 @@ static void run_matmul_act16(vkf_context *ctx, const char *family, uint32_t m, u
     free(a), free(b), free(bias), free(r), free(got), free(want);
 }
 
+/* The scalar matmul families with small tiles of each (subgroup where the device
+ * has it: one subgroup's rows per lane-row block, so that 37 and 70 rows use it);
+ * returns how many. */
+typedef struct scalar_family {
+    const char *name;
+    vkf_variant_id variant;
+    vkf_matmul_tiles tiles;
+} scalar_family;
+
+static size_t scalar_families(const vkf_device_info *info, scalar_family out[3])
+{
+    out[0] = (scalar_family){"direct", VKF_VARIANT_MATMUL_DIRECT, {.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8}};
+    out[1] = (scalar_family){"tiled", VKF_VARIANT_MATMUL_TILED, {.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4}};
+    out[2] = (scalar_family){"subgroup", VKF_VARIANT_MATMUL_SUBGROUP, {0}};
+    bool has_subgroup = vkf_matmul_subgroup_tiles(info, 2 * info->subgroup_size, 4 * info->subgroup_size,
+                                                  info->subgroup_size, 2, &out[2].tiles);
+    return has_subgroup ? 3 : 2;
+}
+
 static void test_act16(vkf_context *ctx, const vkf_device_info *info)
 {
     if (!info->storage_16bit) {
@@ -631,23 +634,11 @@ static void test_act16(vkf_context *ctx, const vkf_device_info *info)
         vkf_tensor_destroy(t16), vkf_tensor_destroy(t32);
         return;
     }
-    static const vkf_matmul_tiles tiled = {.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
-    static const vkf_matmul_tiles direct = {.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
-    /* one subgroup's rows per lane-row block, so that 37 and 70 rows use it */
-    vkf_matmul_tiles subgroup;
-    bool has_subgroup = vkf_matmul_subgroup_tiles(info, 2 * info->subgroup_size, 4 * info->subgroup_size,
-                                                  info->subgroup_size, 2, &subgroup);
-    const struct {
-        const char *name;
-        vkf_variant_id variant;
-        const vkf_matmul_tiles *tiles;
-    } families[] = {{"direct", VKF_VARIANT_MATMUL_DIRECT, &direct},
-                    {"tiled", VKF_VARIANT_MATMUL_TILED, &tiled},
-                    {"subgroup", VKF_VARIANT_MATMUL_SUBGROUP, &subgroup}};
+    scalar_family families[3];
+    size_t count = scalar_families(info, families);
     uint64_t seed = 5000;
-    for (size_t f = 0; f < 3; f++) {
-        if (families[f].variant == VKF_VARIANT_MATMUL_SUBGROUP && !has_subgroup) continue;
-        CHECK_OK(vkf_tuning_set_matmul(ctx, families[f].variant, families[f].tiles));
+    for (size_t f = 0; f < count; f++) {
+        CHECK_OK(vkf_tuning_set_matmul(ctx, families[f].variant, &families[f].tiles));
         ctx->tuning.matmul_min_macs = 0;
         for (int b16 = 0; b16 < 2; b16++) {
             run_matmul_act16(ctx, families[f].name, 37, 50, 64, b16, false, seed += 4);   /* vec4 loads */
@@ -1314,22 +1305,11 @@ static void test_int8(vkf_context *ctx, const vkf_device_info *info)
 {
     test_quantize_int8();
     test_int8_errors(ctx);
-    static const vkf_matmul_tiles tiled = {.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
-    static const vkf_matmul_tiles direct = {.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
-    vkf_matmul_tiles subgroup;
-    bool has_subgroup = vkf_matmul_subgroup_tiles(info, 2 * info->subgroup_size, 4 * info->subgroup_size,
-                                                  info->subgroup_size, 2, &subgroup);
-    const struct {
-        const char *name;
-        vkf_variant_id variant;
-        const vkf_matmul_tiles *tiles;
-    } families[] = {{"direct", VKF_VARIANT_MATMUL_DIRECT, &direct},
-                    {"tiled", VKF_VARIANT_MATMUL_TILED, &tiled},
-                    {"subgroup", VKF_VARIANT_MATMUL_SUBGROUP, &subgroup}};
+    scalar_family families[3];
+    size_t count = scalar_families(info, families);
     uint64_t seed = 15000;
-    for (size_t f = 0; f < 3; f++) {
-        if (families[f].variant == VKF_VARIANT_MATMUL_SUBGROUP && !has_subgroup) continue;
-        vkf_status st = vkf_tuning_set_matmul(ctx, families[f].variant, families[f].tiles);
+    for (size_t f = 0; f < count; f++) {
+        vkf_status st = vkf_tuning_set_matmul(ctx, families[f].variant, &families[f].tiles);
         if (st == VKF_ERROR_UNSUPPORTED) {
             fprintf(stderr, "int8: skipping %s on this device: %s\n", families[f].name, vkf_last_error());
             continue;
