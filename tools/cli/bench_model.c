@@ -289,8 +289,5 @@ int cmd_bench_model(int argc, char **argv)
                                     "decode step\n(greedy and 4 beams), per kind of operation, and peak device memory",
                                     table};
     options o = {.repeat = 10, .batch = 1, .src_len = 64, .tgt_len = 64};
-    int code = cli_parse(&cmd, argc, argv, &o);
-    if (code < 0) code = cli_max_args(&o, 0);
-    if (code < 0) code = check_model_options(&o);
-    return code >= 0 ? code : run_bench_model(&o);
+    return cli_run_model_command(&cmd, argc, argv, &o, run_bench_model);
 }

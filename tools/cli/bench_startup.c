@@ -204,8 +204,7 @@ static int run_bench_startup(const options *o)
 int cmd_bench_startup(int argc, char **argv)
 {
     static const cli_option table[] = {
-        {"--model", CLI_STRING, CLI_OFF(model), 0, 0, "MODEL", "a vkformer .safetensors file or a Hugging Face Marian "
-         "folder", NULL},
+        CLI_MODEL_PATH,
         {"--preset", CLI_STRING, CLI_OFF(preset), 0, 0, "small|base", "a random-weight model (as bench model's)", NULL},
         {"--repeat", CLI_COUNT, CLI_OFF(repeat), 1, 100, "R", "runs of each kind, the median reported (default 10)",
          NULL},
@@ -218,8 +217,5 @@ int cmd_bench_startup(int argc, char **argv)
                                     "context creation + model load + first forward, each run in a fresh process, with "
                                     "no,\nan empty (cold) and a filled (warm) pipeline cache", table};
     options o = {.repeat = 10};
-    int code = cli_parse(&cmd, argc, argv, &o);
-    if (code < 0) code = cli_max_args(&o, 0);
-    if (code < 0) code = check_model_options(&o);
-    return code >= 0 ? code : run_bench_startup(&o);
+    return cli_run_model_command(&cmd, argc, argv, &o, run_bench_startup);
 }

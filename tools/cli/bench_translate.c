@@ -130,8 +130,7 @@ static int run_bench_translate(const options *o)
 int cmd_bench_translate(int argc, char **argv)
 {
     static const cli_option table[] = {
-        {"--model", CLI_STRING, CLI_OFF(model), 0, 0, "MODEL", "a vkformer .safetensors file or a Hugging Face Marian "
-         "folder", NULL},
+        CLI_MODEL_PATH,
         {"--input", CLI_STRING, CLI_OFF(input), 0, 0, "FILE|-", "the sources as id lists, one per line (- : stdin): "
          "the batch", NULL},
         {"--batch", CLI_COUNT, CLI_OFF(batch), 1, 4096, "B", "random sources decoded together (default 32)", NULL},

@@ -119,6 +119,11 @@ typedef struct cli_option {
 
 #define CLI_END {NULL, CLI_FLAG, 0, 0, 0, NULL, NULL, NULL}
 
+/* --model MODEL, as every command that loads one takes it. */
+#define CLI_MODEL_PATH                                                                                               \
+    {"--model", CLI_STRING, CLI_OFF(model), 0, 0, "MODEL", "a vkformer .safetensors file or a Hugging Face Marian "  \
+     "folder", NULL}
+
 typedef struct cli_command {
     const char *name;                   /* "generate", "bench matmul" */
     const char *synopsis;               /* one or more lines of "usage: vkformer NAME ..." forms (after NAME) */
@@ -136,6 +141,9 @@ bool cli_given(const options *o, const char *name);
 int cli_usage_error(const options *o, const char *format, ...) __attribute__((format(printf, 2, 3)));
 /* Usage error unless the command was given at most max words (not options). */
 int cli_max_args(const options *o, int max);
+/* A command that takes options only and loads a model: parse, refuse words,
+ * check the model options (precision, attention), then run(o). */
+int cli_run_model_command(const cli_command *cmd, int argc, char **argv, options *o, int (*run)(const options *o));
 /* Prints the command's usage text (synopsis, about, one line per option). */
 void cli_print_help(const cli_command *cmd, FILE *f);
 

@@ -293,6 +293,14 @@ void jsonl_attention(const options *o, const vkf_model *model)
     putchar('}');
 }
 
+int cli_run_model_command(const cli_command *cmd, int argc, char **argv, options *o, int (*run)(const options *o))
+{
+    int code = cli_parse(cmd, argc, argv, o);
+    if (code < 0) code = cli_max_args(o, 0);
+    if (code < 0) code = check_model_options(o);
+    return code >= 0 ? code : run(o);
+}
+
 int check_model_options(options *o)
 {
     o->load.precision = VKF_PRECISION_AUTO;

@@ -449,8 +449,7 @@ static int run_translate(const options *o, const char *text)
 
 /* Options of generate and translate beside their own. */
 #define DECODE_COMMAND_OPTIONS                                                                                       \
-    {"--model", CLI_STRING, CLI_OFF(model), 0, 0, "MODEL", "a vkformer .safetensors file or a Hugging Face Marian "  \
-     "folder", NULL},                                                                                                \
+    CLI_MODEL_PATH,                                                                                                \
     {"--input", CLI_STRING, CLI_OFF(input), 0, 0, "FILE|-", "one source per line (- : stdin)", NULL},              \
     {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line per source: ids, text, timings, attention "        \
      "(docs/json.md)", NULL},                                                                                        \

@@ -95,8 +95,7 @@ static int run_forward(const options *o)
 int cmd_forward(int argc, char **argv)
 {
     static const cli_option table[] = {
-        {"--model", CLI_STRING, CLI_OFF(model), 0, 0, "MODEL", "a vkformer .safetensors file or a Hugging Face Marian "
-         "folder", NULL},
+        CLI_MODEL_PATH,
         {"--src", CLI_STRING, CLI_OFF(src), 0, 0, "IDS", "source token ids, comma-separated (5,6,7)", NULL},
         {"--tgt", CLI_STRING, CLI_OFF(tgt), 0, 0, "IDS", "target token ids, bos first (1,8,9)", NULL},
         {"--out", CLI_STRING, CLI_OFF(out), 0, 0, "FILE.npy", "where the logits go (- : stdout)", NULL},
@@ -110,8 +109,5 @@ int cmd_forward(int argc, char **argv)
                                     "the generator's logits for every target position: a float32 .npy of shape\n"
                                     "(len(tgt), tgt_vocab_size)", table};
     options o = {0};
-    int code = cli_parse(&cmd, argc, argv, &o);
-    if (code < 0) code = cli_max_args(&o, 0);
-    if (code < 0) code = check_model_options(&o);
-    return code >= 0 ? code : run_forward(&o);
+    return cli_run_model_command(&cmd, argc, argv, &o, run_forward);
 }

@@ -60,8 +60,7 @@ static int run_tokenize(const options *o, const char *arg)
 int cmd_tokenize(int argc, char **argv)
 {
     static const cli_option table[] = {
-        {"--model", CLI_STRING, CLI_OFF(model), 0, 0, "MODEL", "a vkformer .safetensors file or a Hugging Face Marian "
-         "folder", NULL},
+        CLI_MODEL_PATH,
         {"--decode", CLI_FLAG, CLI_OFF(decode), 0, 0, NULL, "target ids to text (IDS: comma-separated)", NULL},
         {"--input", CLI_STRING, CLI_OFF(input), 0, 0, "FILE|-", "one text (or id list) per line (- : stdin)", NULL},
         CLI_COMMON_OPTIONS,
