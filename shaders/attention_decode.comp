@@ -3,14 +3,21 @@
 //   out[b, h] = softmax(scale * q[b, h] · K[b, h, j]ᵀ, j < n_b) · V[b, h, j]
 // where n_b = state[0] + 1 (self-attention over the KV cache, the current
 // position read from GPU memory) or n_b = lengths[b] (cross-attention over the
-// encoder memory of each source). One workgroup per (b, h); the scores go to a
-// scratch row so keys of any count fit.
+// encoder memory of each source). Two forms, chosen by specialization:
+//  - split (ROWS 0, GPUs): one workgroup per (b, h), its invocations sharing the
+//    keys; the scores go to a scratch row so keys of any count fit;
+//  - rows (ROWS 1, CPU drivers): one invocation per (b, h), WG of them per
+//    workgroup, each with its query and accumulator in registers (HD = head_dim
+//    elements) and an online softmax over the keys: no barrier, no scratch, and
+//    WG times fewer workgroups, which is what a CPU driver pays for.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "act.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint ROWS = 0;    // 1: the rows form
+layout(constant_id = 2) const uint HD = 1;      // rows form: head_dim
 #include "reduce.glsl"
 
 // Mirrored by vkf_push_attention_decode in push.h. Element (b, j, h, c) of K is
@@ -29,6 +36,8 @@ layout(push_constant) uniform Push {
     uint bb_block, bb_globals, bb_random;   // bigbird's B, G, R
     uint random_len;                // elements of the random-block table (>= 1); reads are clamped to it
     uint kv_div;                    // K and V of row b: those of b / kv_div (beams sharing a source's keys)
+    uint rows;                      // batch * heads (the rows form's bound)
+    uint indexed;                   // 1: key j of row b lives in row row_index[b * max_keys + j] (beam search)
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufQ { ACT_T q[]; };
@@ -38,6 +47,16 @@ layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (ba
 layout(set = 0, binding = 4) buffer BufScratch { float scores[]; };       // (batch * heads, max_keys)
 layout(set = 0, binding = 5) writeonly buffer BufOut { ACT_T outv[]; };
 layout(set = 0, binding = 6) readonly buffer BufRandom { int random_blocks[]; };  // (query blocks, R) or the dummy
+layout(set = 0, binding = 7) readonly buffer BufRowIndex { int row_index[]; };    // (batch, max_keys) or the dummy
+
+// The first element of key (and value) j of row b for head h: its row is b's own
+// (b / kv_div), or with `indexed` the row that holds b's position j (beam search:
+// a beam's history lives in the rows its ancestors had; clamped to the batch).
+uint kv_row(uint b, uint j)
+{
+    if (pc.indexed == 0u) return b / pc.kv_div;
+    return uint(clamp(row_index[b * pc.max_keys + j], 0, int(pc.rows / pc.heads) - 1));
+}
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
@@ -50,16 +69,57 @@ bool block_allowed(uint qb, uint kb)
     return false;
 }
 
+// Whether query row i may see key j under the pattern.
+bool key_allowed(uint i, uint j)
+{
+    bool near = (i > j ? i - j : j - i) <= pc.window;
+    return !((pc.pattern == 1u && !near) || (pc.pattern == 2u && !near && j % pc.stride != pc.stride - 1u) ||
+             (pc.pattern == 3u && !block_allowed(i / pc.bb_block, j / pc.bb_block)));
+}
+
+void rows_main()
+{
+    const uint bh = linear_workgroup() * WG + gl_LocalInvocationID.x;
+    if (bh >= pc.rows) return;
+    const uint b = bh / pc.heads, h = bh % pc.heads;
+    int n_signed = pc.length_from_state != 0u ? lengths[0] + 1 : lengths[b];
+    const uint n = uint(clamp(n_signed, 0, int(pc.max_keys)));
+    const uint qb = pc.q_offset + b * pc.q_batch + h * HD;
+    const uint kb = pc.k_offset + h * HD, vb = pc.v_offset + h * HD;
+    const uint i = uint(max(lengths[0], 0));
+    float qv[HD], acc[HD];
+    for (uint c = 0u; c < HD; c++) qv[c] = float(q[qb + c]), acc[c] = 0.0;
+    float m = NEG_INF, l = 0.0;
+    for (uint j = 0u; j < n; j++) {
+        if (pc.pattern != 0u && !key_allowed(i, j)) continue;
+        const uint row = kv_row(b, j);
+        const uint kr = kb + row * pc.k_batch + j * pc.k_row, vr = vb + row * pc.v_batch + j * pc.v_row;
+        float s = 0.0;
+        for (uint c = 0u; c < HD; c++) s += qv[c] * float(k[kr + c]);
+        s *= pc.scale;
+        const float mn = max(m, s), corr = exp(m - mn), p = exp(s - mn);
+        l = l * corr + p;
+        for (uint c = 0u; c < HD; c++) acc[c] = acc[c] * corr + p * float(v[vr + c]);
+        m = mn;
+    }
+    const float inv = l > 0.0 ? 1.0 / l : 0.0;
+    const uint ob = b * pc.out_batch + h * HD;
+    for (uint c = 0u; c < HD; c++) outv[ob + c] = ACT_T(acc[c] * inv);
+}
+
 void main()
 {
+    if (ROWS != 0u) {
+        rows_main();
+        return;
+    }
     const uint bh = linear_workgroup();
     const uint b = bh / pc.heads, h = bh % pc.heads;
     const uint tid = gl_LocalInvocationID.x;
     int n_signed = pc.length_from_state != 0u ? lengths[0] + 1 : lengths[b];
     const uint n = uint(clamp(n_signed, 0, int(pc.max_keys)));
     const uint qb = pc.q_offset + b * pc.q_batch + h * pc.head_dim;
-    const uint kb = pc.k_offset + (b / pc.kv_div) * pc.k_batch + h * pc.head_dim;
-    const uint vb = pc.v_offset + (b / pc.kv_div) * pc.v_batch + h * pc.head_dim;
+    const uint kb = pc.k_offset + h * pc.head_dim, vb = pc.v_offset + h * pc.head_dim;
     const uint sb = bh * pc.max_keys;
 
     // The query's row for the sparse patterns: the decode position (self-attention).
@@ -67,12 +127,10 @@ void main()
     float m = NEG_INF;
     for (uint j = tid; j < n; j += WG) {
         float s = 0.0;
-        for (uint c = 0; c < pc.head_dim; c++) s += float(q[qb + c]) * float(k[kb + j * pc.k_row + c]);
+        const uint kr = kb + kv_row(b, j) * pc.k_batch + j * pc.k_row;
+        for (uint c = 0; c < pc.head_dim; c++) s += float(q[qb + c]) * float(k[kr + c]);
         s *= pc.scale;
-        bool near = (i > j ? i - j : j - i) <= pc.window;
-        if ((pc.pattern == 1u && !near) || (pc.pattern == 2u && !near && j % pc.stride != pc.stride - 1u) ||
-            (pc.pattern == 3u && !block_allowed(i / pc.bb_block, j / pc.bb_block)))
-            s = NEG_INF;
+        if (pc.pattern != 0u && !key_allowed(i, j)) s = NEG_INF;
         scores[sb + j] = s;
         m = max(m, s);
     }
@@ -89,7 +147,7 @@ void main()
     const uint ob = b * pc.out_batch + h * pc.head_dim;
     for (uint c = tid; c < pc.head_dim; c += WG) {
         float acc = 0.0;
-        for (uint j = 0; j < n; j++) acc += scores[sb + j] * float(v[vb + j * pc.v_row + c]);
+        for (uint j = 0; j < n; j++) acc += scores[sb + j] * float(v[vb + kv_row(b, j) * pc.v_batch + j * pc.v_row + c]);
         outv[ob + c] = ACT_T(acc * inv);
     }
 }

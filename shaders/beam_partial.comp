@@ -6,6 +6,11 @@
 // n_cand (beam, token) pairs of a source are among the best n_cand of each row,
 // which are among the best n_cand of each chunk. So the K x V pairs are searched
 // by rows x chunks workgroups instead of one per source.
+// Two forms, chosen by specialization: a workgroup per (row, chunk) whose
+// invocations share the chunk (ROWS 0, GPUs: rounds of a parallel arg-max); or
+// (ROWS 1, CPU drivers) one invocation per (row, chunk), WG of them per
+// workgroup, each scanning its chunk alone with a sorted list of its n_cand best
+// in registers: no barrier, two reads of the chunk.
 // eos is left out while the step (state[0]) is below min_new (and, with
 // renormalize, out of the sums too); at step force_step eos is the only
 // candidate, with logit 0 (its score is the beam's, as after forced_eos).
@@ -15,6 +20,8 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint ROWS = 0;    // 1: the rows form
+const uint MAX_CAND = 32u;                      // n_cand <= 2 x 16 beams
 
 // Mirrored by vkf_push_beam_partial in push.h.
 layout(push_constant) uniform Push {
@@ -40,8 +47,63 @@ bool better(float v, uint i, float bv, uint bi)
     return bi == NONE || v > bv || (v == bv && i < bi);
 }
 
+void rows_main()
+{
+    const uint g = linear_workgroup() * WG + gl_LocalInvocationID.x;
+    if (g >= pc.rows * pc.chunks) return;
+    const uint row = g / pc.chunks, c = g - row * pc.chunks;
+    const uint v0 = c * pc.chunk, v1 = min(v0 + pc.chunk, pc.vocab), base = row * pc.vocab;
+    const int step = state[0];
+    const bool no_eos = step < int(pc.min_new);
+    const bool forced = step >= 0 && uint(step) == pc.force_step;
+    const int skip = no_eos && pc.renormalize != 0u ? pc.eos : -1;
+    const float NEG_INF = uintBitsToFloat(0xff800000u);
+    const uint nc = min(pc.n_cand, MAX_CAND);
+    float best_x[MAX_CAND];
+    uint best_i[MAX_CAND];
+    for (uint q = 0u; q < MAX_CAND; q++) best_x[q] = 0.0, best_i[q] = NONE;
+    uint have = 0u;                     // entries of best_* in use, best first
+    float m = NEG_INF;
+    for (uint v = v0; v < v1; v++) {
+        const float raw = float(logits[base + v]);
+        if (int(v) != skip) m = max(m, raw);
+        float x = raw;
+        if (forced) {
+            if (int(v) != pc.eos) continue;
+            x = 0.0;
+        } else if ((no_eos && int(v) == pc.eos) || isnan(x) || isinf(x)) {
+            continue;
+        }
+        // ids rise along the scan, so an equal value never passes one already held
+        if (have == nc && !(x > best_x[nc - 1u])) continue;
+        uint at = have < nc ? have : nc - 1u;
+        while (at > 0u && x > best_x[at - 1u]) {
+            best_x[at] = best_x[at - 1u];
+            best_i[at] = best_i[at - 1u];
+            at--;
+        }
+        best_x[at] = x;
+        best_i[at] = v;
+        if (have < nc) have++;
+    }
+    float sum = 0.0;
+    if (m != NEG_INF)
+        for (uint v = v0; v < v1; v++)
+            if (int(v) != skip) sum += exp(float(logits[base + v]) - m);
+    stats[g * 2u] = m;
+    stats[g * 2u + 1u] = sum;
+    for (uint q = 0u; q < nc; q++) {
+        cand_x[g * pc.n_cand + q] = q < have ? best_x[q] : NEG_INF;
+        cand_id[g * pc.n_cand + q] = q < have ? int(best_i[q]) : -1;
+    }
+}
+
 void main()
 {
+    if (ROWS != 0u) {
+        rows_main();
+        return;
+    }
     const uint g = linear_workgroup();
     if (g >= pc.rows * pc.chunks) return;
     const uint row = g / pc.chunks, c = g - row * pc.chunks, tid = gl_LocalInvocationID.x;

@@ -2,8 +2,10 @@
 // Beam search's KV-cache reorder (and the cross-attention expand of each source to
 // its beams): dst[r, w] = src[parent[r], w] for the first n 32-bit words of every
 // row, n = state[0] * words_per_position (the cache positions written so far) or
-// fixed_words. Raw words: the same kernel serves F32 and F16 rows of even length.
-// Grid: x over a row's words, y over rows.
+// fixed_words. Raw words: the same kernel serves F32 and F16 rows of even length,
+// and I32 tables. With set_self (beam search's row-index table, one word per
+// position) word n of row r becomes r: the position the step writes, in the
+// row's own cache. Grid: x over a row's words, y over rows.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -17,6 +19,7 @@ layout(push_constant) uniform Push {
     uint fixed_words;               // words per row to copy when use_state is 0
     uint words_per_position;        // words per cache position when use_state is 1
     uint use_state;
+    uint set_self;                  // 1: dst[r, n] = r (n < row_words)
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufSrc { uint src[]; };        // (src_rows, src_row_words)
@@ -31,6 +34,10 @@ void main()
     if (r >= pc.rows) return;
     uint n = pc.use_state != 0u ? uint(max(state[0], 0)) * pc.words_per_position : pc.fixed_words;
     n = min(n, min(pc.row_words, pc.src_row_words));
+    if (pc.set_self != 0u && w == n && n < pc.row_words) {
+        dst[r * pc.row_words + w] = r;
+        return;
+    }
     if (w >= n) return;
     const int p = parent[r];
     if (p < 0 || uint(p) >= pc.src_rows) return;

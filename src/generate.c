@@ -4,7 +4,8 @@
  * rows as one batch: the GPU scores every (beam, token) pair and keeps each
  * source's best 2K (beam_topk.comp), the host does Hugging Face's bookkeeping on
  * those 2K pairs (which beams go on, which hypotheses finish), and the next step
- * gathers each row's KV cache from its parent row on the GPU (kv_gather.comp). */
+ * gathers each row's table of cache rows from its parent row on the GPU
+ * (kv_gather.comp), which the decode attention reads through. */
 #include "internal.h"
 #include "model.h"
 #include "push.h"
@@ -26,20 +27,14 @@ void vkf_gen_plan_free(gen_plan *p)
         if (p->cache_k) vkf_tensor_destroy(p->cache_k[i]);
         if (p->cache_v) vkf_tensor_destroy(p->cache_v[i]);
     }
-    for (uint32_t i = 0; i < p->layers; i++) {
-        if (p->cache2_k) vkf_tensor_destroy(p->cache2_k[i]);
-        if (p->cache2_v) vkf_tensor_destroy(p->cache2_v[i]);
-    }
     vkf_cmd_destroy(p->step2);
     free(p->cross_kv);
     free(p->cache_k);
     free(p->cache_v);
-    free(p->cache2_k);
-    free(p->cache2_v);
     vkf_tensor *ts[] = {p->src_lengths, p->state,  p->step_ids,    p->tokens,     p->y,       p->y2,      p->yn,
                         p->qkv,         p->q,      p->attn,        p->tmp,        p->hidden,  p->scratch, p->logits,
                         p->bb_random,   p->parent, p->beam_scores, p->cand_scores, p->cand_ids,
-                        p->topk_stats,  p->topk_x, p->topk_id};
+                        p->topk_stats,  p->topk_x, p->topk_id,    p->kv_rows[0],  p->kv_rows[1]};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
     free(p);
 }
@@ -58,30 +53,22 @@ vkf_status vkf_model_generate_stats(const vkf_model *m, vkf_generate_stats *out)
     return VKF_OK;
 }
 
-/* Words of one activation row of n elements (beam plans have even rows in F16). */
-static uint32_t act_words(const vkf_model *m, uint64_t n)
-{
-    return (uint32_t)(m->act == VKF_DTYPE_F16 ? n / 2 : n);
-}
-
 /* One decode step for every sequence: embed the step's input tokens at the
  * position in `state`, run each decoder layer against the KV cache (`cache_k`,
  * `cache_v`) and the cross-attention keys/values, pick the next tokens, advance
  * the position. Beam plans first gather each row's cache history from its parent
  * row in `from_k`/`from_v`, and end with the candidates' top-k instead of argmax. */
-static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p, vkf_tensor **from_k, vkf_tensor **from_v,
-                           vkf_tensor **cache_k, vkf_tensor **cache_v)
+static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p, vkf_tensor *from_rows, vkf_tensor *rows)
 {
     const vkf_model_config *c = &m->cfg;
     uint32_t B = p->batch, d = c->d_model, H = c->n_heads, hd = d / H;
     float scale = 1.0f / sqrtf((float)hd);
     vkf_tensor *y = p->y, *alt = p->y2;
-    /* beam search: every row's cache positions 0..state-1 from its parent row */
-    uint32_t row_words = act_words(m, (uint64_t)p->steps * d), pos_words = act_words(m, d);
-    for (uint32_t i = 0; from_k && i < c->n_decoder_layers; i++) {
-        VKF_TRY(vkf_op_kv_gather(cmd, from_k[i], B, row_words, p->parent, p->state, cache_k[i], B, row_words, 0, pos_words, true));
-        VKF_TRY(vkf_op_kv_gather(cmd, from_v[i], B, row_words, p->parent, p->state, cache_v[i], B, row_words, 0, pos_words, true));
-    }
+    vkf_tensor **cache_k = p->cache_k, **cache_v = p->cache_v;
+    /* beam search: row r's positions 0..state-1 are where its parent's were, and
+     * position state (written below by row r) is in row r */
+    if (from_rows)
+        VKF_TRY(vkf_op_kv_gather(cmd, from_rows, B, p->steps, p->parent, p->state, rows, B, p->steps, 0, 1, true, true));
     /* y (B, d) = tgt_embed(step_ids) * scale + PE(state) */
     VKF_TRY(vkf_rec_embed(cmd, m, &m->tgt_embed, p->step_ids, B, 1, p->state, true, y));
     for (uint32_t i = 0; i < c->n_decoder_layers; i++) {
@@ -93,6 +80,7 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p, vkf_te
             .k = cache_k[i], .k_offset = 0, .k_row = d, .k_batch = (uint64_t)p->steps * d,
             .v = cache_v[i], .v_offset = 0, .v_row = d, .v_batch = (uint64_t)p->steps * d,
             .lengths = p->state, .length_from_state = true, .scratch = p->scratch, .out = p->attn,
+            .row_index = rows,
         };
         /* The one-token step: lsh and lowrank cannot apply (see vkf_model_set_attention); dense. */
         attn_choice sc = vkf_site_choice(m, SITE_DEC_SELF);
@@ -180,10 +168,8 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t sources, uint32_t beams,
     p->cross_kv = calloc(L, sizeof *p->cross_kv);
     p->cache_k = calloc(L, sizeof *p->cache_k);
     p->cache_v = calloc(L, sizeof *p->cache_v);
-    p->cache2_k = beams ? calloc(L, sizeof *p->cache2_k) : NULL;
-    p->cache2_v = beams ? calloc(L, sizeof *p->cache2_v) : NULL;
-    vkf_status st = p->cross_kv && p->cache_k && p->cache_v && (!beams || (p->cache2_k && p->cache2_v))
-                        ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    vkf_status st = p->cross_kv && p->cache_k && p->cache_v ? VKF_OK
+                                                            : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (st == VKF_OK) p->layers = (uint32_t)L;
     if (st == VKF_OK) st = vkf_fwd_plan_alloc(m, sources, S, 1, &p->enc);
     bool lowrank_cross = m->cross_attn.kind == VKF_ATTN_LOWRANK;
@@ -193,8 +179,6 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t sources, uint32_t beams,
         st = vkf_tensor2(ctx, m->act, (uint64_t)sources * p->cross_keys, 2 * d, &p->cross_kv[i]);
         if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, (uint64_t)B * steps, d, &p->cache_k[i]);
         if (st == VKF_OK) st = vkf_tensor2(ctx, m->act, (uint64_t)B * steps, d, &p->cache_v[i]);
-        if (st == VKF_OK && beams) st = vkf_tensor2(ctx, m->act, (uint64_t)B * steps, d, &p->cache2_k[i]);
-        if (st == VKF_OK && beams) st = vkf_tensor2(ctx, m->act, (uint64_t)B * steps, d, &p->cache2_v[i]);
     }
     uint64_t keys = steps > p->cross_keys ? steps : p->cross_keys;
     attn_choice sc = vkf_site_choice(m, SITE_DEC_SELF);
@@ -214,6 +198,8 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t sources, uint32_t beams,
     if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->tokens);
     if (st == VKF_OK && beams) {
         st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->parent);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->kv_rows[0]);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->kv_rows[1]);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, 1, B, &p->beam_scores);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, sources, 2 * beams, &p->cand_scores);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, sources, 2 * beams, &p->cand_ids);
@@ -249,10 +235,10 @@ static vkf_status gen_plan_build(vkf_model *m, uint32_t sources, uint32_t beams,
                                         p->cross_kv[i]);
     }
     if (st == VKF_OK) st = vkf_cmd_create(ctx, m->cmd_flags, &p->step);
-    if (st == VKF_OK && !beams) st = rec_step(p->step, m, p, NULL, NULL, p->cache_k, p->cache_v);
-    if (st == VKF_OK && beams) st = rec_step(p->step, m, p, p->cache_k, p->cache_v, p->cache2_k, p->cache2_v);
+    if (st == VKF_OK && !beams) st = rec_step(p->step, m, p, NULL, NULL);
+    if (st == VKF_OK && beams) st = rec_step(p->step, m, p, p->kv_rows[0], p->kv_rows[1]);
     if (st == VKF_OK && beams) st = vkf_cmd_create(ctx, m->cmd_flags, &p->step2);
-    if (st == VKF_OK && beams) st = rec_step(p->step2, m, p, p->cache2_k, p->cache2_v, p->cache_k, p->cache_v);
+    if (st == VKF_OK && beams) st = rec_step(p->step2, m, p, p->kv_rows[1], p->kv_rows[0]);
     if (st != VKF_OK) {
         vkf_gen_plan_free(p);
         return st;
@@ -276,7 +262,6 @@ static uint64_t plan_bytes(const gen_plan *p)
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) n += ts[i] ? vkf_tensor_bytes(ts[i]) : 0;
     for (uint32_t i = 0; i < p->layers; i++) {
         n += vkf_tensor_bytes(p->cross_kv[i]) + vkf_tensor_bytes(p->cache_k[i]) + vkf_tensor_bytes(p->cache_v[i]);
-        if (p->cache2_k) n += vkf_tensor_bytes(p->cache2_k[i]) + vkf_tensor_bytes(p->cache2_v[i]);
     }
     return n;
 }
@@ -421,13 +406,17 @@ static vkf_status greedy_run(vkf_model *m, const vkf_sequences *src, uint32_t ma
 
 vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, uint32_t src_rows, uint32_t src_row_words,
                             const vkf_tensor *parent, const vkf_tensor *state, vkf_tensor *dst, uint32_t rows,
-                            uint32_t row_words, uint32_t fixed_words, uint32_t words_per_position, bool use_state)
+                            uint32_t row_words, uint32_t fixed_words, uint32_t words_per_position, bool use_state,
+                            bool set_self)
 {
     static const char fn[] = "kv_gather";
     VKF_TRY(vkf_check_cmd(cmd, src, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
-    if (!src || !dst || src->dtype == VKF_DTYPE_I32 || dst->dtype != src->dtype)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: src and dst must be float tensors of one dtype", fn);
+    if (!src || !dst || src->dtype == VKF_DTYPE_I8 || dst->dtype != src->dtype)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: src and dst must be F32, F16 or I32 tensors of one dtype", fn);
+    if (set_self && (!use_state || words_per_position != 1 || src->dtype != VKF_DTYPE_I32))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: set_self is for I32 row-index tables (one word per position)",
+                        fn);
     uint32_t per_word = src->dtype == VKF_DTYPE_F16 ? 2 : 1;
     VKF_TRY(vkf_check_tensor(cmd, src, src->dtype, (uint64_t)src_rows * src_row_words * per_word, fn, "src"));
     VKF_TRY(vkf_check_tensor(cmd, dst, dst->dtype, (uint64_t)rows * row_words * per_word, fn, "dst"));
@@ -435,7 +424,7 @@ vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, uint32_t src_ro
     VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
     vkf_push_kv_gather pc = {.rows = rows, .src_rows = src_rows, .row_words = row_words, .src_row_words = src_row_words,
                              .fixed_words = fixed_words, .words_per_position = words_per_position,
-                             .use_state = use_state};
+                             .use_state = use_state, .set_self = set_self};
     uint32_t wg = ctx->tuning.elementwise_workgroup;
     uint32_t groups[3] = {(uint32_t)vkf_div_up(use_state ? row_words : fixed_words, wg), rows, 1};
     if (groups[0] == 0) groups[0] = 1;
@@ -447,6 +436,9 @@ vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, uint32_t src_ro
     vkf_binding b[4] = {{src, VKF_READ}, {parent, VKF_READ}, {state, VKF_READ}, {dst, VKF_WRITE}};
     return vkf_cmd_dispatch(cmd, pipe, b, 4, &pc, sizeof pc, groups, "kv_gather");
 }
+
+/* Invocations per workgroup of beam_partial.comp's rows form. */
+#define VKF_TOPK_ROWS_WG 16u
 
 vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *beam_scores,
                             const vkf_tensor *state, vkf_tensor *stats, vkf_tensor *cand_x, vkf_tensor *cand_id,
@@ -483,10 +475,14 @@ vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_te
     /* stage 1: every (row, chunk) */
     vkf_push_beam_partial pp = {.rows = rows, .vocab = vocab, .chunk = chunk, .chunks = chunks, .n_cand = n_cand,
                                 .eos = eos, .min_new = min_new, .force_step = force_step, .renormalize = renormalize};
-    uint32_t g1[3] = {parts < max_x ? (uint32_t)parts : max_x, (uint32_t)vkf_div_up(parts, max_x), 1};
+    /* the rows form (CPU drivers): one invocation per (row, chunk), VKF_TOPK_ROWS_WG per workgroup */
+    bool rows_form = ctx->tuning.decode_rows;
+    uint64_t groups = rows_form ? vkf_div_up(parts, VKF_TOPK_ROWS_WG) : parts;
+    uint32_t g1[3] = {groups < max_x ? (uint32_t)groups : max_x, (uint32_t)vkf_div_up(groups, max_x), 1};
+    uint32_t spec1[2] = {rows_form ? VKF_TOPK_ROWS_WG : ctx->tuning.row_workgroup, rows_form ? 1u : 0u};
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_BEAM_PARTIAL_ACT16
-                                                                  : VKF_VARIANT_BEAM_PARTIAL, spec, 1, &pipe));
+                                                                  : VKF_VARIANT_BEAM_PARTIAL, spec1, 2, &pipe));
     vkf_binding b1[5] = {{logits, VKF_READ}, {state, VKF_READ}, {stats, VKF_WRITE}, {cand_x, VKF_WRITE},
                          {cand_id, VKF_WRITE}};
     VKF_TRY(vkf_cmd_dispatch(cmd, pipe, b1, 5, &pp, sizeof pp, g1, "beam_topk"));
@@ -584,9 +580,6 @@ static vkf_status check_options(const vkf_model *m, const vkf_generate_options *
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "length_penalty must be a finite number");
     if ((uint64_t)o->beams * m->cfg.tgt_vocab_size > INT32_MAX)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "beams x tgt_vocab_size must stay below 2^31");
-    if (!o->sample && m->act == VKF_DTYPE_F16 && m->cfg.d_model % 2)
-        return vkf_fail(VKF_ERROR_UNSUPPORTED, "beam search with F16 activations needs an even d_model (this model: %u)",
-                        m->cfg.d_model);
     if (!o->sample && m->cross_attn.kind == VKF_ATTN_LOWRANK)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "beam search does not take lowrank cross-attention yet; use greedy "
                         "decoding (vkf_model_generate) or dense cross-attention");

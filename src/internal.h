@@ -225,6 +225,12 @@ typedef struct vkf_tuning {
     uint8_t coopmat_use;
     uint32_t row_workgroup;             /* softmax / layernorm invocations per row */
     uint32_t elementwise_workgroup;
+    /* The decode step's attention_decode and beam_partial in their rows form (one
+     * invocation per (row, head) and per (row, chunk): no barriers, few
+     * workgroups; CPU drivers) rather than a workgroup each (GPUs). The context's
+     * VKFORMER_DECODE_FORM=rows|split overrides the device's rule, so the tests
+     * run both forms on CPU drivers. */
+    bool decode_rows;
     /* Fused-attention tiles from a tune file (tuning.c), for head_dim
      * attention_head_dim only; 0: none, vkf_attention_tiles_choose decides. The
      * values of a vkf_attention_tiles in field order. */
@@ -457,6 +463,9 @@ typedef struct vkf_attention_decode_desc {
     const vkf_tensor *random_blocks;    /* query blocks 0 .. ceil(max_keys / B) - 1, (blocks, R) I32 */
     uint32_t kv_div;                    /* > 1: query row b reads the K/V (and length) of row b / kv_div, so a
                                            source's beams share its cross-attention keys; 0 or 1: row b */
+    const vkf_tensor *row_index;        /* (batch, max_keys) I32 or NULL, only with length_from_state: key j of
+                                           row b is in row row_index[b][j] of k and v (beam search: a beam's
+                                           history stays in the rows its ancestors wrote; clamped to the batch) */
 } vkf_attention_decode_desc;
 vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *desc);
 /* cache_k/v (batch, capacity, d)[state[0]] = qkv (batch, 3d) K/V parts. */

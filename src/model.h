@@ -103,12 +103,15 @@ typedef struct gen_plan {
     vkf_cmd *step;                      /* owned, one decode step */
     vkf_cmd *encode;                    /* owned, encoder + cross K/V */
     /* Beam search (beams > 0): batch = sources * beams rows, row b*beams + k is beam k
-     * of source b. The caches ping-pong: step (even positions) gathers cache_k/v by
-     * parent into cache2_k/v and extends those, step2 (odd) the other way round. */
+     * of source b. Each step writes position t of every row into that row of
+     * cache_k/v, which is never copied: kv_rows[][r][j] says which row holds row r's
+     * position j (the row its ancestor had at step j). The tables ping-pong: step
+     * (even positions) gathers kv_rows[0] by parent into kv_rows[1] (and sets
+     * [r][t] = r) and attends through it, step2 (odd) the other way round. */
     uint32_t sources, beams;            /* 0 beams: a greedy plan */
     uint32_t min_new;                   /* recorded into beam_topk's push constants */
     bool forced_eos, renormalize;       /* likewise */
-    vkf_tensor **cache2_k, **cache2_v;  /* (n_dec) each (B*K, steps, d), owned */
+    vkf_tensor *kv_rows[2];             /* (B*K, steps) I32 each, owned */
     vkf_tensor *parent;                 /* (B*K) I32: the row each row continues */
     vkf_tensor *beam_scores;            /* (B*K) F32: sum of log-probabilities of each beam */
     vkf_tensor *cand_scores, *cand_ids; /* (B, 2K) F32, I32: the step's best (beam, token) pairs */
@@ -200,7 +203,8 @@ void vkf_gen_plan_free(gen_plan *p);
  * (use_state) or fixed_words: beam search's KV-cache reorder. */
 vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, uint32_t src_rows, uint32_t src_row_words,
                             const vkf_tensor *parent, const vkf_tensor *state, vkf_tensor *dst, uint32_t rows,
-                            uint32_t row_words, uint32_t fixed_words, uint32_t words_per_position, bool use_state);
+                            uint32_t row_words, uint32_t fixed_words, uint32_t words_per_position, bool use_state,
+                            bool set_self);
 /* ids[row] (and tokens[row, state[0]]) drawn from logits[row] with the options'
  * temperature, top_k, top_p and seed (see sample.comp). */
 vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,

@@ -611,6 +611,9 @@ static vkf_status check_span(const vkf_tensor *t, uint64_t offset, uint64_t batc
     return VKF_OK;
 }
 
+/* Invocations per workgroup of attention_decode's rows form. */
+#define VKF_DECODE_ROWS_WG 16u
+
 vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *d)
 {
     static const char fn[] = "attention_decode";
@@ -653,6 +656,13 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
         .stride = d->stride ? d->stride : 1,
         .kv_div = kv_div,
     };
+    if (d->row_index) {
+        if (!d->length_from_state || kv_div > 1)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: row_index is for self-attention over a cache "
+                            "(length_from_state, no kv_div)", fn);
+        VKF_TRY(vkf_check_tensor(cmd, d->row_index, VKF_DTYPE_I32, (uint64_t)d->batch * d->max_keys, fn, "row_index"));
+        p.indexed = 1;
+    }
     if (d->pattern && !d->length_from_state)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: a sparse pattern needs the query position (length_from_state)", fn);
     if (d->pattern > VKF_ATTENTION_BIGBIRD)
@@ -670,17 +680,25 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
         p.bb_block = bb->block, p.bb_globals = bb->globals, p.bb_random = bb->random;
         p.random_len = (uint32_t)d->random_blocks->elements;
     }
+    /* the rows form (CPU drivers: one invocation per (b, h), VKF_DECODE_ROWS_WG per
+     * workgroup) where head_dim fits its registers; else a workgroup per (b, h) */
+    uint64_t rows = (uint64_t)d->batch * d->heads;
+    bool rows_form = ctx->tuning.decode_rows && d->head_dim <= VKF_ATTENTION_MAX_HEAD_DIM;
+    if (rows > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: batch x heads passes 2^32", fn);
+    p.rows = (uint32_t)rows;
     uint32_t groups[3];
-    VKF_TRY(linear_grid(ctx, (uint64_t)d->batch * d->heads, groups, fn));
-    uint32_t spec[1] = {ctx->tuning.row_workgroup};
+    VKF_TRY(linear_grid(ctx, rows_form ? vkf_div_up(rows, VKF_DECODE_ROWS_WG) : rows, groups, fn));
+    uint32_t spec[3] = {rows_form ? VKF_DECODE_ROWS_WG : ctx->tuning.row_workgroup, rows_form ? 1u : 0u,
+                        rows_form ? d->head_dim : 1u};
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_ATTENTION_DECODE_ACT16 : VKF_VARIANT_ATTENTION_DECODE,
-                             spec, 1, &pipe));
-    vkf_binding b[7] = {{d->q, VKF_READ},        {d->k, VKF_READ},
+                             spec, 3, &pipe));
+    vkf_binding b[8] = {{d->q, VKF_READ},        {d->k, VKF_READ},
                         {d->v, VKF_READ},        {d->lengths, VKF_READ},
                         {d->scratch, VKF_READ | VKF_WRITE}, {d->out, VKF_WRITE},
-                        {d->pattern == VKF_ATTENTION_BIGBIRD ? d->random_blocks : NULL, VKF_READ}};
-    return vkf_cmd_dispatch(cmd, pipe, b, 7, &p, sizeof p, groups, "attention_decode");
+                        {d->pattern == VKF_ATTENTION_BIGBIRD ? d->random_blocks : NULL, VKF_READ},
+                        {d->row_index, VKF_READ}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 8, &p, sizeof p, groups, "attention_decode");
 }
 
 vkf_status vkf_op_kv_append(vkf_cmd *cmd, const vkf_tensor *qkv, const vkf_tensor *state, vkf_tensor *cache_k,

@@ -70,8 +70,10 @@ typedef struct vkf_push_attention_decode {
     uint32_t bb_block, bb_globals, bb_random;
     uint32_t random_len;
     uint32_t kv_div;                    /* K/V row of b: b / kv_div (>= 1) */
+    uint32_t rows;                      /* batch * heads */
+    uint32_t indexed;                   /* 1: key j of row b is in row row_index[b * max_keys + j] */
 } vkf_push_attention_decode;
-_Static_assert(sizeof(vkf_push_attention_decode) == 22 * 4, "mirror of attention_decode.comp");
+_Static_assert(sizeof(vkf_push_attention_decode) == 24 * 4, "mirror of attention_decode.comp");
 
 /* shaders/kv_append.comp */
 typedef struct vkf_push_kv_append {
@@ -117,8 +119,9 @@ typedef struct vkf_push_kv_gather {
     uint32_t fixed_words;
     uint32_t words_per_position;
     uint32_t use_state;
+    uint32_t set_self;
 } vkf_push_kv_gather;
-_Static_assert(sizeof(vkf_push_kv_gather) == 7 * 4, "mirror of kv_gather.comp");
+_Static_assert(sizeof(vkf_push_kv_gather) == 8 * 4, "mirror of kv_gather.comp");
 
 /* shaders/beam_topk.comp */
 typedef struct vkf_push_beam_topk {

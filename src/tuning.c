@@ -6,6 +6,8 @@
  * file (`vkformer tune`) is tune.c, which builds on the ops. */
 #include "internal.h"
 
+#include <stdlib.h>
+
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,6 +56,7 @@ void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
      * invocations as SIMD lanes of one thread, so fewer lanes waste less on short rows. */
     t->row_workgroup = pow2_floor(max_wg < (cpu ? 64u : 256u) ? max_wg : (cpu ? 64u : 256u));
     t->elementwise_workgroup = pow2_floor(max_wg < 256u ? max_wg : 256u);
+    t->decode_rows = cpu;
     if (cpu && d->vendor_id == VENDOR_MESA &&
         vkf_matmul_subgroup_tiles(d, 64, 128, 32 > d->subgroup_size ? 32 : d->subgroup_size, 4, &t->matmul)) {
         /* lavapipe: every non-uniform storage-buffer load is a loop over the SIMD
@@ -203,6 +206,11 @@ void vkf_tuning_choose(vkf_context *ctx)
 {
     vkf_tuning_for_device(&ctx->info, &ctx->tuning);
     coopmat_builtin(ctx);
+    const char *form = getenv("VKFORMER_DECODE_FORM");
+    if (form && strcmp(form, "rows") == 0) ctx->tuning.decode_rows = true;
+    else if (form && strcmp(form, "split") == 0) ctx->tuning.decode_rows = false;
+    else if (form && *form)
+        vkf_log(ctx, VKF_LOG_WARNING, "VKFORMER_DECODE_FORM=%s ignored: it takes rows or split", form);
 }
 
 vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const vkf_matmul_tiles *tiles)
