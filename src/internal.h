@@ -216,6 +216,10 @@ typedef struct vkf_tuning {
      * instead of matmul_subgroup, whose compile time (about 120 ms on lavapipe)
      * small models would pay at start-up for no gain. */
     uint64_t matmul_min_macs;
+    /* matmul_subgroup tiles of one row block of 8, 16 and 32 rows per lane (128
+     * columns), for matmuls of 8..bm-1 rows (decode steps of batched sources and
+     * beams) where matmul_variant is matmul_subgroup; workgroup 0: none. */
+    vkf_matmul_tiles subgroup_skinny[3];
     /* Cooperative-matrix matmul (ops.c): its variant (VKF_VARIANT_MATMUL_COOPMAT or
      * _COOPMAT2) and tiles, and which matmuls use it: 0 none, 1 those with an F16
      * operand (the built-in rule on GPUs, or a tune file), 2 every matmul (set by

@@ -227,7 +227,17 @@ static vkf_variant_id matmul_choose(const vkf_context *ctx, uint32_t m, double m
         {.workgroup = 64, .bm = 2, .bn = 256, .bk = 1, .tm = 2, .tn = 4},
         {.workgroup = 64, .bm = 4, .bn = 256, .bk = 1, .tm = 4, .tn = 4},
     };
-    if (family == VKF_VARIANT_MATMUL_SUBGROUP && (m < t->tm || macs < (double)ctx->tuning.matmul_min_macs) &&
+    /* Batched decode steps (8 <= m < the tile's rows) on matmul_subgroup: the
+     * skinny tiles of one row block (tuning.c), from a quarter of the size below
+     * which small matmuls leave matmul_subgroup. */
+    bool skinny_subgroup = false;
+    if (family == VKF_VARIANT_MATMUL_SUBGROUP && m >= 8 && m < t->bm &&
+        macs >= (double)ctx->tuning.matmul_min_macs / 4) {
+        const vkf_matmul_tiles *s = &ctx->tuning.subgroup_skinny[m >= 32 ? 2 : m >= 16 ? 1 : 0];
+        if (s->workgroup && s->bm < t->bm) t = s, skinny_subgroup = true;
+    }
+    if (family == VKF_VARIANT_MATMUL_SUBGROUP && !skinny_subgroup &&
+        (m < t->tm || macs < (double)ctx->tuning.matmul_min_macs) &&
         vkf_cpu_direct_tiles.workgroup <= ctx->info.max_workgroup_invocations) {
         family = VKF_VARIANT_MATMUL_DIRECT;
         t = &vkf_cpu_direct_tiles;

@@ -1364,10 +1364,13 @@ int main(void)
     vkf_matmul_tiles direct = {.workgroup = 64, .bm = 64, .bn = 32, .bk = 1, .tm = 8, .tn = 4};
     vkf_matmul_tiles direct_small = {.workgroup = 32, .bm = 16, .bn = 16, .bk = 1, .tm = 2, .tn = 4};
     /* the lavapipe built-in shape, and one row block of a subgroup with one column per lane */
-    vkf_matmul_tiles subgroup = {0}, subgroup_small = {0};
+    vkf_matmul_tiles subgroup = {0}, subgroup_small = {0}, skinny[3] = {{0}};
     bool has_subgroup = vkf_matmul_subgroup_tiles(&info, 64, 128, 32, 4, &subgroup) &&
                         vkf_matmul_subgroup_tiles(&info, 2 * info.subgroup_size, 2 * info.subgroup_size,
                                                   info.subgroup_size, 1, &subgroup_small);
+    /* the decode steps' one-row-block tiles (tuning.c's subgroup_skinny) */
+    for (uint32_t i = 0; i < 3; i++)
+        has_subgroup = has_subgroup && vkf_matmul_subgroup_tiles(&info, 8u << i, 128, 8u << i, 4, &skinny[i]);
     struct {
         const char *name;
         vkf_variant_id variant;
@@ -1379,6 +1382,9 @@ int main(void)
         {"direct-16x16", VKF_VARIANT_MATMUL_DIRECT, &direct_small},
         {"subgroup-64x128", VKF_VARIANT_MATMUL_SUBGROUP, &subgroup},
         {"subgroup-small", VKF_VARIANT_MATMUL_SUBGROUP, &subgroup_small},
+        {"subgroup-skinny-8", VKF_VARIANT_MATMUL_SUBGROUP, &skinny[0]},
+        {"subgroup-skinny-16", VKF_VARIANT_MATMUL_SUBGROUP, &skinny[1]},
+        {"subgroup-skinny-32", VKF_VARIANT_MATMUL_SUBGROUP, &skinny[2]},
     };
     if (!has_subgroup) fprintf(stderr, "no subgroup shuffles (or an odd subgroup size): matmul_subgroup not tested\n");
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
@@ -1392,6 +1398,16 @@ int main(void)
         ctx->tuning.matmul_min_macs = 0; /* small shapes on this family too */
         fprintf(stderr, "matmul family %s\n", families[f].name);
         test_matmul_family(ctx, families[f].name);
+    }
+    /* the built-in rule: batched decode steps (8..63 rows) take the skinny tiles
+     * where the device's kernel is matmul_subgroup, fewer rows the direct kernel */
+    vkf_tuning_choose(ctx);
+    if (ctx->tuning.matmul_variant == VKF_VARIANT_MATMUL_SUBGROUP) {
+        CHECK(ctx->tuning.subgroup_skinny[1].workgroup && ctx->tuning.subgroup_skinny[1].bm == 16);
+        CHECK(strcmp(vkf_matmul_kernel_family(ctx, 16, 1024, 512, 1, false, false), "subgroup") == 0);
+        CHECK(strcmp(vkf_matmul_kernel_family(ctx, 40, 2048, 512, 1, false, false), "subgroup") == 0);
+        CHECK(strcmp(vkf_matmul_kernel_family(ctx, 4, 2048, 512, 1, false, false), "direct") == 0);
+        CHECK(strcmp(vkf_matmul_kernel_family(ctx, 16, 64, 64, 1, false, false), "direct") == 0);
     }
     test_coopmat(ctx, &info);
     test_coopmat_switch(&info);
