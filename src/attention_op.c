@@ -194,6 +194,9 @@ vkf_status vkf_cmd_attention(vkf_cmd *cmd, const vkf_attention_op_desc *d, const
     VKF_TRY(view_of(&d->q, "q", &q));
     VKF_TRY(view_of(&d->k, "k", &k));
     VKF_TRY(view_of(&d->v, "v", &v));
+    if (vkf_tensors_overlap(d->out, q.tensor) || vkf_tensors_overlap(d->out, k.tensor) ||
+        vkf_tensors_overlap(d->out, v.tensor))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias q, k or v", fn);
     if (!vkf_cmd_recording(cmd))
         return vkf_fail(VKF_ERROR_STATE, "%s: the list was submitted; no operation can be appended", fn);
 

@@ -258,10 +258,13 @@ static void test_misuse(vkf_context *ctx, const vkf_device_info *info)
     CHECK_FAIL(vkf_cmd_attention(cmd, &d, NULL), VKF_ERROR_INVALID_ARGUMENT, "causal");
     d = good, d.head_dim = 300, d.heads = 1;
     vkf_tensor *wide = harness_tensor(ctx, NULL, (uint64_t)B * n, 300);
-    d.q = d.k = d.v = (vkf_matrix_view){wide, 0, 0, {0, 0}}, d.out = wide;
+    vkf_tensor *wide_out = harness_tensor(ctx, NULL, (uint64_t)B * n, 300);
+    d.q = d.k = d.v = (vkf_matrix_view){wide, 0, 0, {0, 0}}, d.out = wide_out;
     CHECK_FAIL(vkf_cmd_attention(cmd, &d, NULL), VKF_ERROR_UNSUPPORTED, "head_dim");
     d = good, d.q.offset = 1; /* the view reaches one element past q */
     CHECK_FAIL(vkf_cmd_attention(cmd, &d, NULL), VKF_ERROR_INVALID_ARGUMENT, "past");
+    d = good, d.variant = "dense-naive", d.out = q; /* every variant, naive included */
+    CHECK_FAIL(vkf_cmd_attention(cmd, &d, NULL), VKF_ERROR_INVALID_ARGUMENT, "alias");
     d = good, d.kernel = (vkf_attention_kernel)7;
     CHECK_FAIL(vkf_cmd_attention(cmd, &d, NULL), VKF_ERROR_INVALID_ARGUMENT, "kernel");
     if (!info->cooperative_matrix) {
@@ -281,7 +284,7 @@ static void test_misuse(vkf_context *ctx, const vkf_device_info *info)
     CHECK_OK(vkf_cmd_submit(cmd));
     CHECK_FAIL(vkf_cmd_attention(cmd, &good, NULL), VKF_ERROR_STATE, "submitted");
     vkf_cmd_destroy(cmd);
-    vkf_tensor_destroy(q), vkf_tensor_destroy(o), vkf_tensor_destroy(wide);
+    vkf_tensor_destroy(q), vkf_tensor_destroy(o), vkf_tensor_destroy(wide), vkf_tensor_destroy(wide_out);
 }
 
 int main(void)
