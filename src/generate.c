@@ -56,8 +56,9 @@ vkf_status vkf_model_generate_stats(const vkf_model *m, vkf_generate_stats *out)
 /* One decode step for every sequence: embed the step's input tokens at the
  * position in `state`, run each decoder layer against the KV cache (`cache_k`,
  * `cache_v`) and the cross-attention keys/values, pick the next tokens, advance
- * the position. Beam plans first gather each row's cache history from its parent
- * row in `from_k`/`from_v`, and end with the candidates' top-k instead of argmax. */
+ * the position. Beam plans (from_rows, rows non-NULL) first make each row's table
+ * of cache rows `rows` from its parent's in `from_rows`, attend through it, and
+ * end with the candidates' top-k instead of argmax. */
 static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p, vkf_tensor *from_rows, vkf_tensor *rows)
 {
     const vkf_model_config *c = &m->cfg;
@@ -68,7 +69,7 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_model *m, gen_plan *p, vkf_te
     /* beam search: row r's positions 0..state-1 are where its parent's were, and
      * position state (written below by row r) is in row r */
     if (from_rows)
-        VKF_TRY(vkf_op_kv_gather(cmd, from_rows, B, p->steps, p->parent, p->state, rows, B, p->steps, 0, 1, true, true));
+        VKF_TRY(vkf_op_kv_gather(cmd, from_rows, p->parent, p->state, rows, B, p->steps));
     /* y (B, d) = tgt_embed(step_ids) * scale + PE(state) */
     VKF_TRY(vkf_rec_embed(cmd, m, &m->tgt_embed, p->step_ids, B, 1, p->state, true, y));
     for (uint32_t i = 0; i < c->n_decoder_layers; i++) {
@@ -303,11 +304,7 @@ static vkf_status generate_chunk(vkf_model *m, void *user, uint32_t first, uint3
     vkf_status st = g->beam ? beam_run(m, &part, g->o, g->out_ids + rows * g->max_new, g->out_lengths + rows,
                                        g->out_scores ? g->out_scores + rows : NULL)
                             : greedy_run(m, &part, g->max_new, g->o, g->out_ids + rows * g->max_new, g->out_lengths + rows);
-    if (st == VKF_ERROR_TOO_LARGE) {
-        vkf_gen_plan_free(m->gen_plan);
-        m->gen_plan = NULL;
-    }
-    VKF_TRY(st);
+    VKF_TRY(st); /* a plan too large was never kept: greedy_run and beam_run free the old one first */
     vkf_generate_stats *t = &g->total;
     if (g->chunks++ == 0) t->first_token_ms = m->stats.first_token_ms;
     t->tokens += m->stats.tokens;
@@ -404,30 +401,20 @@ static vkf_status greedy_run(vkf_model *m, const vkf_sequences *src, uint32_t ma
 
 /* ------------------------------------------------------------------ beam-search ops */
 
-vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, uint32_t src_rows, uint32_t src_row_words,
-                            const vkf_tensor *parent, const vkf_tensor *state, vkf_tensor *dst, uint32_t rows,
-                            uint32_t row_words, uint32_t fixed_words, uint32_t words_per_position, bool use_state,
-                            bool set_self)
+vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, const vkf_tensor *parent, const vkf_tensor *state,
+                            vkf_tensor *dst, uint32_t rows, uint32_t steps)
 {
     static const char fn[] = "kv_gather";
     VKF_TRY(vkf_check_cmd(cmd, src, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
-    if (!src || !dst || src->dtype == VKF_DTYPE_I8 || dst->dtype != src->dtype)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: src and dst must be F32, F16 or I32 tensors of one dtype", fn);
-    if (set_self && (!use_state || words_per_position != 1 || src->dtype != VKF_DTYPE_I32))
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: set_self is for I32 row-index tables (one word per position)",
-                        fn);
-    uint32_t per_word = src->dtype == VKF_DTYPE_F16 ? 2 : 1;
-    VKF_TRY(vkf_check_tensor(cmd, src, src->dtype, (uint64_t)src_rows * src_row_words * per_word, fn, "src"));
-    VKF_TRY(vkf_check_tensor(cmd, dst, dst->dtype, (uint64_t)rows * row_words * per_word, fn, "dst"));
+    if (!rows || !steps) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive", fn);
+    VKF_TRY(vkf_check_tensor(cmd, src, VKF_DTYPE_I32, (uint64_t)rows * steps, fn, "src"));
+    VKF_TRY(vkf_check_tensor(cmd, dst, VKF_DTYPE_I32, (uint64_t)rows * steps, fn, "dst"));
     VKF_TRY(vkf_check_tensor(cmd, parent, VKF_DTYPE_I32, rows, fn, "parent"));
     VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
-    vkf_push_kv_gather pc = {.rows = rows, .src_rows = src_rows, .row_words = row_words, .src_row_words = src_row_words,
-                             .fixed_words = fixed_words, .words_per_position = words_per_position,
-                             .use_state = use_state, .set_self = set_self};
+    vkf_push_kv_gather pc = {.rows = rows, .steps = steps};
     uint32_t wg = ctx->tuning.elementwise_workgroup;
-    uint32_t groups[3] = {(uint32_t)vkf_div_up(use_state ? row_words : fixed_words, wg), rows, 1};
-    if (groups[0] == 0) groups[0] = 1;
+    uint32_t groups[3] = {(uint32_t)vkf_div_up(steps, wg), rows, 1};
     if (groups[0] > ctx->info.max_workgroup_count[0] || rows > ctx->info.max_workgroup_count[1])
         return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %u x %u workgroups exceed the device's grid", fn, groups[0], rows);
     uint32_t spec[1] = {wg};

@@ -199,12 +199,10 @@ vkf_status vkf_upload_lowrank(const vkf_model *m, fwd_plan *p, const vkf_sequenc
 
 void vkf_gen_plan_free(gen_plan *p);
 
-/* dst[r, :n] = src[parent[r], :n] in 32-bit words, n = state[0] * words_per_position
- * (use_state) or fixed_words: beam search's KV-cache reorder. */
-vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, uint32_t src_rows, uint32_t src_row_words,
-                            const vkf_tensor *parent, const vkf_tensor *state, vkf_tensor *dst, uint32_t rows,
-                            uint32_t row_words, uint32_t fixed_words, uint32_t words_per_position, bool use_state,
-                            bool set_self);
+/* Beam search's table of cache rows (kv_gather.comp): dst[r, j] = src[parent[r], j]
+ * for j < t and dst[r, t] = r, t = state[0]; src and dst (rows, steps) I32. */
+vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, const vkf_tensor *parent, const vkf_tensor *state,
+                            vkf_tensor *dst, uint32_t rows, uint32_t steps);
 /* ids[row] (and tokens[row, state[0]]) drawn from logits[row] with the options'
  * temperature, top_k, top_p and seed (see sample.comp). */
 vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,

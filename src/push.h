@@ -114,14 +114,9 @@ enum {
 
 /* shaders/kv_gather.comp */
 typedef struct vkf_push_kv_gather {
-    uint32_t rows, src_rows;
-    uint32_t row_words, src_row_words;
-    uint32_t fixed_words;
-    uint32_t words_per_position;
-    uint32_t use_state;
-    uint32_t set_self;
+    uint32_t rows, steps;
 } vkf_push_kv_gather;
-_Static_assert(sizeof(vkf_push_kv_gather) == 8 * 4, "mirror of kv_gather.comp");
+_Static_assert(sizeof(vkf_push_kv_gather) == 2 * 4, "mirror of kv_gather.comp");
 
 /* shaders/beam_topk.comp */
 typedef struct vkf_push_beam_topk {
