@@ -8,7 +8,7 @@
  * (kv_gather.comp), which the decode attention reads through. */
 #include "internal.h"
 #include "model.h"
-#include "push.h"
+#include "runtime/push.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -399,90 +399,6 @@ static vkf_status greedy_run(vkf_model *m, const vkf_sequences *src, uint32_t ma
     return st;
 }
 
-/* ------------------------------------------------------------------ beam-search ops */
-
-vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, const vkf_tensor *parent, const vkf_tensor *state,
-                            vkf_tensor *dst, uint32_t rows, uint32_t steps)
-{
-    static const char fn[] = "kv_gather";
-    VKF_TRY(vkf_check_cmd(cmd, src, fn));
-    vkf_context *ctx = vkf_cmd_context(cmd);
-    if (!rows || !steps) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive", fn);
-    VKF_TRY(vkf_check_tensor(cmd, src, VKF_DTYPE_I32, (uint64_t)rows * steps, fn, "src"));
-    VKF_TRY(vkf_check_tensor(cmd, dst, VKF_DTYPE_I32, (uint64_t)rows * steps, fn, "dst"));
-    VKF_TRY(vkf_check_tensor(cmd, parent, VKF_DTYPE_I32, rows, fn, "parent"));
-    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
-    vkf_push_kv_gather pc = {.rows = rows, .steps = steps};
-    uint32_t wg = ctx->tuning.elementwise_workgroup;
-    uint32_t groups[3] = {(uint32_t)vkf_div_up(steps, wg), rows, 1};
-    if (groups[0] > ctx->info.max_workgroup_count[0] || rows > ctx->info.max_workgroup_count[1])
-        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %u x %u workgroups exceed the device's grid", fn, groups[0], rows);
-    uint32_t spec[1] = {wg};
-    const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_KV_GATHER, spec, 1, &pipe));
-    vkf_binding b[4] = {{src, VKF_READ}, {parent, VKF_READ}, {state, VKF_READ}, {dst, VKF_WRITE}};
-    return vkf_cmd_dispatch(cmd, pipe, b, 4, &pc, sizeof pc, groups, "kv_gather");
-}
-
-/* Invocations per workgroup of beam_partial.comp's rows form. */
-#define VKF_TOPK_ROWS_WG 16u
-
-vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *beam_scores,
-                            const vkf_tensor *state, vkf_tensor *stats, vkf_tensor *cand_x, vkf_tensor *cand_id,
-                            uint32_t chunk, vkf_tensor *cand_scores, vkf_tensor *cand_ids, uint32_t sources,
-                            uint32_t beams, uint32_t vocab, uint32_t n_cand, int32_t eos, uint32_t min_new,
-                            uint32_t force_step, bool renormalize)
-{
-    static const char fn[] = "beam_topk";
-    VKF_TRY(vkf_check_cmd(cmd, logits, fn));
-    vkf_context *ctx = vkf_cmd_context(cmd);
-    if (!logits || logits->dtype == VKF_DTYPE_I32)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: logits must be an F32 or F16 tensor", fn);
-    if (beams == 0 || beams > VKF_MAX_BEAMS || (uint64_t)beams * vocab > INT32_MAX || vocab == 0)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %u beams of %u tokens (1..%u beams, beams x vocab < 2^31)", fn,
-                        beams, vocab, VKF_MAX_BEAMS);
-    if (n_cand == 0 || n_cand > 2 * VKF_MAX_BEAMS || chunk == 0)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: n_cand %u (1..%u) and chunk %u (> 0)", fn, n_cand,
-                        2 * VKF_MAX_BEAMS, chunk);
-    uint32_t rows = sources * beams, chunks = (uint32_t)vkf_div_up(vocab, chunk);
-    uint64_t parts = (uint64_t)rows * chunks;
-    VKF_TRY(vkf_check_tensor(cmd, logits, logits->dtype, (uint64_t)rows * vocab, fn, "logits"));
-    VKF_TRY(vkf_check_tensor(cmd, beam_scores, VKF_DTYPE_F32, rows, fn, "beam_scores"));
-    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
-    VKF_TRY(vkf_check_tensor(cmd, stats, VKF_DTYPE_F32, parts * 2, fn, "stats"));
-    VKF_TRY(vkf_check_tensor(cmd, cand_x, VKF_DTYPE_F32, parts * n_cand, fn, "cand_x"));
-    VKF_TRY(vkf_check_tensor(cmd, cand_id, VKF_DTYPE_I32, parts * n_cand, fn, "cand_id"));
-    VKF_TRY(vkf_check_tensor(cmd, cand_scores, VKF_DTYPE_F32, (uint64_t)sources * n_cand, fn, "cand_scores"));
-    VKF_TRY(vkf_check_tensor(cmd, cand_ids, VKF_DTYPE_I32, (uint64_t)sources * n_cand, fn, "cand_ids"));
-    uint32_t max_x = ctx->info.max_workgroup_count[0];
-    if (sources > max_x || parts > (uint64_t)max_x * ctx->info.max_workgroup_count[1])
-        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %u sources (%llu row chunks) exceed the device's grid", fn, sources,
-                        (unsigned long long)parts);
-    uint32_t spec[1] = {ctx->tuning.row_workgroup};
-    /* stage 1: every (row, chunk) */
-    vkf_push_beam_partial pp = {.rows = rows, .vocab = vocab, .chunk = chunk, .chunks = chunks, .n_cand = n_cand,
-                                .eos = eos, .min_new = min_new, .force_step = force_step, .renormalize = renormalize};
-    /* the rows form (CPU drivers): one invocation per (row, chunk), VKF_TOPK_ROWS_WG per workgroup */
-    bool rows_form = ctx->tuning.decode_rows;
-    uint64_t groups = rows_form ? vkf_div_up(parts, VKF_TOPK_ROWS_WG) : parts;
-    uint32_t g1[3] = {groups < max_x ? (uint32_t)groups : max_x, (uint32_t)vkf_div_up(groups, max_x), 1};
-    uint32_t spec1[2] = {rows_form ? VKF_TOPK_ROWS_WG : ctx->tuning.row_workgroup, rows_form ? 1u : 0u};
-    const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_BEAM_PARTIAL_ACT16
-                                                                  : VKF_VARIANT_BEAM_PARTIAL, spec1, 2, &pipe));
-    vkf_binding b1[5] = {{logits, VKF_READ}, {state, VKF_READ}, {stats, VKF_WRITE}, {cand_x, VKF_WRITE},
-                         {cand_id, VKF_WRITE}};
-    VKF_TRY(vkf_cmd_dispatch(cmd, pipe, b1, 5, &pp, sizeof pp, g1, "beam_topk"));
-    /* stage 2: per source */
-    vkf_push_beam_topk pc = {.sources = sources, .beams = beams, .vocab = vocab, .n_cand = n_cand, .chunks = chunks,
-                             .force_step = force_step};
-    uint32_t g2[3] = {sources, 1, 1};
-    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_BEAM_TOPK, spec, 1, &pipe));
-    vkf_binding b2[7] = {{stats, VKF_READ}, {cand_x, VKF_READ}, {cand_id, VKF_READ}, {beam_scores, VKF_READ},
-                         {state, VKF_READ}, {cand_scores, VKF_WRITE}, {cand_ids, VKF_WRITE}};
-    return vkf_cmd_dispatch(cmd, pipe, b2, 7, &pc, sizeof pc, g2, "beam_topk");
-}
-
 /* ------------------------------------------------------------------ beam search */
 
 void vkf_generate_options_init(vkf_generate_options *o)
@@ -714,34 +630,4 @@ static vkf_status beam_run(vkf_model *m, const vkf_sequences *src, const vkf_gen
     free(hist), free(next_hist), free(parent), free(tok), free(score), free(cs), free(ci), free(hyps);
     free(hscore), free(hlen), free(hids);
     return st;
-}
-
-/* ------------------------------------------------------------------ sampling */
-
-vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,
-                         vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity,
-                         const vkf_generate_options *o, int32_t eos)
-{
-    static const char fn[] = "sample";
-    VKF_TRY(vkf_check_cmd(cmd, logits, fn));
-    vkf_context *ctx = vkf_cmd_context(cmd);
-    if (!logits || logits->dtype == VKF_DTYPE_I32 || !o)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: logits must be an F32 or F16 tensor, options given", fn);
-    VKF_TRY(vkf_check_tensor(cmd, logits, logits->dtype, (uint64_t)rows * cols, fn, "logits"));
-    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
-    VKF_TRY(vkf_check_tensor(cmd, ids, VKF_DTYPE_I32, rows, fn, "ids"));
-    VKF_TRY(vkf_check_tensor(cmd, tokens, VKF_DTYPE_I32, (uint64_t)rows * token_capacity, fn, "tokens"));
-    vkf_push_sample pc = {.rows = rows, .cols = cols, .token_capacity = token_capacity,
-                          .inv_temperature = 1.0f / o->temperature, .top_k = o->top_k, .top_p = o->top_p,
-                          .seed_lo = (uint32_t)o->seed, .seed_hi = (uint32_t)(o->seed >> 32), .eos = eos,
-                          .min_new = o->min_new, .force_step = o->forced_eos ? token_capacity - 1 : UINT32_MAX};
-    if (rows > ctx->info.max_workgroup_count[0])
-        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %u rows exceed the device's grid", fn, rows);
-    uint32_t groups[3] = {rows, 1, 1};
-    uint32_t spec[1] = {ctx->tuning.row_workgroup};
-    const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_SAMPLE_ACT16 : VKF_VARIANT_SAMPLE, spec,
-                             1, &pipe));
-    vkf_binding b[4] = {{logits, VKF_READ}, {state, VKF_READ}, {ids, VKF_WRITE}, {tokens, VKF_WRITE}};
-    return vkf_cmd_dispatch(cmd, pipe, b, 4, &pc, sizeof pc, groups, "sample");
 }

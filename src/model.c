@@ -4,8 +4,8 @@
  * (generate.c) shares with it. */
 #include "internal.h"
 #include "model.h"
-#include "attention_lsh.h"
-#include "safetensors.h"
+#include "attention/attention_lsh.h"
+#include "families/safetensors.h"
 #include "model_load.h"
 
 #include <ctype.h>

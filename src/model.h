@@ -5,7 +5,7 @@
 #define VKF_MODEL_H
 
 #include "internal.h"
-#include "attention_lsh.h"
+#include "attention/attention_lsh.h"
 
 #define MAX_FORWARD_PLANS 4
 
@@ -195,25 +195,6 @@ vkf_status vkf_upload_lowrank(const vkf_model *m, fwd_plan *p, const vkf_sequenc
 
 /* ------------------------------------------------------------------ generate.c */
 
-#define VKF_MAX_BEAMS 16                /* MAX_BEAMS of beam_topk.comp */
-
 void vkf_gen_plan_free(gen_plan *p);
-
-/* Beam search's table of cache rows (kv_gather.comp): dst[r, j] = src[parent[r], j]
- * for j < t and dst[r, t] = r, t = state[0]; src and dst (rows, steps) I32. */
-vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, const vkf_tensor *parent, const vkf_tensor *state,
-                            vkf_tensor *dst, uint32_t rows, uint32_t steps);
-/* ids[row] (and tokens[row, state[0]]) drawn from logits[row] with the options'
- * temperature, top_k, top_p and seed (see sample.comp). */
-vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,
-                         vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity,
-                         const vkf_generate_options *o, int32_t eos);
-/* cand_scores/cand_ids (sources, n_cand) = the n_cand best of beam_scores[row] +
- * log_softmax(logits[row]) over each source's beams x vocab (see beam_topk.comp). */
-vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *beam_scores,
-                            const vkf_tensor *state, vkf_tensor *stats, vkf_tensor *cand_x, vkf_tensor *cand_id,
-                            uint32_t chunk, vkf_tensor *cand_scores, vkf_tensor *cand_ids, uint32_t sources,
-                            uint32_t beams, uint32_t vocab, uint32_t n_cand, int32_t eos, uint32_t min_new,
-                            uint32_t force_step, bool renormalize);
 
 #endif /* VKF_MODEL_H */

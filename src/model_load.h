@@ -5,7 +5,7 @@
 #define VKF_MODEL_LOAD_H
 
 #include "model.h"
-#include "safetensors.h"
+#include "families/safetensors.h"
 
 /* Names the loader expects, to find unexpected tensors afterwards. */
 typedef struct name_list {

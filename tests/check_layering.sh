@@ -1,13 +1,15 @@
 #!/bin/sh
 # The library's layers call only down (issue 16): for every object of the static
 # library, each symbol it leaves undefined that another object of the library
-# defines must be defined in the same layer or one below it. The layers, bottom up:
-#   runtime    status, device, memory, pipeline, pipeline_cache, record, tuning,
-#              volk_build: context, memory, pipelines, command lists, tile choices;
-#   ops        ops: one host function per kernel;
-#   attention  attention, attention_lsh, attention_op: the attention kernels, built
-#              on the ops, and the public call over every variant;
-#   model      model, generate, hf_marian, safetensors, tokenizer_spm, tune.
+# defines must be defined in the same layer or one below it. A layer is a folder
+# of src/ (objects are named src_<folder>_<file>.o by meson); bottom up:
+#   runtime    src/runtime: context, device, memory, pipelines, command lists, tile choices;
+#   ops        src/ops: one host function per kernel;
+#   attention  src/attention: the attention kernels, built on the ops, their
+#              switch, and the public call over every variant;
+#   model      src/families, and src/model.c, src/generate.c, src/tune.c.
+# Inside a layer, the files' calls form no circle (a file that both calls and is
+# called back by another of its layer fails, naming both).
 # An object in no layer (a new source file) fails too: add it to LAYERS below.
 # Prints each call that goes up (caller, symbol, where it is defined) and exits 1.
 #
@@ -20,10 +22,10 @@ case "$LIB" in /*) ;; *) LIB=$PWD/$LIB ;; esac
 [ -f "$LIB" ] || { echo "check_layering: no such library: $LIB" >&2; exit 2; }
 
 LAYERS='
-runtime: status device memory pipeline pipeline_cache record tuning volk_build
-ops: ops
-attention: attention attention_lsh attention_op
-model: model generate hf_marian safetensors tokenizer_spm tune
+runtime: runtime_context runtime_device runtime_memory runtime_pipeline runtime_pipeline_cache runtime_record runtime_status runtime_tuning runtime_volk_build
+ops: ops_ops ops_decode_ops
+attention: attention_attention attention_attention_lsh attention_attention_op
+model: families_marian families_safetensors families_tokenizer_spm model generate tune
 '
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/check_layering.XXXXXX") || exit 2
@@ -75,7 +77,32 @@ printf '%s\n' "$LAYERS" | awk -v count="$count" '
                 bad++
             }
         }
-        if (bad) { printf "check_layering: %d problem(s); a layer may call only its own or lower layers\n", bad; exit 1 }
-        printf "check_layering: %d objects, every call goes down or stays in its layer\n", count
+        # Inside a layer, files call each other without a circle: peel off files
+        # that call no file still left (Kahn); what remains lies on a circle.
+        for (i = 1; i <= n; i++) {
+            split(uses[i], u, " ")
+            sym = u[1]; stem = u[3]
+            if (!(sym in def) || !(stem in layer_of)) continue
+            to = defstem[sym]
+            if (to == stem || !(to in layer_of) || layer_of[to] != layer_of[stem]) continue
+            if (!((stem, to) in edge)) { edge[stem, to] = sym; out[stem]++; files[stem] = 1; files[to] = 1 }
+        }
+        do {
+            removed = 0
+            for (f in files) if (!(f in gone) && out[f] + 0 == 0) {
+                gone[f] = 1; removed = 1
+                for (key in edge) { split(key, e, SUBSEP); if (e[2] == f && !(e[1] in gone)) out[e[1]]-- }
+            }
+        } while (removed)
+        for (key in edge) {
+            split(key, e, SUBSEP)
+            if (!(e[1] in gone) && !(e[2] in gone)) {
+                printf "check_layering: %s and %s are on a circle in layer %s (%s calls %s)\n", e[1], e[2],
+                       layer_name[layer_of[e[1]]], e[1], edge[key]
+                bad++
+            }
+        }
+        if (bad) { printf "check_layering: %d problem(s); a layer may call only its own or lower layers, without circles\n", bad; exit 1 }
+        printf "check_layering: %d objects, every call goes down or stays in its layer, no circle inside a layer\n", count
     }
 ' - "$TMP/symbols"

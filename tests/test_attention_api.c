@@ -8,7 +8,7 @@
  * reference's input. */
 #include "harness.h"
 #include "internal.h"
-#include "attention_lsh.h"
+#include "attention/attention_lsh.h"
 
 #include <math.h>
 #include <stdlib.h>

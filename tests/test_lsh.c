@@ -13,7 +13,7 @@
  *  - bad arguments fail with a status and a message naming the problem. */
 #include "harness.h"
 #include "internal.h"
-#include "attention_lsh.h"
+#include "attention/attention_lsh.h"
 #include "reference/reference_lsh.h"
 
 #include <math.h>

@@ -15,7 +15,7 @@
  *  - NULL arguments, tensors of another file, count mismatches, non-float dtypes.
  * Prints "test_safetensors: N checks passed, M failed" and exits non-zero on any
  * failure. */
-#include "safetensors.h"
+#include "families/safetensors.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -17,7 +17,7 @@
  * newline "\n", carriage return "\r", tab "\t", and in pieces (only) a space as
  * "\s". Errors: one line on stderr, exit 1; usage errors exit 2.
  */
-#include "tokenizer.h"
+#include "families/tokenizer.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -13,7 +13,7 @@
  * broken invariant or an error without a message is not. Built and run by
  * tools/fuzz.sh (clang -fsanitize=fuzzer,address,undefined). */
 #include "internal.h"
-#include "safetensors.h"
+#include "families/safetensors.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -7,9 +7,9 @@
  * message naming the tensor (or key) and the offending value or byte offset.
  * Names in messages are cut to NAME_MAX_SHOWN bytes so that the reason always
  * fits in the message buffer. */
-#include "safetensors.h"
+#include "families/safetensors.h"
 
-#include "internal.h"
+#include "runtime/runtime.h"
 
 #include <errno.h>
 #include <fcntl.h>

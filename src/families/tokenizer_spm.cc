@@ -23,7 +23,7 @@
 #pragma clang attribute push(__attribute__((no_sanitize("function", "vptr"))), apply_to = function)
 #endif
 
-#include "tokenizer.h"
+#include "families/tokenizer.h"
 
 #include <sentencepiece_processor.h>
 

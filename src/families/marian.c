@@ -10,7 +10,7 @@
 #include "internal.h"
 #include "model.h"
 #include "model_load.h"
-#include "tokenizer.h"
+#include "families/tokenizer.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -19,7 +19,7 @@
 #ifndef VKF_ATTENTION_LSH_H
 #define VKF_ATTENTION_LSH_H
 
-#include "internal.h"
+#include "attention/attention.h"
 
 typedef struct vkf_lsh_desc {
     uint32_t batch, heads, head_dim, n; /* head_dim 1..VKF_ATTENTION_MAX_HEAD_DIM; n tokens (queries = keys) */

@@ -10,8 +10,8 @@
  * prefix of each tensor), with slab s = (b * heads + h) * rounds + r:
  *   buckets (s, n) I32, sorted (s, n) I32, inv_norm (b * heads + h, n) F32,
  *   rounds (s, n, head_dim) F32 outputs followed by (s, n) F32 lse (log2 units). */
-#include "attention_lsh.h"
-#include "push_lsh.h"
+#include "attention/attention_lsh.h"
+#include "runtime/push_lsh.h"
 
 #include <math.h>
 #include <stdlib.h>

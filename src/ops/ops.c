@@ -2,8 +2,8 @@
  * push constants, pick the pipeline for this device's tuning and compute the
  * workgroup grid. The per-device choice of tile and workgroup sizes these read
  * from ctx->tuning is tuning.c's. */
-#include "internal.h"
-#include "push.h"
+#include "ops/ops.h"
+#include "runtime/push.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,8 +1,12 @@
-/* The device layer: loading Vulkan at run time (volk over a dlopen'ed loader), the
+/* The device: loading Vulkan at run time (volk over a dlopen'ed loader), the
  * instance with optional validation, discovery of every device's features and
- * limits, the choice of one device, and the context's lifetime. */
-#include "internal.h"
-#include "vk_coopmat.h"
+ * limits, the choice of one device and its VkDevice, queue, command pool and
+ * transfer fence (vkf_device_open / vkf_device_close, which context.c calls),
+ * and the services every other runtime file uses: the log, Vulkan failures,
+ * fault injection for tests and one-shot transfer command buffers. It calls no
+ * other runtime file: context.c assembles the context above it. */
+#include "runtime/runtime.h"
+#include "runtime/vk_coopmat.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -516,25 +520,6 @@ vkf_status vkf_context_vk_fail(vkf_context *ctx, VkResult result, const char *ca
     return vkf_fail_vk(result, call);
 }
 
-void vkf_context_options_init(vkf_context_options *o)
-{
-    if (!o) return;
-    memset(o, 0, sizeof *o);
-    o->validation = -1;
-    o->allow_host_visible = true;
-    o->pipeline_cache = -1;
-    o->tune = -1;
-    o->coopmat = -1;
-}
-
-/* A -1/0/1 option: -1 reads the environment variable (on unless it is "0"). */
-static bool option_on(int option, const char *env_name)
-{
-    if (option != -1) return option == 1;
-    const char *env = getenv(env_name);
-    return !(env && strcmp(env, "0") == 0);
-}
-
 bool vkf_coopmat_choose_shape(const vkf_device_info *info, vkf_coopmat_shape *out)
 {
     bool found = false;
@@ -565,7 +550,7 @@ static void coopmat_decide(vkf_context *ctx)
 {
     const vkf_device_info *d = &ctx->info;
     ctx->coopmat = ctx->coopmat2 = false;
-    if (ctx->coopmat_request == 0 || !vkf_build_has_coopmat()) return;
+    if (ctx->coopmat_request == 0) return; /* context.c sets 0 where the build has no coopmat kernels */
     if (ctx->coopmat_request == -1 && !coopmat_vetted(d->vendor_id)) return;
     if (d->api_version < VK_API_VERSION_1_2 || !d->vulkan_memory_model || !d->float16 || !d->storage_16bit) return;
     if (!vkf_coopmat_choose_shape(d, &ctx->coopmat_shape)) return;
@@ -656,49 +641,11 @@ static vkf_status device_create(vkf_context *ctx)
     VKF_VK_TRY(ctx->vk.vkCreateCommandPool(ctx->device, &pool, NULL, &ctx->command_pool));
     VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VKF_VK_TRY(ctx->vk.vkCreateFence(ctx->device, &fence, NULL, &ctx->transfer_fence));
-    return vkf_pipeline_cache_create(ctx);
+    return VKF_OK;
 }
 
-vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **out_context)
+vkf_status vkf_device_open(vkf_context *ctx, const vkf_context_options *options)
 {
-    if (!out_context) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_create: out_context is NULL");
-    *out_context = NULL;
-    vkf_context_options defaults;
-    vkf_context_options_init(&defaults);
-    if (!options) options = &defaults;
-    if (options->validation < -1 || options->validation > 1)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_create: validation must be -1, 0 or 1, not %d",
-                        options->validation);
-    if (options->pipeline_cache < -1 || options->pipeline_cache > 1 || options->tune < -1 || options->tune > 1)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_create: pipeline_cache and tune must be -1, 0 or 1, "
-                        "not %d and %d", options->pipeline_cache, options->tune);
-
-    if (options->coopmat < -1 || options->coopmat > 1)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_create: coopmat must be -1, 0 or 1, not %d",
-                        options->coopmat);
-
-    vkf_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating a context");
-    ctx->coopmat_request = options->coopmat;
-    if (ctx->coopmat_request == -1) {
-        const char *env = getenv("VKFORMER_COOPMAT");
-        if (env && strcmp(env, "0") == 0) ctx->coopmat_request = 0;
-        else if (env && strcmp(env, "1") == 0) ctx->coopmat_request = 1;
-        else if (env && strcmp(env, "everywhere") == 0) ctx->coopmat_request = 1, ctx->coopmat_everywhere = true;
-    }
-    ctx->log = options->log;
-    ctx->log_user = options->log_user;
-    ctx->max_device_memory = options->max_device_memory;
-    ctx->pipeline_cache_on = option_on(options->pipeline_cache, "VKFORMER_PIPELINE_CACHE");
-    ctx->tune_on = option_on(options->tune, "VKFORMER_TUNE");
-    vkf_cache_dir_resolve(ctx, options->cache_dir);
-    if (options->validation == -1) {
-        const char *env = getenv("VKFORMER_VALIDATE");
-        ctx->validation = env && strcmp(env, "1") == 0;
-    } else {
-        ctx->validation = options->validation == 1;
-    }
-
     vkf_status st = loader_open();
     if (st == VKF_OK) st = instance_create(ctx, ctx->validation, &ctx->instance);
     if (st == VKF_OK && ctx->validation) {
@@ -749,55 +696,20 @@ vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **
         ctx->alignment = align > 16 ? align : 16;
         st = device_create(ctx);
     }
-    if (st == VKF_OK) {
-        vkf_tuning_choose(ctx);
-        if (ctx->tune_on) vkf_tune_load(ctx);
-        uint64_t one = 4;
-        st = vkf_tensor_create(ctx, VKF_DTYPE_F32, 1, &one, &ctx->dummy);
-    }
-    if (st != VKF_OK) {
-        vkf_context_destroy(ctx); /* destroy functions leave the last error alone */
-        return st;
-    }
-    *out_context = ctx;
-    return VKF_OK;
+    return st;
 }
 
-void vkf_context_destroy(vkf_context *ctx)
+void vkf_device_close(vkf_context *ctx)
 {
-    if (!ctx) return;
     if (ctx->device) {
-        ctx->vk.vkDeviceWaitIdle(ctx->device);
-        vkf_tensor_destroy(ctx->dummy);
-        if (ctx->pipeline_count > 0) vkf_pipeline_cache_save(ctx); /* only when it may have changed */
-        vkf_pipelines_destroy(ctx);
-        vkf_memory_destroy_all(ctx);
-        if (ctx->pipeline_cache) ctx->vk.vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, NULL);
         if (ctx->transfer_fence) ctx->vk.vkDestroyFence(ctx->device, ctx->transfer_fence, NULL);
         if (ctx->command_pool) ctx->vk.vkDestroyCommandPool(ctx->device, ctx->command_pool, NULL);
         ctx->vk.vkDestroyDevice(ctx->device, NULL);
+        ctx->device = VK_NULL_HANDLE;
     }
     if (ctx->messenger) ctx->destroy_messenger(ctx->instance, ctx->messenger, NULL);
     if (ctx->instance) vkDestroyInstance(ctx->instance, NULL);
-    free(ctx);
-}
-
-vkf_status vkf_context_device_info(const vkf_context *ctx, vkf_device_info *out_info)
-{
-    if (!ctx || !out_info)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_device_info: %s is NULL", ctx ? "out_info" : "context");
-    *out_info = ctx->info;
-    return VKF_OK;
-}
-
-vkf_status vkf_context_validation_counts(const vkf_context *ctx, uint32_t *out_errors, uint32_t *out_warnings,
-                                         bool *out_validation_on)
-{
-    if (!ctx) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_validation_counts: context is NULL");
-    if (out_errors) *out_errors = ctx->validation_errors;
-    if (out_warnings) *out_warnings = ctx->validation_warnings;
-    if (out_validation_on) *out_validation_on = ctx->validation;
-    return VKF_OK;
+    ctx->messenger = VK_NULL_HANDLE, ctx->instance = VK_NULL_HANDLE;
 }
 
 vkf_status vkf_oneshot_begin(vkf_context *ctx, VkCommandBuffer *out_cb)

@@ -4,8 +4,8 @@
  * plan, lowrank's projection and projected rows, dense-naive's scores), hands
  * those to the command list, and records the kernels of attention.c,
  * attention_lsh.c and ops.c. */
-#include "internal.h"
-#include "attention_lsh.h"
+#include "attention/attention.h"
+#include "attention/attention_lsh.h"
 
 #include <math.h>
 #include <stdlib.h>

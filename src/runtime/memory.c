@@ -2,7 +2,7 @@
  * one VkBuffer per block), first-fit with coalescing free lists. Uploads and
  * downloads write the mapped block directly where the device memory is
  * host-visible (CPUs, integrated GPUs), else go through a staging buffer. */
-#include "internal.h"
+#include "runtime/runtime.h"
 
 #include <stdlib.h>
 #include <string.h>

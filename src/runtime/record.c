@@ -4,7 +4,7 @@
  * an earlier dispatch since the last barrier wrote (read-after-write,
  * write-after-write) or read (write-after-read). With VKF_CMD_TIMESTAMPS each
  * dispatch is bracketed by timestamp queries. */
-#include "internal.h"
+#include "runtime/runtime.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * file, loaded over the built-in choice (vkf_tune_load). Part of the runtime, with
  * device.c: it calls nothing above it. Measuring candidates and writing the tune
  * file (`vkformer tune`) is tune.c, which builds on the ops. */
-#include "internal.h"
+#include "runtime/runtime.h"
 
 #include <stdlib.h>
 

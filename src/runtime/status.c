@@ -1,6 +1,6 @@
 /* Status codes and messages: the per-thread last-error text, the names of status
  * codes and of VkResults, and the version functions. */
-#include "internal.h"
+#include "runtime/runtime.h"
 
 #include <stdio.h>
 

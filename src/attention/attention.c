@@ -7,8 +7,8 @@
  * shaders/attention_fused_coopmat.comp) for F16 inputs on GPUs with them. This file
  * chooses the kernel and its tiles for the device, checks the arguments against the
  * tensors and limits, and records the dispatch. */
-#include "internal.h"
-#include "push.h"
+#include "attention/attention.h"
+#include "runtime/push.h"
 
 #include <math.h>
 #include <stdio.h>

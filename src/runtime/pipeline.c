@@ -2,9 +2,9 @@
  * variant built into the library (compiled by glslc at build time and embedded);
  * pipelines are made on first use for each set of specialization constants and
  * kept in the context. */
-#include "internal.h"
-#include "push.h"
-#include "push_lsh.h"
+#include "runtime/runtime.h"
+#include "runtime/push.h"
+#include "runtime/push_lsh.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * pipelines changed it. The file's Vulkan header is checked before the driver
  * sees it; a bad or foreign file is ignored with an info message. Also the
  * directory and atomic file writes that tune files share. */
-#include "internal.h"
+#include "runtime/runtime.h"
 
 #include <errno.h>
 #include <fcntl.h>

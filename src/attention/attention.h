@@ -1,0 +1,120 @@
+/* The attention layer (src/attention/): the fused kernel and its sparse
+ * patterns, BigBird's tables, low-rank projections, LSH (attention_lsh.h), the
+ * one switch from a variant to its kernels, and the public vkf_cmd_attention. */
+#ifndef VKF_ATTENTION_H
+#define VKF_ATTENTION_H
+
+#include "ops/ops.h"
+
+/* BigBird (vkf_bigbird, ops.h): */
+
+/* The random key blocks of query block qb into out[0 .. random): distinct blocks
+ * drawn without replacement by a splitmix64 stream seeded from (seed, qb), among
+ * the blocks a query of qb does not already see: not global, not qb - 1 .. qb + 1,
+ * and below key_blocks or, causal, below qb - 1 (so the draw does not depend on
+ * the sequence length, and a decode step draws what the forward pass drew). -1
+ * fills the places left when there are fewer candidates, and every place of a
+ * global query block (it sees everything). */
+void vkf_bigbird_random_blocks(const vkf_bigbird *bb, uint32_t qb, uint32_t key_blocks, int32_t *out);
+/* Whether query i may see key j under the pattern, given qi's random blocks. */
+bool vkf_bigbird_allowed(const vkf_bigbird *bb, const int32_t *random_of_qi, uint32_t i, uint32_t j);
+
+/* ------------------------------------------------------------------ fused attention (attention.c) */
+
+/* Which fused kernel runs a vkf_attention_desc: vkf_attention_kernel (vkformer.h);
+ * `tiles` apply to the scalar one. */
+
+/* (batch, rows, heads * head_dim) inside a tensor: element (b, r, h, c) is at
+ * offset + b * batch_stride + r * row_stride + h * head_dim + c (in elements).
+ * row_stride 0: heads * head_dim; batch_stride 0: rows * row_stride. A fused QKV
+ * projection (batch * rows, 3d) gives Q, K, V as row stride 3d, offsets 0, d, 2d. */
+typedef struct vkf_attention_view {
+    const vkf_tensor *tensor;           /* borrowed, F32 */
+    uint64_t offset, row_stride, batch_stride;
+} vkf_attention_view;
+
+/* out[b, i, h, :] = Σ_j softmax_j(scale · q[b, i, h, :]·k[b, j, h, :] + mask) v[b, j, h, :]
+ * where key j is masked for query i iff any of: j >= key_lengths[b] (when given);
+ * causal and j > i + causal_offset; the pattern disallows (i, j). Positions i, j are
+ * row indices of the views (the pattern does not see causal_offset). A query with
+ * every key masked gets zeros. */
+typedef struct vkf_attention_desc {
+    uint32_t batch, heads, head_dim;    /* head_dim 1..VKF_ATTENTION_MAX_HEAD_DIM */
+    uint32_t lq, lk;                    /* query rows, key rows */
+    float scale;                        /* usually 1 / sqrt(head_dim) */
+    vkf_attention_view q;               /* (batch, lq, heads * head_dim) */
+    vkf_attention_view k;               /* (batch, lk, heads * head_dim) */
+    vkf_attention_view v;               /* (batch, lk, heads * head_dim) */
+    const vkf_tensor *key_lengths;      /* (batch) I32, borrowed, or NULL: all lk keys; clamped to [0, lk] */
+    bool causal;
+    uint32_t causal_offset;             /* query i sees keys j <= i + causal_offset */
+    vkf_attention_pattern pattern;
+    uint32_t window;                    /* W of local/strided */
+    uint32_t stride;                    /* S of strided, >= 1 */
+    vkf_bigbird bigbird;                /* the BIGBIRD pattern's parameters */
+    const vkf_tensor *table;            /* BIGBIRD: from vkf_attention_table_create for this desc, borrowed */
+    vkf_tensor *out;                    /* (batch * lq, heads * head_dim), packed; may not alias an input */
+    const vkf_attention_tiles *tiles;   /* borrowed; NULL: vkf_attention_tiles_choose */
+    vkf_dtype dtype;                    /* of q, k, v and out: F32 (0, the default) or F16 (16-bit
+                                           storage only; arithmetic stays fp32) */
+    vkf_attention_kernel kernel;        /* AUTO (0): see vkf_attention_kernel */
+} vkf_attention_desc;
+
+/* Zeros everything; scale 1. */
+void vkf_attention_desc_init(vkf_attention_desc *desc);
+/* A (batch, rows, cols) view lies inside its tensor and every index fits the
+ * shaders' 32 bits. Fills out with offset, row and batch strides (defaults resolved). */
+vkf_status vkf_check_attention_view(vkf_cmd *cmd, const vkf_attention_view *view, vkf_dtype dtype, uint64_t batch,
+                                    uint64_t rows, uint64_t cols, const char *fn, const char *name, uint32_t out[3]);
+/* Tiles for this device and head_dim: the rows form on CPU drivers, the split form
+ * elsewhere; bq and bk as large as the workgroup and shared-memory limits allow. */
+void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_attention_tiles *out_tiles);
+/* Appends one fused-attention dispatch (label "attention_fused" or
+ * "attention_fused_coopmat"). */
+vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *desc);
+/* The kernel desc->kernel resolves to on ctx: "fused-coopmat" or "fused". */
+const char *vkf_attention_kernel_name(const vkf_context *ctx, const vkf_attention_desc *desc);
+
+/* An attention variant as users name it (vkf_model_set_attention, --attention). */
+typedef enum vkf_attention_kind {
+    VKF_ATTN_FUSED = 0,                 /* the fused kernel with `pattern` (dense, local, strided, bigbird) */
+    VKF_ATTN_NAIVE,                     /* dense-naive: scores materialised (matmul, softmax, matmul) */
+    VKF_ATTN_LSH,                       /* Reformer's LSH attention (attention_lsh.c) */
+    VKF_ATTN_LOWRANK,                   /* Linformer: K, V projected along the sequence to `rank` rows */
+} vkf_attention_kind;
+
+typedef struct vkf_attention_spec {
+    vkf_attention_kind kind;
+    vkf_attention_pattern pattern;      /* VKF_ATTN_FUSED's pattern */
+    uint32_t window, stride;            /* local, strided */
+    uint32_t block, globals, random;    /* bigbird */
+    uint32_t rounds, chunk;             /* lsh */
+    uint32_t rank;                      /* lowrank */
+} vkf_attention_spec;
+
+/* Parses "dense", "dense-naive", "local:W", "strided:W:S", "bigbird:B:G:R",
+ * "lsh:H:C", "lowrank:K" (NULL: dense); for cross-attention only dense,
+ * dense-naive and lowrank. VKF_ERROR_INVALID_ARGUMENT names what is wrong. */
+vkf_status vkf_attention_parse(const char *spec, bool cross, vkf_attention_spec *out);
+
+/* Lowrank's fixed projection E (count, K, S) for sequences of the given lengths
+ * (each <= S): a sequence's len keys, in a seeded random order that depends on
+ * the seed and len only, are dealt to the K rows in turn, and row r is the mean
+ * of its keys. Rows past len stay empty: rows_out[b] = min(K, len) rows hold keys.
+ * With K >= len it is a permutation, so lowrank equals dense attention. */
+vkf_status vkf_lowrank_projection(uint64_t seed, uint32_t K, uint32_t S, const uint32_t *lengths, uint32_t count,
+                                  float *E, int32_t *rows_out);
+/* out (batch * K, 2d) = E (batch, K, S) · [keys values] of each sequence: one
+ * batched matmul. kv holds a sequence's S rows with row stride `stride`, keys at
+ * column `col` and values d columns later (a fused QKV or cross-attention KV). */
+vkf_status vkf_op_lowrank_project(vkf_cmd *cmd, vkf_tensor *E, uint32_t batch, uint32_t K, uint32_t S, uint64_t d,
+                                  vkf_tensor *kv, uint64_t col, uint64_t stride, vkf_tensor *out);
+/* The I32 table the BIGBIRD pattern reads for exactly this desc (sizes, pattern,
+ * tiles): each query block's random blocks, then each workgroup's list of key
+ * blocks. The caller owns it, sets desc->table, and keeps it while the list runs.
+ * The kernel clamps every index it reads from the table, so a wrong table gives
+ * wrong numbers, never an access out of bounds. */
+vkf_status vkf_attention_table_create(vkf_context *ctx, const vkf_attention_desc *desc, vkf_tensor **out_table);
+
+
+#endif /* VKF_ATTENTION_H */

@@ -1,0 +1,94 @@
+/* The ops layer (src/ops/): one host function per kernel, which checks its
+ * arguments, fills the push constants and records the dispatch. The attention
+ * kernels' host functions are in the attention layer above it. */
+#ifndef VKF_OPS_H
+#define VKF_OPS_H
+
+#include "runtime/runtime.h"
+
+/* ------------------------------------------------------------------ argument checks (ops.c) */
+
+/* The list exists, may still record, and its context is not lost; desc is not NULL. */
+vkf_status vkf_check_cmd(vkf_cmd *cmd, const void *desc, const char *fn);
+/* The tensor exists, has the dtype, belongs to the list's context and holds at
+ * least `elements` elements. */
+vkf_status vkf_check_tensor(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtype, uint64_t elements, const char *fn,
+                            const char *name);
+
+/* Sparsity pattern of the fused kernel, on query row i and key row j. */
+typedef enum vkf_attention_pattern {
+    VKF_ATTENTION_DENSE = 0,            /* every key */
+    VKF_ATTENTION_LOCAL = 1,            /* local:W, allowed iff |i - j| <= W */
+    VKF_ATTENTION_STRIDED = 2,          /* strided:W:S, allowed iff |i - j| <= W or j % S == S - 1 */
+    VKF_ATTENTION_BIGBIRD = 3,          /* bigbird:B:G:R, see vkf_bigbird_allowed */
+} vkf_attention_pattern;
+
+/* ------------------------------------------------------------------ attention patterns (attention.c) */
+/* BigBird's block pattern: query block qi = i / B may see key block kj = j / B iff
+ * |qi - kj| <= 1, or qi < G or kj < G (global blocks), or kj is one of the R random
+ * blocks of qi (vkf_bigbird_random_blocks). */
+typedef struct vkf_bigbird {
+    uint32_t block;                     /* B >= 1 tokens per block */
+    uint32_t globals;                   /* G global blocks */
+    uint32_t random;                    /* R random blocks per query block, at most VKF_BIGBIRD_MAX_RANDOM */
+    bool causal;                        /* random blocks drawn only from earlier blocks (see below) */
+    uint64_t seed;
+} vkf_bigbird;
+#define VKF_BIGBIRD_MAX_RANDOM 64u
+/* ------------------------------------------------------------------ decode-step ops (ops.c) */
+
+/* Attention of one query row per (b, h). q, k, v are (batch, rows, heads * head_dim)
+ * views given as offset, row stride and batch stride in elements; out is
+ * (batch, heads * head_dim) packed. Key count: state[0] + 1 when length_from_state,
+ * else lengths[b]; at most max_keys. scratch holds (batch * heads, max_keys). */
+typedef struct vkf_attention_decode_desc {
+    uint32_t batch, heads, head_dim, max_keys;
+    float scale;
+    const vkf_tensor *q, *k, *v;
+    uint64_t q_offset, q_batch, k_offset, k_row, k_batch, v_offset, v_row, v_batch;
+    const vkf_tensor *lengths;          /* (batch) I32, or the (1) I32 state */
+    bool length_from_state;
+    vkf_tensor *scratch;                /* (batch * heads, max_keys) */
+    vkf_tensor *out;                    /* (batch, heads * head_dim) */
+    uint32_t pattern;                   /* a vkf_attention_pattern, only with length_from_state: */
+    uint32_t window, stride;            /* the query's row is state[0] */
+    vkf_bigbird bigbird;                /* BIGBIRD (causal): parameters, and the random blocks of */
+    const vkf_tensor *random_blocks;    /* query blocks 0 .. ceil(max_keys / B) - 1, (blocks, R) I32 */
+    uint32_t kv_div;                    /* > 1: query row b reads the K/V (and length) of row b / kv_div, so a
+                                           source's beams share its cross-attention keys; 0 or 1: row b */
+    const vkf_tensor *row_index;        /* (batch, max_keys) I32 or NULL, only with length_from_state: key j of
+                                           row b is in row row_index[b][j] of k and v (beam search: a beam's
+                                           history stays in the rows its ancestors wrote; clamped to the batch) */
+} vkf_attention_decode_desc;
+vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *desc);
+/* cache_k/v (batch, capacity, d)[state[0]] = qkv (batch, 3d) K/V parts. */
+vkf_status vkf_op_kv_append(vkf_cmd *cmd, const vkf_tensor *qkv, const vkf_tensor *state, vkf_tensor *cache_k,
+                            vkf_tensor *cache_v, uint32_t batch, uint32_t d, uint32_t capacity);
+/* ids[b] = argmax logits[b]; tokens[b, state[0]] = ids[b]. */
+vkf_status vkf_op_argmax(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,
+                         vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity);
+/* state[0] += 1. */
+vkf_status vkf_op_advance(vkf_cmd *cmd, vkf_tensor *state);
+
+/* ------------------------------------------------------------------ decoding ops (decode_ops.c) */
+
+#define VKF_MAX_BEAMS 16                /* MAX_BEAMS of beam_topk.comp */
+
+/* Beam search's table of cache rows (kv_gather.comp): dst[r, j] = src[parent[r], j]
+ * for j < t and dst[r, t] = r, t = state[0]; src and dst (rows, steps) I32. */
+vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, const vkf_tensor *parent, const vkf_tensor *state,
+                            vkf_tensor *dst, uint32_t rows, uint32_t steps);
+/* ids[row] (and tokens[row, state[0]]) drawn from logits[row] with the options'
+ * temperature, top_k, top_p and seed (see sample.comp). */
+vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,
+                         vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity,
+                         const vkf_generate_options *o, int32_t eos);
+/* cand_scores/cand_ids (sources, n_cand) = the n_cand best of beam_scores[row] +
+ * log_softmax(logits[row]) over each source's beams x vocab (see beam_topk.comp). */
+vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *beam_scores,
+                            const vkf_tensor *state, vkf_tensor *stats, vkf_tensor *cand_x, vkf_tensor *cand_id,
+                            uint32_t chunk, vkf_tensor *cand_scores, vkf_tensor *cand_ids, uint32_t sources,
+                            uint32_t beams, uint32_t vocab, uint32_t n_cand, int32_t eos, uint32_t min_new,
+                            uint32_t force_step, bool renormalize);
+
+#endif /* VKF_OPS_H */
