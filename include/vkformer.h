@@ -371,6 +371,9 @@ typedef struct vkf_softmax_desc {
      * causal_period is the number of query rows of one (batch, head); 0 = no causal mask. */
     uint32_t causal_period;
     uint32_t causal_offset;
+    /* The mask rows start at this row of `mask`: row r of x uses mask row
+     * mask_row0 + (r / mask_row_div) % mask_rows (init 0). */
+    uint32_t mask_row0;
 } vkf_softmax_desc;
 
 /* Row-wise y = LayerNorm(x + residual) * gamma + beta over rows of `cols`, with
@@ -413,6 +416,15 @@ typedef struct vkf_embed_desc {
      * as vkf_quantize_int8_rows makes them): row r reads q[r][c] * table_scale[r];
      * NULL for F32 and F16 tables. */
     vkf_tensor *table_scale;
+    /* (tokens) I32 or NULL: token t is at position position_ids[t] (+ state[0])
+     * rather than t % seq_len + pos_offset; a negative id or one past the table
+     * gives NaN. */
+    vkf_tensor *position_ids;
+    /* true: a token whose id is pad_id reads position row pad_row, whatever its
+     * place (fairseq's padding-aware positions, whose pad row is zeros). */
+    bool pad_position;
+    int32_t pad_id;
+    uint32_t pad_row;
 } vkf_embed_desc;
 
 /* Makes the (positions, d) F32 table PE(pos, 2i) = sin(pos / 10000^(2i/d)),
@@ -561,7 +573,8 @@ typedef struct vkf_model vkf_model;
 
 typedef enum vkf_model_format {
     VKF_MODEL_VKFORMER = 0,             /* one .safetensors file in vkformer's layout (docs/file-format.md) */
-    VKF_MODEL_MARIAN = 1,               /* a Hugging Face MarianMTModel folder (docs/models.md) */
+    VKF_MODEL_HUGGING_FACE = 1,         /* a Hugging Face hub folder of any family (see family; docs/models.md) */
+    VKF_MODEL_MARIAN = VKF_MODEL_HUGGING_FACE, /* the name of 0.1, when Marian was the only family of folders */
 } vkf_model_format;
 
 typedef struct vkf_model_config {
@@ -578,6 +591,11 @@ typedef struct vkf_model_config {
     bool has_vocab;                     /* text in and out: vocabularies, or a folder's SentencePiece models */
     vkf_dtype activations;              /* F32, or F16 as the load's precision decided */
     vkf_model_format format;            /* what was loaded: a vkformer file or a Hugging Face folder */
+    char family[32];                    /* the family that read it: "vkformer", "marian", "m2m_100", "nllb",
+                                           "mbart" (docs/models.md) */
+    uint32_t head_dim;                  /* attention width per head (d_model / n_heads for every family so far) */
+    uint32_t n_languages;               /* language codes the tokenizer knows (vkf_model_language) */
+    bool target_language_required;      /* generation needs vkf_model_set_target_language */
 } vkf_model_config;
 
 /* Reads, validates and uploads a model: a vkformer .safetensors file, or a
@@ -713,6 +731,19 @@ VKF_API vkf_status vkf_model_last_cmd(const vkf_model *model, vkf_model_pass pas
  * An unknown piece fails with VKF_ERROR_INVALID_ARGUMENT naming it. */
 VKF_API vkf_status vkf_model_encode_text(const vkf_model *model, const char *text, int32_t *out_ids, uint32_t capacity,
                                          uint32_t *out_count);
+/* vkf_model_encode_text in a language: source_lang is a code as the tokenizer
+ * names it (NLLB "eng_Latn", M2M-100 "en", mBART-50 "en_XX"; NULL: the
+ * tokenizer's default, as Hugging Face's), placed as the family's tokenizer
+ * places it. target_lang matters only for families whose target language is a
+ * token of the source (Marian's ">>fra<<"); others take it in the generation
+ * options (vkf_model_set_target_language). An unknown code fails with
+ * VKF_ERROR_INVALID_ARGUMENT naming a few valid ones. */
+VKF_API vkf_status vkf_model_encode_text_with(const vkf_model *model, const char *text, const char *source_lang,
+                                              const char *target_lang, int32_t *out_ids, uint32_t capacity,
+                                              uint32_t *out_count);
+/* The index-th language code of the model (0..n_languages-1; a string the model
+ * owns), or NULL. */
+VKF_API const char *vkf_model_language(const vkf_model *model, uint32_t index);
 /* Joins tgt_vocab entries with config "tgt_join" (default " "); fails if the text
  * would not fit `capacity` bytes including the terminating NUL. */
 VKF_API vkf_status vkf_model_decode_text(const vkf_model *model, const int32_t *ids, uint32_t count, char *out_text,
@@ -749,10 +780,22 @@ typedef struct vkf_generate_options {
      * eos is banned before min_new, as renormalize_logits (init false). */
     bool forced_eos;
     bool renormalize;
+    /* forced_bos: the first generated token is forced_bos_id, as Hugging Face's
+     * forced_bos_token_id (the target language of NLLB, M2M-100 and mBART-50);
+     * it counts as a generated token, and beam search scores it 0 (init false). */
+    bool forced_bos;
+    int32_t forced_bos_id;
 } vkf_generate_options;
 
 /* Fills the defaults; max_new 0 stands for the model's max_len. */
 VKF_API void vkf_generate_options_init(vkf_generate_options *options);
+/* Sets the options to generate in target language `code` (a code as the
+ * tokenizer names it): its token forced as the first generated one (forced_bos)
+ * where the family does that (NLLB, M2M-100, mBART-50). NULL: nothing, unless
+ * the model needs a target language (config.target_language_required). Unknown
+ * or missing codes fail with VKF_ERROR_INVALID_ARGUMENT listing a few valid ones. */
+VKF_API vkf_status vkf_model_set_target_language(const vkf_model *model, const char *code,
+                                                 vkf_generate_options *options);
 /* The model's own defaults: a Hugging Face folder's generation_config.json
  * (num_beams, max_length or max_new_tokens, min_length, length_penalty,
  * early_stopping, num_return_sequences, forced_eos_token_id, renormalize_logits;

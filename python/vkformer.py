@@ -91,7 +91,11 @@ class _ModelConfig(ctypes.Structure):
         ("eos_id", ctypes.c_int32),
         ("has_vocab", ctypes.c_bool),
         ("activations", ctypes.c_int),
-        ("format", ctypes.c_int),   # 0: a vkformer file, 1: a Hugging Face Marian folder
+        ("format", ctypes.c_int),   # 0: a vkformer file, 1: a Hugging Face folder
+        ("family", ctypes.c_char * 32),
+        ("head_dim", ctypes.c_uint32),
+        ("n_languages", ctypes.c_uint32),
+        ("target_language_required", ctypes.c_bool),
     ]
 
 
@@ -127,6 +131,8 @@ class _GenerateOptions(ctypes.Structure):
         ("seed", ctypes.c_uint64),
         ("forced_eos", ctypes.c_bool),
         ("renormalize", ctypes.c_bool),
+        ("forced_bos", ctypes.c_bool),
+        ("forced_bos_id", ctypes.c_int32),
     ]
 
 
@@ -148,7 +154,8 @@ _DTYPES = {0: "f32", 1: "i32", 2: "f16"}
 
 ModelConfig = collections.namedtuple("ModelConfig", [f for f, _ in _ModelConfig._fields_])
 ModelConfig.__doc__ = ("vkf_model_config: activation is 'relu', 'gelu' or 'silu', activations 'f32' or 'f16', "
-                       "format 'vkformer' (a file) or 'marian' (a Hugging Face folder).")
+                       "format 'vkformer' (a file) or 'huggingface' (a hub folder), family the family that read it "
+                       "('vkformer', 'marian', 'm2m_100', 'nllb', 'mbart').")
 
 # ---------------------------------------------------------------- the library
 
@@ -179,6 +186,11 @@ _SIGNATURES = {
     "vkf_model_generate_with": (_STATUS, [_P, ctypes.POINTER(_Sequences), ctypes.POINTER(_GenerateOptions),
                                           ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_uint32),
                                           ctypes.POINTER(ctypes.c_float)]),
+    "vkf_model_encode_text_with": (_STATUS, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                             ctypes.POINTER(ctypes.c_int32), ctypes.c_uint32,
+                                             ctypes.POINTER(ctypes.c_uint32)]),
+    "vkf_model_set_target_language": (_STATUS, [_P, ctypes.c_char_p, ctypes.POINTER(_GenerateOptions)]),
+    "vkf_model_language": (ctypes.c_char_p, [_P, ctypes.c_uint32]),
     "vkf_model_encode_text": (_STATUS, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int32), ctypes.c_uint32,
                                         ctypes.POINTER(ctypes.c_uint32)]),
     "vkf_model_decode_text": (_STATUS, [_P, ctypes.POINTER(ctypes.c_int32), ctypes.c_uint32, ctypes.c_char_p,
@@ -369,7 +381,8 @@ class Model:
         values = {f: getattr(c, f) for f, _ in _ModelConfig._fields_}
         values["activation"] = _ACTIVATIONS.get(c.activation, c.activation)
         values["activations"] = _DTYPES.get(c.activations, c.activations)
-        values["format"] = {0: "vkformer", 1: "marian"}.get(c.format, c.format)
+        values["format"] = {0: "vkformer", 1: "huggingface"}.get(c.format, c.format)
+        values["family"] = c.family.decode()
         self.config = ModelConfig(**values)
 
     @property
@@ -400,16 +413,24 @@ class Model:
 
     # -- text
 
-    def encode(self, text):
-        """Source ids of a text (its pieces looked up in the model's vocabulary, eos
-        appended), as int32."""
+    def encode(self, text, source_lang=None, target_lang=None):
+        """Source ids of a text as the model's tokenizer makes them (eos and
+        language codes placed as it places them), as int32. source_lang: a code
+        as the tokenizer names it (eng_Latn, en, en_XX; default: the tokenizer's);
+        target_lang: only where the target language is a token of the source
+        (Marian's >>fra<<)."""
         cap = self.config.max_len
         ids = np.zeros(cap, dtype=np.int32)
         n = ctypes.c_uint32()
-        _check(self._lib, self._lib.vkf_model_encode_text(self._live(), text.encode("utf-8"),
-                                                          ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), cap,
-                                                          ctypes.byref(n)))
+        _check(self._lib, self._lib.vkf_model_encode_text_with(
+            self._live(), text.encode("utf-8"), source_lang.encode() if source_lang else None,
+            target_lang.encode() if target_lang else None, ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), cap,
+            ctypes.byref(n)))
         return ids[:n.value].copy()
+
+    def languages(self):
+        """The language codes the model's tokenizer knows (vkf_model_language)."""
+        return [self._lib.vkf_model_language(self._live(), i).decode() for i in range(self.config.n_languages)]
 
     def decode(self, ids):
         """The text of target ids (without bos and eos)."""
@@ -420,25 +441,29 @@ class Model:
                                                           a.size, buf, cap))
         return buf.value.decode("utf-8")
 
-    def translate(self, text, max_new=None, beams=None):
+    def translate(self, text, max_new=None, beams=None, source_lang=None, target_lang=None):
         """Translation of a text, or of a list of texts (one batch): str or list
         of str. Decoding as generate() (the model's defaults: greedy, or a Hugging
-        Face folder's generation_config)."""
+        Face folder's generation_config); source_lang / target_lang: codes as the
+        tokenizer names them (NLLB eng_Latn, M2M-100 en, mBART-50 en_XX), the
+        target forced as the first generated token where the family does so."""
         if isinstance(text, str):
-            return self.translate([text], max_new, beams)[0]
+            return self.translate([text], max_new, beams, source_lang, target_lang)[0]
         texts = list(text)
-        return [self.decode(ids) for ids in self.generate([self.encode(t) for t in texts], max_new, beams)]
+        src = [self.encode(t, source_lang, target_lang) for t in texts]
+        return [self.decode(ids) for ids in self.generate(src, max_new, beams, target_lang=target_lang)]
 
     # -- ids
 
-    def generate(self, src, max_new=None, beams=None):
+    def generate(self, src, max_new=None, beams=None, target_lang=None):
         """Decoding with the model's defaults (vkf_model_generate_defaults: greedy
         for a vkformer file; a Hugging Face folder's generation_config, e.g. 4
         beams, forced eos, the pad id banned). src: one sequence of source ids (1-D)
         or a batch (a 2-D array or a list of sequences of any lengths). Returns the
         generated ids (int32, without bos and eos) as one array, or a list of arrays
         for a batch. max_new: at most this many tokens (default: the model's own,
-        else max_len); beams: beam search with this many beams (1: greedy)."""
+        else max_len); beams: beam search with this many beams (1: greedy);
+        target_lang: generate in that language (vkf_model_set_target_language)."""
         batch = _is_batch(src)
         seqs = _Batch(src if batch else [src], "source")
         opts = _GenerateOptions()
@@ -455,6 +480,8 @@ class Model:
                 raise ValueError("beams must be at least 1")
             opts.beams = int(beams)
         opts.n_best = 1
+        _check(self._lib, self._lib.vkf_model_set_target_language(
+            self._live(), target_lang.encode() if target_lang else None, ctypes.byref(opts)))
         steps = opts.max_new
         out = np.zeros((len(seqs), steps), dtype=np.int32)
         lengths = np.zeros(len(seqs), dtype=np.uint32)

@@ -2,7 +2,10 @@
 // Token embedding with positions:
 //   out[t, c] = table[ids[t], c] * scale + pe[pos, c],  pos = t % seq_len + pos_offset (+ state[0])
 // With flag 1 the position offset also adds state[0], the decode step's position
-// kept in GPU memory, so one recorded step serves every position.
+// kept in GPU memory, so one recorded step serves every position. With position
+// ids (binding 6) token t is at pos = position_ids[t] (+ state[0]) instead; with
+// pad_position a token whose id is pad_id reads row pad_row (fairseq's positions:
+// padding sits at the padding index's zero row).
 // pe is the sinusoidal table made on the host (vkf_positional_encoding_create).
 // One invocation per output element. An id outside [0, vocab), or a position past
 // the table, writes NaN and never reads out of bounds. A table split in parts holds
@@ -25,6 +28,10 @@ layout(push_constant) uniform Push {
     uint seq_len, pos_offset;
     uint pos_from_state;    // 1: add state[0] to every position
     uint row0, rows;        // vocabulary rows of this table (a part of a split embedding)
+    uint has_position_ids;  // 1: binding 6 holds each token's position
+    uint pad_position;      // 1: a pad_id token is at row pad_row
+    int pad_id;
+    uint pad_row;
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufIds { int ids[]; };         // (tokens)
@@ -40,6 +47,7 @@ layout(set = 0, binding = 1) readonly buffer BufTable { float table[]; };   // (
 layout(set = 0, binding = 2) readonly buffer BufPe { float pe[]; };         // (positions, d)
 layout(set = 0, binding = 3) writeonly buffer BufOut { ACT_T outv[]; };     // (tokens, d)
 layout(set = 0, binding = 4) readonly buffer BufState { int state[]; };     // (1): position
+layout(set = 0, binding = 6) readonly buffer BufPosIds { int position_ids[]; }; // (tokens), with has_position_ids
 
 void main()
 {
@@ -48,7 +56,12 @@ void main()
     const uint t = e / pc.d, c = e % pc.d;
     const int id = ids[t];
     uint pos = t % pc.seq_len + pc.pos_offset;
-    if (pc.pos_from_state != 0u) pos += uint(max(state[0], 0));
+    if (pc.has_position_ids != 0u) {
+        const int p = position_ids[t];
+        pos = p < 0 ? 0xffffffffu : uint(p);     // negative: past the table, NaN
+    }
+    if (pc.pos_from_state != 0u && pos != 0xffffffffu) pos += uint(max(state[0], 0));
+    if (pc.pad_position != 0u && id == pc.pad_id) pos = pc.pad_row;
     if (id < 0 || uint(id) >= pc.vocab || (pc.positions != 0u && pos >= pc.positions)) {
         if (pc.row0 == 0u) outv[e] = ACT_T(uintBitsToFloat(0x7fc00000u));
         return;

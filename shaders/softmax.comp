@@ -17,10 +17,11 @@ layout(push_constant) uniform Push {
     float scale;
     uint mask_rows, mask_row_div;
     uint causal_period, causal_offset;  // period 0: no causal mask
+    uint mask_row0;
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufX { float x[]; };       // (rows, cols)
-layout(set = 0, binding = 1) readonly buffer BufMask { float mask[]; }; // (mask_rows, cols)
+layout(set = 0, binding = 1) readonly buffer BufMask { float mask[]; }; // (mask_row0 + mask_rows, cols)
 layout(set = 0, binding = 2) buffer BufY { float y[]; };                // (rows, cols)
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
@@ -31,7 +32,7 @@ void main()
     if (row >= pc.rows) return;                 // uniform across the workgroup
     const uint tid = gl_LocalInvocationID.x;
     const uint base = row * pc.cols;
-    const uint mbase = pc.has_mask != 0u ? ((row / pc.mask_row_div) % pc.mask_rows) * pc.cols : 0u;
+    const uint mbase = pc.has_mask != 0u ? (pc.mask_row0 + (row / pc.mask_row_div) % pc.mask_rows) * pc.cols : 0u;
     uint limit = pc.cols;
     if (pc.causal_period != 0u) limit = min(pc.cols, row % pc.causal_period + pc.causal_offset + 1u);
 

@@ -7,10 +7,14 @@
 #   ops        src/ops: one host function per kernel;
 #   attention  src/attention: the attention kernels, built on the ops, their
 #              switch, and the public call over every variant;
-#   model      src/families, and src/model.c, src/generate.c, src/tune.c.
+#   arch       src/arch: the encoder-decoder graph built from a spec;
+#   decode     src/decode: generation (options, plans, greedy, beam, sampling);
+#   families   src/families: model files and folders, tokenizers;
+#   model      src/model.c (the public model object) and src/tune.c.
 # Inside a layer, the files' calls form no circle (a file that both calls and is
 # called back by another of its layer fails, naming both).
-# An object in no layer (a new source file) fails too: add it to LAYERS below.
+# An object in no layer (a source file outside these folders) fails too: add it
+# to LAYERS below ("prefix_*" takes every file of a folder).
 # Prints each call that goes up (caller, symbol, where it is defined) and exits 1.
 #
 # usage: check_layering.sh path/to/libvkformer.a
@@ -22,10 +26,13 @@ case "$LIB" in /*) ;; *) LIB=$PWD/$LIB ;; esac
 [ -f "$LIB" ] || { echo "check_layering: no such library: $LIB" >&2; exit 2; }
 
 LAYERS='
-runtime: runtime_context runtime_device runtime_memory runtime_pipeline runtime_pipeline_cache runtime_record runtime_status runtime_tuning runtime_volk_build
-ops: ops_ops ops_decode_ops
-attention: attention_attention attention_attention_lsh attention_attention_op
-model: families_marian families_safetensors families_tokenizer_spm model generate tune
+runtime: runtime_*
+ops: ops_*
+attention: attention_*
+arch: arch_*
+decode: decode_*
+families: families_*
+model: model tune
 '
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/check_layering.XXXXXX") || exit 2
@@ -54,10 +61,16 @@ printf '%s\n' "$LAYERS" | awk -v count="$count" '
         if (NF < 2) next
         name = $1; sub(/:$/, "", name)
         layers++; layer_name[layers] = name
-        for (i = 2; i <= NF; i++) layer_of[$i] = layers
+        for (i = 2; i <= NF; i++) {
+            if ($i ~ /\*$/) { p = $i; sub(/\*$/, "", p); prefix_of[p] = layers }
+            else layer_of[$i] = layers
+        }
         next
     }
-    { stem = $3; sub(/\.[^.]*$/, "", stem) }
+    {
+        stem = $3; sub(/\.[^.]*$/, "", stem)
+        if (!(stem in layer_of)) for (p in prefix_of) if (index(stem, p) == 1) layer_of[stem] = prefix_of[p]
+    }
     !(stem in layer_of) && !(stem in unknown) {
         unknown[stem] = 1
         printf "check_layering: %s is in no layer (add it to LAYERS in tests/check_layering.sh)\n", $3

@@ -763,7 +763,8 @@ static void run_lowrank(vkf_context *ctx, uint32_t B, uint32_t H, uint32_t hd, u
     vkf_tensor *trows = lengths_tensor(ctx, proj_rows, B);
     vkf_cmd *cmd;
     CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
-    CHECK_OK(vkf_op_lowrank_project(cmd, tE, B, K, n, d, tqkv, d, 3 * d, tkv));
+    vkf_attention_view kview = {tqkv, d, 3 * d, n * 3 * d}, vview = {tqkv, 2 * d, 3 * d, n * 3 * d};
+    CHECK_OK(vkf_attention_lowrank_kv(cmd, tE, B, K, n, &kview, &vview, VKF_DTYPE_F32, d, tkv));
     vkf_attention_desc a;
     vkf_attention_desc_init(&a);
     a.batch = B, a.heads = H, a.head_dim = hd, a.lq = n, a.lk = K, a.scale = 1.0f / sqrtf((float)hd);

@@ -50,7 +50,9 @@ symbolizer=$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true
 mkdir -p "$out"
 fuzzer=$out/fuzz_model
 sources=("$root/tests/fuzz/fuzz_model.c" "$root/tests/fuzz/device_stubs.c"
-         "$root/src/model.c" "$root/src/families/safetensors.c" "$root/src/runtime/status.c")
+         "$root/src/model.c" "$root/src/families/vkformer_file.c" "$root/src/families/loader.c"
+         "$root/src/families/languages.c" "$root/src/families/safetensors.c" "$root/src/arch/spec.c"
+         "$root/src/arch/weights.c" "$root/src/decode/options.c" "$root/src/runtime/status.c")
 jansson_cflags=$(pkg-config --cflags jansson 2>/dev/null || true)
 jansson_libs=$(pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 # shellcheck disable=SC2086  # pkg-config output is a list of words

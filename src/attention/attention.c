@@ -444,19 +444,6 @@ vkf_status vkf_lowrank_projection(uint64_t seed, uint32_t K, uint32_t S, const u
     return VKF_OK;
 }
 
-vkf_status vkf_op_lowrank_project(vkf_cmd *cmd, vkf_tensor *E, uint32_t batch, uint32_t K, uint32_t S, uint64_t d,
-                                  vkf_tensor *kv, uint64_t col, uint64_t stride, vkf_tensor *out)
-{
-    vkf_matmul_desc pr;
-    vkf_matmul_desc_init(&pr);
-    pr.m = K, pr.n = (uint32_t)(2 * d), pr.k = S, pr.batch[0] = batch;
-    pr.a = (vkf_matrix_view){E, 0, S, {(uint64_t)K * S, 0}};
-    pr.b = (vkf_matrix_view){kv, col, stride, {(uint64_t)S * stride, 0}};
-    pr.b_is_k_by_n = true;
-    pr.c = (vkf_matrix_view){out, 0, 2 * d, {(uint64_t)K * 2 * d, 0}};
-    return vkf_cmd_matmul(cmd, &pr);
-}
-
 /* ------------------------------------------------------------------ checks */
 
 vkf_status vkf_check_attention_view(vkf_cmd *cmd, const vkf_attention_view *v, vkf_dtype dtype, uint64_t batch,

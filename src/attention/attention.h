@@ -104,11 +104,12 @@ vkf_status vkf_attention_parse(const char *spec, bool cross, vkf_attention_spec 
  * With K >= len it is a permutation, so lowrank equals dense attention. */
 vkf_status vkf_lowrank_projection(uint64_t seed, uint32_t K, uint32_t S, const uint32_t *lengths, uint32_t count,
                                   float *E, int32_t *rows_out);
-/* out (batch * K, 2d) = E (batch, K, S) · [keys values] of each sequence: one
- * batched matmul. kv holds a sequence's S rows with row stride `stride`, keys at
- * column `col` and values d columns later (a fused QKV or cross-attention KV). */
-vkf_status vkf_op_lowrank_project(vkf_cmd *cmd, vkf_tensor *E, uint32_t batch, uint32_t K, uint32_t S, uint64_t d,
-                                  vkf_tensor *kv, uint64_t col, uint64_t stride, vkf_tensor *out);
+/* out (batch * K, 2 inner) = E (batch, K, S) · [keys values] of each sequence:
+ * keys in columns 0..inner-1, values in inner..2 inner-1. k and v are (batch, S,
+ * inner) views of `dtype` (E and out too). */
+vkf_status vkf_attention_lowrank_kv(vkf_cmd *cmd, vkf_tensor *E, uint32_t batch, uint32_t K, uint32_t S,
+                                    const vkf_attention_view *k, const vkf_attention_view *v, vkf_dtype dtype,
+                                    uint64_t inner, vkf_tensor *out);
 /* The I32 table the BIGBIRD pattern reads for exactly this desc (sizes, pattern,
  * tiles): each query block's random blocks, then each workgroup's list of key
  * blocks. The caller owns it, sets desc->table, and keeps it while the list runs.
@@ -116,5 +117,60 @@ vkf_status vkf_op_lowrank_project(vkf_cmd *cmd, vkf_tensor *E, uint32_t batch, u
  * wrong numbers, never an access out of bounds. */
 vkf_status vkf_attention_table_create(vkf_context *ctx, const vkf_attention_desc *desc, vkf_tensor **out_table);
 
+
+/* ------------------------------------------------------------------ the variant switch (attention_record.c) */
+
+struct vkf_lsh_plan;
+
+/* One attention of any variant over device tensors, as vkf_attention_record
+ * takes it: q, k, v (batch, rows, heads * head_dim) views, the masks, and what the
+ * variant needs beyond them, made by the caller (vkf_cmd_attention makes them
+ * for its list, the model's plans hold theirs). */
+typedef struct vkf_attention_call {
+    vkf_attention_spec spec;
+    uint32_t batch, heads, head_dim, lq, lk;
+    float scale;
+    vkf_attention_view q, k, v;
+    vkf_tensor *out;                    /* (batch * lq, heads * head_dim), packed */
+    vkf_dtype dtype;                    /* of q, k, v, out (F32 for dense-naive and lsh) */
+    vkf_attention_kernel kernel;
+    bool causal;
+    uint32_t causal_offset;
+    const vkf_tensor *key_lengths;      /* (batch) I32 or NULL: all lk keys (fused, lsh) */
+    const vkf_tensor *key_mask;         /* (batch, lk) F32, 0 or -inf, or NULL (dense-naive) */
+    uint64_t seed;                      /* bigbird's random blocks */
+    vkf_tensor *scores;                 /* dense-naive: F32 of at least lq x lk; all batch x heads at once when
+                                           it holds them, else per sequence in groups of heads */
+    const vkf_tensor *bigbird_table;    /* bigbird: vkf_attention_table_create's for this call */
+    struct vkf_lsh_plan *lsh;           /* lsh: its plan for n >= lq */
+    vkf_tensor *lowrank_proj;           /* lowrank: (batch, K, lk) E of dtype */
+    vkf_tensor *lowrank_rows;           /* lowrank: (batch) I32, rows of E that hold keys */
+    vkf_tensor *lowrank_kv;             /* lowrank: (batch * K, 2 heads * head_dim) of dtype */
+} vkf_attention_call;
+
+/* Whether a variant runs through materialised scores: dense-naive, or dense
+ * with a head_dim past the fused kernels. */
+bool vkf_attention_materialises(const vkf_attention_spec *spec, uint32_t head_dim);
+/* Records the variant's kernels. */
+vkf_status vkf_attention_record(vkf_cmd *cmd, const vkf_attention_call *call);
+/* bigbird: the table vkf_attention_record reads for this call (the caller owns it). */
+vkf_status vkf_attention_call_table(vkf_context *ctx, const vkf_attention_call *call, vkf_tensor **out_table);
+
+/* Where an encoder-decoder runs attention. */
+typedef enum vkf_attention_site {
+    VKF_SITE_ENCODER = 0,               /* encoder self-attention */
+    VKF_SITE_DECODER,                   /* decoder self-attention of a whole target (causal) */
+    VKF_SITE_CROSS,                     /* cross-attention of a whole target */
+    VKF_SITE_STEP_SELF,                 /* a decode step's self-attention over the KV cache */
+    VKF_SITE_STEP_CROSS,                /* a decode step's cross-attention */
+} vkf_attention_site;
+/* What runs at a site when the user chose `self` and `cross`: the variant, or
+ * dense where it cannot apply (lowrank in causal self-attention, lsh and
+ * dense-naive in a decode step). */
+vkf_attention_spec vkf_attention_for_site(const vkf_attention_spec *self, const vkf_attention_spec *cross,
+                                          vkf_attention_site site);
+/* The name vkf_attention_check takes for a spec ("dense", "local:128", ...);
+ * "dense-naive" where it materialises scores at this head_dim (0: never). */
+void vkf_attention_spec_name(const vkf_attention_spec *spec, uint32_t head_dim, char *out, size_t size);
 
 #endif /* VKF_ATTENTION_H */

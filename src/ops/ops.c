@@ -425,11 +425,13 @@ vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *d)
     };
     if (d->mask) {
         if (d->mask_rows == 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: mask_rows is 0 with a mask", fn);
-        VKF_TRY(vkf_check_tensor(cmd, d->mask, VKF_DTYPE_F32, (uint64_t)d->mask_rows * d->cols, fn, "mask"));
+        VKF_TRY(vkf_check_tensor(cmd, d->mask, VKF_DTYPE_F32, ((uint64_t)d->mask_row0 + d->mask_rows) * d->cols, fn,
+                                 "mask"));
         if (vkf_tensors_overlap(d->mask, d->y)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: mask may not alias y", fn);
         p.has_mask = 1;
         p.mask_rows = d->mask_rows;
         p.mask_row_div = d->mask_row_div ? d->mask_row_div : 1;
+        p.mask_row0 = d->mask_row0;
     }
     uint32_t groups[3];
     VKF_TRY(linear_grid(ctx, d->rows, groups, fn));
@@ -534,7 +536,7 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
         VKF_TRY(vkf_check_tensor(cmd, d->positions, VKF_DTYPE_F32, 1, fn, "positions"));
         if (d->positions->rank != 2 || d->positions->shape[1] != d->d)
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: positions must be a (max_positions, %u) table", fn, d->d);
-        if ((uint64_t)seq_len + d->pos_offset > d->positions->shape[0])
+        if (!d->position_ids && (uint64_t)seq_len + d->pos_offset > d->positions->shape[0])
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
                             "%s: positions up to %llu requested, the table holds %llu (max_len too small)", fn,
                             (unsigned long long)seq_len + d->pos_offset - 1,
@@ -552,7 +554,21 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
         .pos_from_state = d->position_state ? 1u : 0u,
         .row0 = d->table_row0,
         .rows = table_rows,
+        .has_position_ids = d->position_ids ? 1u : 0u,
+        .pad_position = d->pad_position ? 1u : 0u,
+        .pad_id = d->pad_id,
+        .pad_row = d->pad_row,
     };
+    if (d->position_ids) {
+        VKF_TRY(vkf_check_tensor(cmd, d->position_ids, VKF_DTYPE_I32, d->tokens, fn, "position_ids"));
+        if (!d->positions)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: position_ids without a positions table", fn);
+        if (vkf_tensors_overlap(d->out, d->position_ids))
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias position_ids", fn);
+    }
+    if (d->pad_position && (!d->positions || d->pad_row >= positions))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: pad_row %u is outside the positions table (%u rows)", fn,
+                        d->pad_row, positions);
     if (d->position_state) {
         VKF_TRY(vkf_check_tensor(cmd, d->position_state, VKF_DTYPE_I32, 1, fn, "position_state"));
         if (!d->positions)
@@ -569,10 +585,11 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
                                                   {VKF_VARIANT_EMBED_I8, VKF_VARIANT_EMBED_I8_ACT16}};
     int tv = table_i8 ? 2 : table_dtype == VKF_DTYPE_F16 ? 1 : 0;
     VKF_TRY(vkf_pipeline_get(ctx, variants[tv][act == VKF_DTYPE_F16], spec, 1, &pipe));
-    /* The I8 variants read the row scales at binding 5. */
-    vkf_binding b[6] = {{d->ids, VKF_READ},  {d->table, VKF_READ},          {d->positions, VKF_READ},
-                        {d->out, VKF_WRITE}, {d->position_state, VKF_READ}, {d->table_scale, VKF_READ}};
-    return vkf_cmd_dispatch(cmd, pipe, b, table_i8 ? 6 : 5, &p, sizeof p, groups, "embed");
+    /* The I8 variants read the row scales at binding 5; every variant the position ids at 6. */
+    vkf_binding b[7] = {{d->ids, VKF_READ},  {d->table, VKF_READ},          {d->positions, VKF_READ},
+                        {d->out, VKF_WRITE}, {d->position_state, VKF_READ}, {d->table_scale, VKF_READ},
+                        {d->position_ids, VKF_READ}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 7, &p, sizeof p, groups, "embed");
 }
 
 vkf_status vkf_positional_encoding_create(vkf_context *ctx, uint32_t positions, uint32_t d, vkf_tensor **out_tensor)

@@ -387,3 +387,29 @@ bool vkf_tensors_overlap(const vkf_tensor *a, const vkf_tensor *b)
 {
     return a && b && a->block == b->block && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
 }
+
+vkf_status vkf_upload_floats(vkf_tensor *t, const float *data, uint64_t count)
+{
+    if (!t || (t->dtype != VKF_DTYPE_F32 && t->dtype != VKF_DTYPE_F16))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_upload_floats: an F32 or F16 tensor is needed");
+    if (t->dtype == VKF_DTYPE_F32) return vkf_tensor_upload(t, data, count * sizeof *data);
+    uint16_t *h = malloc(count * sizeof *h);
+    if (!h) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory converting to F16");
+    for (uint64_t e = 0; e < count; e++) h[e] = vkf_half_from_float(data[e]);
+    vkf_status st = vkf_tensor_upload(t, h, count * sizeof *h);
+    free(h);
+    return st;
+}
+
+vkf_status vkf_download_floats(vkf_tensor *t, float *data, uint64_t count)
+{
+    if (!t || (t->dtype != VKF_DTYPE_F32 && t->dtype != VKF_DTYPE_F16))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_download_floats: an F32 or F16 tensor is needed");
+    if (t->dtype == VKF_DTYPE_F32) return vkf_tensor_download(t, data, count * sizeof *data);
+    uint16_t *h = malloc(count * sizeof *h);
+    if (!h) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory converting from F16");
+    vkf_status st = vkf_tensor_download(t, h, count * sizeof *h);
+    for (uint64_t e = 0; st == VKF_OK && e < count; e++) data[e] = vkf_float_from_half(h[e]);
+    free(h);
+    return st;
+}

@@ -224,8 +224,8 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_DIRECT_F16B] = {"matmul_direct_f16b", spirv_matmul_direct_f16b, sizeof spirv_matmul_direct_f16b, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_SOFTMAX] = {"softmax", spirv_softmax, sizeof spirv_softmax, 3, sizeof(vkf_push_softmax)},
     [VKF_VARIANT_LAYERNORM] = {"layernorm", spirv_layernorm, sizeof spirv_layernorm, 6, sizeof(vkf_push_layernorm)},
-    [VKF_VARIANT_EMBED] = {"embed", spirv_embed, sizeof spirv_embed, 5, sizeof(vkf_push_embed)},
-    [VKF_VARIANT_EMBED_F16] = {"embed_f16", spirv_embed_f16, sizeof spirv_embed_f16, 5, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_EMBED] = {"embed", spirv_embed, sizeof spirv_embed, 7, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_EMBED_F16] = {"embed_f16", spirv_embed_f16, sizeof spirv_embed_f16, 7, sizeof(vkf_push_embed)},
     [VKF_VARIANT_ATTENTION_DECODE] = {"attention_decode", spirv_attention_decode, sizeof spirv_attention_decode, 8, sizeof(vkf_push_attention_decode)},
     [VKF_VARIANT_KV_APPEND] = {"kv_append", spirv_kv_append, sizeof spirv_kv_append, 4, sizeof(vkf_push_kv_append)},
     [VKF_VARIANT_ARGMAX] = {"argmax", spirv_argmax, sizeof spirv_argmax, 4, sizeof(vkf_push_argmax)},
@@ -237,8 +237,8 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_DIRECT_ACT16] = {"matmul_direct_act16", spirv_matmul_direct_act16, sizeof spirv_matmul_direct_act16, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_DIRECT_ACT16_F16B] = {"matmul_direct_act16_f16b", spirv_matmul_direct_act16_f16b, sizeof spirv_matmul_direct_act16_f16b, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_LAYERNORM_ACT16] = {"layernorm_act16", spirv_layernorm_act16, sizeof spirv_layernorm_act16, 6, sizeof(vkf_push_layernorm)},
-    [VKF_VARIANT_EMBED_ACT16] = {"embed_act16", spirv_embed_act16, sizeof spirv_embed_act16, 5, sizeof(vkf_push_embed)},
-    [VKF_VARIANT_EMBED_F16_ACT16] = {"embed_f16_act16", spirv_embed_f16_act16, sizeof spirv_embed_f16_act16, 5, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_EMBED_ACT16] = {"embed_act16", spirv_embed_act16, sizeof spirv_embed_act16, 7, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_EMBED_F16_ACT16] = {"embed_f16_act16", spirv_embed_f16_act16, sizeof spirv_embed_f16_act16, 7, sizeof(vkf_push_embed)},
     [VKF_VARIANT_ATTENTION_DECODE_ACT16] = {"attention_decode_act16", spirv_attention_decode_act16, sizeof spirv_attention_decode_act16, 8, sizeof(vkf_push_attention_decode)},
     [VKF_VARIANT_KV_APPEND_ACT16] = {"kv_append_act16", spirv_kv_append_act16, sizeof spirv_kv_append_act16, 4, sizeof(vkf_push_kv_append)},
     [VKF_VARIANT_ARGMAX_ACT16] = {"argmax_act16", spirv_argmax_act16, sizeof spirv_argmax_act16, 4, sizeof(vkf_push_argmax)},
@@ -276,8 +276,8 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_COOPMAT_ACT16_I8B] = {"matmul_coopmat_act16_i8b", COOPMAT_SPIRV(spirv_matmul_coopmat_act16_i8b), 6, sizeof(vkf_push_matmul), 1},
     [VKF_VARIANT_MATMUL_COOPMAT2_I8B] = {"matmul_coopmat2_i8b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_i8b), 6, sizeof(vkf_push_matmul), 2},
     [VKF_VARIANT_MATMUL_COOPMAT2_ACT16_I8B] = {"matmul_coopmat2_act16_i8b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_act16_i8b), 6, sizeof(vkf_push_matmul), 2},
-    [VKF_VARIANT_EMBED_I8] = {"embed_i8", spirv_embed_i8, sizeof spirv_embed_i8, 6, sizeof(vkf_push_embed)},
-    [VKF_VARIANT_EMBED_I8_ACT16] = {"embed_i8_act16", spirv_embed_i8_act16, sizeof spirv_embed_i8_act16, 6, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_EMBED_I8] = {"embed_i8", spirv_embed_i8, sizeof spirv_embed_i8, 7, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_EMBED_I8_ACT16] = {"embed_i8_act16", spirv_embed_i8_act16, sizeof spirv_embed_i8_act16, 7, sizeof(vkf_push_embed)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }

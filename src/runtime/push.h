@@ -34,8 +34,9 @@ typedef struct vkf_push_softmax {
     float scale;
     uint32_t mask_rows, mask_row_div;
     uint32_t causal_period, causal_offset;
+    uint32_t mask_row0;
 } vkf_push_softmax;
-_Static_assert(sizeof(vkf_push_softmax) == 8 * 4, "mirror of softmax.comp");
+_Static_assert(sizeof(vkf_push_softmax) == 9 * 4, "mirror of softmax.comp");
 
 /* shaders/layernorm.comp */
 typedef struct vkf_push_layernorm {
@@ -53,8 +54,12 @@ typedef struct vkf_push_embed {
     uint32_t seq_len, pos_offset;
     uint32_t pos_from_state;
     uint32_t row0, rows;                /* the vocabulary rows this table holds */
+    uint32_t has_position_ids;          /* binding 6: each token's position row */
+    uint32_t pad_position;              /* a pad_id token reads row pad_row */
+    int32_t pad_id;
+    uint32_t pad_row;
 } vkf_push_embed;
-_Static_assert(sizeof(vkf_push_embed) == 10 * 4, "mirror of embed.comp");
+_Static_assert(sizeof(vkf_push_embed) == 14 * 4, "mirror of embed.comp");
 
 /* shaders/attention_decode.comp */
 typedef struct vkf_push_attention_decode {

@@ -59,6 +59,24 @@ static inline uint16_t vkf_half_from_float(float x)
     return (uint16_t)(sign | h);
 }
 
+/* x of an IEEE half (every value exact in float). */
+static inline float vkf_float_from_half(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
+    if (exp == 0x1fu) u = sign | 0x7f800000u | (mant << 13);             /* inf, nan */
+    else if (exp) u = sign | ((exp + 112u) << 23) | (mant << 13);       /* normal */
+    else if (!mant) u = sign;                                          /* zero */
+    else {                                                             /* subnormal: normalise */
+        int e = -1;
+        do mant <<= 1, e++;
+        while (!(mant & 0x400u));
+        u = sign | ((uint32_t)(112 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 /* ------------------------------------------------------------------ memory.c */
 
 /* One free range inside a block. */
@@ -94,6 +112,10 @@ void vkf_memory_destroy_all(vkf_context *ctx);
 uint32_t vkf_dtype_size(vkf_dtype dtype);
 /* Whether two tensors share bytes (NULL shares nothing). */
 bool vkf_tensors_overlap(const vkf_tensor *a, const vkf_tensor *b);
+/* count floats into the first count elements of an F32 or F16 tensor (F16:
+ * rounded to nearest even), and back; count must be the tensor's element count. */
+vkf_status vkf_upload_floats(vkf_tensor *t, const float *data, uint64_t count);
+vkf_status vkf_download_floats(vkf_tensor *t, float *data, uint64_t count);
 
 /* ------------------------------------------------------------------ pipeline.c */
 

@@ -90,3 +90,9 @@ void vkf_log(const struct vkf_context *ctx, vkf_log_level level, const char *fmt
     (void)ctx, (void)level, (void)fmt;
     DEVICE_CALL("vkf_log");
 }
+
+vkf_status vkf_tensor_download(vkf_tensor *tensor, void *dst, uint64_t bytes)
+{
+    (void)tensor, (void)dst, (void)bytes;
+    DEVICE_CALL("vkf_tensor_download");
+}

@@ -41,7 +41,7 @@ static int run_bench_translate(const options *o)
         return close_context(ctx, EXIT_USAGE);
     }
     vkf_generate_options g = beam_options(o, model, (uint32_t)N);
-    if (!cli_given(o, "--beam") && cfg.format != VKF_MODEL_MARIAN) g.beams = 4;
+    if (!cli_given(o, "--beam") && g.beams == 1) g.beams = 4; /* the model's num_beams where it has more */
     g.min_new = cli_given(o, "--min-new") ? (uint32_t)o->min_new : (uint32_t)N;
     g.n_best = 1;
     /* random sources: ids other than pad, eos and the decoder start, then eos */

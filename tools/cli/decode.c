@@ -118,6 +118,7 @@ vkf_generate_options beam_options(const options *o, const vkf_model *model, uint
     if (cli_given(o, "--n-best")) g.n_best = (uint32_t)(o->n_best > UINT32_MAX ? UINT32_MAX : o->n_best);
     if (g.n_best > g.beams && !cli_given(o, "--n-best")) g.n_best = g.beams;
     if (cli_given(o, "--length-penalty")) g.length_penalty = (float)o->length_penalty;
+    if (o->target_lang) vkf_model_set_target_language(model, o->target_lang, &g); /* checked by check_languages */
     if (o->early_stopping) g.early_stopping = true;
     if (SAMPLE(o)) {
         if (!BEAM_GIVEN(o)) g.beams = 1, g.n_best = 1;
@@ -130,21 +131,53 @@ vkf_generate_options beam_options(const options *o, const vkf_model *model, uint
     return g;
 }
 
-/* --max-new, or the model's default: a Hugging Face folder's generation_config
- * (max_length - 1 or max_new_tokens), else max_len. */
+/* --max-new, or the model's default (a Hugging Face folder's generation_config:
+ * max_length - 1 or max_new_tokens), else max_len. */
 static uint32_t default_max_new(const options *o, const vkf_model *model, const vkf_model_config *cfg)
 {
     if (o->max_new) return (uint32_t)o->max_new;
     vkf_generate_options g;
-    if (cfg->format == VKF_MODEL_MARIAN && vkf_model_generate_defaults(model, &g) == VKF_OK && g.max_new) return g.max_new;
+    if (vkf_model_generate_defaults(model, &g) == VKF_OK && g.max_new) return g.max_new;
     return cfg->max_len;
 }
 
 /* Whether decoding goes through vkf_model_generate_with: beam search, sampling,
- * or a folder whose generation_config sets the defaults. */
-static bool use_generate_with(const options *o, const vkf_model_config *cfg)
+ * a target language, or a model whose defaults (generation_config) are not
+ * plain greedy decoding. */
+static bool use_generate_with(const options *o, const vkf_model *model)
 {
-    return BEAM_GIVEN(o) || SAMPLE(o) || cfg->format == VKF_MODEL_MARIAN;
+    vkf_generate_options g, plain;
+    vkf_generate_options_init(&plain);
+    if (vkf_model_generate_defaults(model, &g) != VKF_OK) return true;
+    bool defaults = g.beams != plain.beams || g.max_new != plain.max_new || g.min_new != plain.min_new ||
+                    g.length_penalty != plain.length_penalty || g.early_stopping != plain.early_stopping ||
+                    g.n_best != plain.n_best || g.forced_eos != plain.forced_eos || g.renormalize != plain.renormalize ||
+                    g.forced_bos != plain.forced_bos;
+    return BEAM_GIVEN(o) || SAMPLE(o) || o->target_lang || defaults;
+}
+
+/* --source-lang and --target-lang name codes the model knows, and a model that
+ * needs a target language gets one: else a usage error listing a few codes. */
+static int check_languages(const options *o, const vkf_model *model)
+{
+    if (o->source_lang) {
+        bool known = false;
+        uint32_t n = 0;
+        char codes[200] = "";
+        for (const char *c; (c = vkf_model_language(model, n)); n++) {
+            known |= strcmp(c, o->source_lang) == 0;
+            if (n < 6) snprintf(codes + strlen(codes), sizeof codes - strlen(codes), "%s%s", n ? ", " : "", c);
+        }
+        if (n == 0) return cli_usage_error(o, "--source-lang: the model has no language codes");
+        if (!known)
+            return cli_usage_error(o, "--source-lang: unknown code \"%s\"; the model's codes: %s%s (%u codes)",
+                                   o->source_lang, codes, n > 6 ? ", ..." : "", n);
+    }
+    vkf_generate_options g;
+    vkf_generate_options_init(&g);
+    if (vkf_model_set_target_language(model, o->target_lang, &g) != VKF_OK)
+        return cli_usage_error(o, "%s%s", o->target_lang ? "--target-lang: " : "", vkf_last_error());
+    return -1;
 }
 
 /* Beam search of src: the best hypothesis as a line of ids (or text); with
@@ -202,7 +235,7 @@ static int generate_and_print(const options *o, vkf_context *ctx, vkf_model *mod
     }
     uint32_t max_new = default_max_new(o, model, &cfg);
     vkf_sequences s = {1, &src, &len};
-    if (use_generate_with(o, &cfg)) return beam_and_print(o, ctx, model, &s, max_new, as_text, input_text);
+    if (use_generate_with(o, model)) return beam_and_print(o, ctx, model, &s, max_new, as_text, input_text);
     int32_t *out = xmalloc((size_t)max_new * sizeof *out);
     uint32_t out_len = 0;
     vkf_status st = vkf_model_generate(model, &s, max_new, out, &out_len);
@@ -292,7 +325,7 @@ static int run_generate(const options *o)
     if (code == 0 && model) {
         uint32_t max_new = default_max_new(o, model, &cfg);
         vkf_sequences s = {n, (const int32_t *const *)ids, lens};
-        if (use_generate_with(o, &cfg)) {
+        if (use_generate_with(o, model)) {
             code = beam_and_print(o, ctx, model, &s, max_new, false, NULL);
         } else {
             int32_t *out = xmalloc((size_t)n * max_new * sizeof *out);
@@ -335,6 +368,12 @@ static int translate_file(const options *o)
         if (f != stdin) fclose(f);
         return code;
     }
+    int usage = check_languages(o, model);
+    if (usage >= 0) {
+        if (f != stdin) fclose(f);
+        vkf_model_destroy(model);
+        return close_context(ctx, usage);
+    }
     vkf_model_config cfg;
     vkf_model_get_config(model, &cfg);
     uint32_t B = o->batch ? (uint32_t)o->batch : 64, max_new = default_max_new(o, model, &cfg);
@@ -365,7 +404,8 @@ static int translate_file(const options *o)
             if (tab) *tab = '\0';
             expected[n] = tab ? strdup(tab + 1) : NULL;
             texts[n] = o->json ? strdup(line) : NULL;
-            st = vkf_model_encode_text(model, line, ids + (size_t)n * (cfg.max_len + 1), cfg.max_len, &lens[n]);
+            st = vkf_model_encode_text_with(model, line, o->source_lang, o->target_lang, ids + (size_t)n * (cfg.max_len + 1),
+                                            cfg.max_len, &lens[n]);
             if (st != VKF_OK) {
                 fprintf(stderr, "vkformer: %s line %lu: %s\n", input_name(o->input), lineno, vkf_last_error());
                 free(expected[n]), free(texts[n]);
@@ -379,7 +419,7 @@ static int translate_file(const options *o)
         vkf_sequences s = {n, ptrs, lens};
         vkf_generate_options g = beam_options(o, model, max_new);
         g.n_best = 1;
-        if (use_generate_with(o, &cfg)) st = vkf_model_generate_with(model, &s, &g, out, out_lens, scores);
+        if (use_generate_with(o, model)) st = vkf_model_generate_with(model, &s, &g, out, out_lens, scores);
         else st = vkf_model_generate(model, &s, max_new, out, out_lens);
         vkf_generate_stats t;
         if (st == VKF_OK && vkf_model_generate_stats(model, &t) == VKF_OK) {
@@ -388,11 +428,11 @@ static int translate_file(const options *o)
             sources += n;
         }
         decode_json d = {0};
-        if (st == VKF_OK && o->json) d = json_for(o, ctx, model, use_generate_with(o, &cfg) ? &g : NULL, max_new, n);
+        if (st == VKF_OK && o->json) d = json_for(o, ctx, model, use_generate_with(o, model) ? &g : NULL, max_new, n);
         for (uint32_t i = 0; i < n; i++) {
             if (st == VKF_OK && o->json) {
                 st = print_decode_record(&d, done + i, ptrs[i], lens[i], out + (size_t)i * max_new, &out_lens[i],
-                                         use_generate_with(o, &cfg) ? &scores[i] : NULL, 1, texts[i], true,
+                                         use_generate_with(o, model) ? &scores[i] : NULL, 1, texts[i], true,
                                          expected[i], text, (size_t)max_new * 64 + 64);
             } else if (st == VKF_OK) {
                 st = vkf_model_decode_text(model, out + (size_t)i * max_new, out_lens[i], text, (size_t)max_new * 64 + 64);
@@ -429,11 +469,16 @@ static int run_translate(const options *o, const char *text)
     vkf_model *model;
     int code = open_model(o, &ctx, &model);
     if (code) return code;
+    int usage = check_languages(o, model);
+    if (usage >= 0) {
+        vkf_model_destroy(model);
+        return close_context(ctx, usage);
+    }
     vkf_model_config cfg;
     vkf_model_get_config(model, &cfg);
     int32_t *ids = xmalloc(((size_t)cfg.max_len + 1) * sizeof *ids);
     uint32_t n = 0;
-    vkf_status st = vkf_model_encode_text(model, text, ids, cfg.max_len, &n);
+    vkf_status st = vkf_model_encode_text_with(model, text, o->source_lang, o->target_lang, ids, cfg.max_len, &n);
     if (st != VKF_OK) {
         code = fail(st);
         vkf_model_destroy(model);
@@ -493,6 +538,10 @@ int cmd_translate(int argc, char **argv)
 {
     static const cli_option table[] = {
         {"--batch", CLI_COUNT, CLI_OFF(batch), 1, 4096, "B", "with --input: lines decoded together (default 64)", NULL},
+        {"--source-lang", CLI_STRING, CLI_OFF(source_lang), 0, 0, "L", "the source language as the tokenizer names it "
+         "(eng_Latn, en, en_XX); default: the tokenizer's", NULL},
+        {"--target-lang", CLI_STRING, CLI_OFF(target_lang), 0, 0, "L", "the target language (forced as the first "
+         "token, or Marian's >>L<< in the source)", NULL},
         DECODE_COMMAND_OPTIONS,
         CLI_END,
     };

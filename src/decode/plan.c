@@ -1,0 +1,204 @@
+/* Generation plans: the encoder run and every layer's cross-attention keys and
+ * values (recorded once per batch shape), the KV caches, the buffers of one
+ * decode step, and the step itself, recorded once and re-submitted per token:
+ * the arch's decoder layer over one token per row, then the choice of the next
+ * tokens (argmax, sampling, or beam search's top-k) and the position's advance. */
+#include "decode/decode.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double vkf_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void vkf_gen_plan_free(vkf_gen_plan *p)
+{
+    if (!p) return;
+    vkf_cmd_destroy(p->step);
+    vkf_cmd_destroy(p->step2);
+    vkf_cmd_destroy(p->encode);
+    vkf_fwd_plan_free(p->enc);
+    for (uint32_t i = 0; i < p->layers; i++) {
+        if (p->cross_kv) vkf_tensor_destroy(p->cross_kv[i]);
+        if (p->cache_k) vkf_tensor_destroy(p->cache_k[i]);
+        if (p->cache_v) vkf_tensor_destroy(p->cache_v[i]);
+    }
+    free(p->cross_kv);
+    free(p->cache_k);
+    free(p->cache_v);
+    vkf_tensor *ts[] = {p->src_lengths, p->state,  p->step_ids,    p->tokens,     p->y,       p->y2,      p->yn,
+                        p->qkv,         p->q,      p->attn,        p->tmp,        p->hidden,  p->scratch, p->logits,
+                        p->bb_random,   p->parent, p->beam_scores, p->cand_scores, p->cand_ids,
+                        p->topk_stats,  p->topk_x, p->topk_id,    p->kv_rows[0],  p->kv_rows[1]};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
+    free(p);
+}
+
+void vkf_decoder_reset(vkf_decoder *d)
+{
+    vkf_gen_plan_free(d->plan);
+    d->plan = NULL;
+}
+
+uint64_t vkf_gen_plan_bytes(const vkf_gen_plan *p)
+{
+    uint64_t n = 0;
+    const vkf_fwd_plan *e = p->enc;
+    const vkf_tensor *ts[] = {p->src_lengths, p->state,  p->step_ids, p->tokens,      p->y,           p->y2,
+                              p->yn,          p->qkv,    p->q,        p->attn,        p->tmp,         p->hidden,
+                              p->scratch,     p->logits, p->bb_random, p->parent,     p->beam_scores,
+                              p->cand_scores, p->cand_ids, p->topk_stats, p->topk_x, p->topk_id,
+                              e->src_ids, e->tgt_ids,    e->src_pos,  e->tgt_pos,     e->src_mask,    e->src_lengths,
+                              e->a,           e->b,      e->n,        e->memory,      e->qkv,         e->q,
+                              e->kv,          e->attn,   e->tmp,      e->hidden,      e->scores,      e->logits};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) n += ts[i] ? vkf_tensor_bytes(ts[i]) : 0;
+    for (uint32_t i = 0; i < p->layers; i++)
+        n += vkf_tensor_bytes(p->cross_kv[i]) + vkf_tensor_bytes(p->cache_k[i]) + vkf_tensor_bytes(p->cache_v[i]);
+    return n;
+}
+
+/* One decode step for every row: embed the step's input tokens at the position
+ * in `state`, run each decoder layer against the KV cache and the
+ * cross-attention keys/values, pick the next tokens, advance the position. Beam
+ * plans (from_rows, rows non-NULL) first make each row's table of cache rows
+ * `rows` from its parent's in `from_rows`, attend through it, and end with the
+ * candidates' top-k instead of argmax. */
+static vkf_status rec_step(vkf_cmd *cmd, const vkf_arch *a, vkf_gen_plan *p, vkf_tensor *from_rows, vkf_tensor *rows)
+{
+    const vkf_arch_spec *s = &a->spec;
+    uint32_t B = p->batch;
+    /* beam search: row r's positions 0..state-1 are where its parent's were, and
+     * position state (written below by row r) is in row r */
+    if (from_rows) VKF_TRY(vkf_op_kv_gather(cmd, from_rows, p->parent, p->state, rows, B, p->steps));
+    vkf_dec_io io = {.rows = B, .x = p->y, .alt = p->y2, .n = p->yn, .qkv = p->qkv, .q = p->q, .attn = p->attn,
+                     .tmp = p->tmp, .hidden = p->hidden};
+    io.step.cache_k = p->cache_k, io.step.cache_v = p->cache_v, io.step.cross_kv = p->cross_kv;
+    io.step.steps = p->steps, io.step.cross_keys = p->cross_keys, io.step.state = p->state;
+    io.step.cross_lengths = a->cross_attn.kind == VKF_ATTN_LOWRANK ? p->enc->lr_lengths[1] : p->src_lengths;
+    io.step.row_index = rows, io.step.bigbird_random = p->bb_random, io.step.kv_div = p->beams ? p->beams : 1;
+    io.step.scratch = p->scratch;
+    /* y (B, d) = EmbedNorm(tgt_embed(step_ids) * scale + PE(state)) */
+    vkf_embed_at at = {.seq_len = 1, .state = p->state};
+    VKF_TRY(vkf_rec_embed(cmd, a, true, p->step_ids, B, &at, p->yn, io.x));
+    for (uint32_t i = 0; i < s->decoder_layers; i++) VKF_TRY(vkf_rec_decoder_layer(cmd, a, i, &io));
+    /* logits = generator(FinalNorm(y)); next ids; position += 1 */
+    VKF_TRY(vkf_rec_decoder_output(cmd, a, io.x, p->yn, B, true, p->logits));
+    if (p->beams)
+        VKF_TRY(vkf_op_beam_topk(cmd, p->logits, p->beam_scores, p->state, p->topk_stats, p->topk_x, p->topk_id,
+                                 p->topk_chunk, p->cand_scores, p->cand_ids, p->sources, p->beams, s->tgt_vocab,
+                                 2 * p->beams, s->eos_id, p->min_new, p->forced_eos ? p->steps - 1 : UINT32_MAX,
+                                 p->renormalize));
+    else if (p->sample)
+        VKF_TRY(vkf_op_sample(cmd, p->logits, p->state, p->step_ids, p->tokens, B, s->tgt_vocab, p->steps,
+                              &p->sampling, s->eos_id));
+    else
+        VKF_TRY(vkf_op_argmax(cmd, p->logits, p->state, p->step_ids, p->tokens, B, s->tgt_vocab, p->steps));
+    return vkf_op_advance(cmd, p->state);
+}
+
+vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t S, uint32_t steps,
+                              const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
+                              vkf_gen_plan **out)
+{
+    vkf_context *ctx = a->ctx;
+    const vkf_arch_spec *s = &a->spec;
+    uint64_t d = s->d_model, inner = (uint64_t)s->heads * s->head_dim, L = s->decoder_layers;
+    uint32_t B = beams ? sources * beams : sources; /* rows of the decode step */
+    vkf_gen_plan *p = calloc(1, sizeof *p);
+    if (!p) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a generation plan");
+    p->batch = B, p->src_len = S, p->steps = steps;
+    p->sources = sources, p->beams = beams;
+    if (beam_opts)
+        p->min_new = beam_opts->min_new, p->forced_eos = beam_opts->forced_eos, p->renormalize = beam_opts->renormalize;
+    if (sampling) p->sample = true, p->sampling = *sampling;
+    p->cross_kv = calloc(L, sizeof *p->cross_kv);
+    p->cache_k = calloc(L, sizeof *p->cache_k);
+    p->cache_v = calloc(L, sizeof *p->cache_v);
+    vkf_status st = p->cross_kv && p->cache_k && p->cache_v ? VKF_OK
+                                                            : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (st == VKF_OK) p->layers = (uint32_t)L;
+    if (st == VKF_OK) st = vkf_fwd_plan_alloc(a, sources, S, 1, &p->enc);
+    bool lowrank_cross = a->cross_attn.kind == VKF_ATTN_LOWRANK;
+    p->cross_keys = lowrank_cross ? a->cross_attn.rank : S;
+    for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
+        /* cross-attention keys and values once per source: a source's beams read them (kv_div) */
+        st = vkf_tensor2(ctx, a->act, (uint64_t)sources * p->cross_keys, 2 * inner, &p->cross_kv[i]);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, (uint64_t)B * steps, inner, &p->cache_k[i]);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, (uint64_t)B * steps, inner, &p->cache_v[i]);
+    }
+    uint64_t keys = steps > p->cross_keys ? steps : p->cross_keys;
+    vkf_attention_spec sc = vkf_arch_site(a, VKF_SITE_STEP_SELF);
+    if (st == VKF_OK && sc.kind == VKF_ATTN_FUSED && sc.pattern == VKF_ATTENTION_BIGBIRD) {
+        /* the decode step's random blocks: causal, so the forward pass's */
+        vkf_bigbird bb = {sc.block, sc.globals, sc.random, true, a->seed};
+        uint64_t blocks = vkf_div_up(steps, sc.block), n = blocks * sc.random > 0 ? blocks * sc.random : 1;
+        int32_t *h = calloc(n, sizeof *h);
+        st = h ? vkf_tensor2(ctx, VKF_DTYPE_I32, 1, n, &p->bb_random) : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        for (uint64_t qb = 0; st == VKF_OK && qb < blocks; qb++) vkf_bigbird_random_blocks(&bb, (uint32_t)qb, 0, h + qb * sc.random);
+        if (st == VKF_OK) st = vkf_tensor_upload(p->bb_random, h, n * sizeof *h);
+        free(h);
+    }
+    if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->src_lengths);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, 1, &p->state);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->step_ids);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->tokens);
+    if (st == VKF_OK && beams) {
+        st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->parent);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->kv_rows[0]);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->kv_rows[1]);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, 1, B, &p->beam_scores);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, sources, 2 * beams, &p->cand_scores);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, sources, 2 * beams, &p->cand_ids);
+        /* beam_partial.comp's chunks: at most 32 per row, of at least 512 ids */
+        uint32_t V = s->tgt_vocab, chunk = (uint32_t)vkf_div_up(V, 32);
+        p->topk_chunk = chunk < 512 ? 512 : chunk;
+        p->topk_chunks = (uint32_t)vkf_div_up(V, p->topk_chunk);
+        uint64_t parts = (uint64_t)B * p->topk_chunks;
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, parts, 2, &p->topk_stats);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, parts, 2 * beams, &p->topk_x);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, parts, 2 * beams, &p->topk_id);
+    }
+    vkf_tensor **acts[] = {&p->y, &p->y2, &p->yn, &p->tmp};
+    for (size_t i = 0; st == VKF_OK && i < sizeof acts / sizeof acts[0]; i++) st = vkf_tensor2(ctx, a->act, B, d, acts[i]);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, inner, &p->q);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, inner, &p->attn);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, 3 * inner, &p->qkv);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, s->d_ff, &p->hidden);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * s->heads, keys, &p->scratch);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, s->tgt_vocab, &p->logits);
+    /* The encoder and every layer's cross-attention keys/values: once per batch,
+     * once per source (a source's beams read them through kv_div). */
+    if (st == VKF_OK) st = vkf_cmd_create(ctx, a->cmd_flags, &p->encode);
+    if (st == VKF_OK) st = vkf_rec_encoder(p->encode, a, p->enc);
+    for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
+        if (!lowrank_cross) {
+            st = vkf_rec_linear(p->encode, p->enc->memory, sources * S, &a->w.dec[i].ckv, p->cross_kv[i],
+                                VKF_ACTIVATION_NONE, NULL);
+            continue;
+        }
+        /* lowrank: the memory's keys and values, projected to K rows per source */
+        st = vkf_rec_linear(p->encode, p->enc->memory, sources * S, &a->w.dec[i].ckv, p->enc->kv, VKF_ACTIVATION_NONE,
+                            NULL);
+        vkf_attention_view k = {p->enc->kv, 0, 2 * inner, (uint64_t)S * 2 * inner},
+                           v = {p->enc->kv, inner, 2 * inner, (uint64_t)S * 2 * inner};
+        if (st == VKF_OK)
+            st = vkf_attention_lowrank_kv(p->encode, p->enc->lr_proj[1], sources, p->cross_keys, S, &k, &v, a->act,
+                                          inner, p->cross_kv[i]);
+    }
+    if (st == VKF_OK) st = vkf_cmd_create(ctx, a->cmd_flags, &p->step);
+    if (st == VKF_OK && !beams) st = rec_step(p->step, a, p, NULL, NULL);
+    if (st == VKF_OK && beams) st = rec_step(p->step, a, p, p->kv_rows[0], p->kv_rows[1]);
+    if (st == VKF_OK && beams) st = vkf_cmd_create(ctx, a->cmd_flags, &p->step2);
+    if (st == VKF_OK && beams) st = rec_step(p->step2, a, p, p->kv_rows[1], p->kv_rows[0]);
+    if (st != VKF_OK) {
+        vkf_gen_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return VKF_OK;
+}
