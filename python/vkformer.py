@@ -402,7 +402,11 @@ class Model:
 
     def encode(self, text):
         """Source ids of a text (its pieces looked up in the model's vocabulary, eos
-        appended), as int32."""
+        appended), as int32. A text holding NUL raises ValueError (C would see only
+        the part before it), as does one that is not encodable as UTF-8 (a lone
+        surrogate: UnicodeEncodeError)."""
+        if "\0" in text:
+            raise ValueError("the text holds a NUL character at index %d" % text.index("\0"))
         cap = self.config.max_len
         ids = np.zeros(cap, dtype=np.int32)
         n = ctypes.c_uint32()
