@@ -73,6 +73,28 @@ VKF_API const char *vkf_status_string(vkf_status status);
  * failing call on this thread. */
 VKF_API const char *vkf_last_error(void);
 
+/* A buffer of this many bytes holds vkf_quote's rendering of about 80 bytes of text. */
+#define VKF_QUOTE_SIZE 96
+
+/* Renders the len bytes at s (len (size_t)-1: up to s's NUL) as one line of
+ * printable text for a message, between double quotes, into buf (cap bytes, NUL
+ * included); returns buf. For text that came from a file or a user (a tensor
+ * name, a config value, an argument), so that it can neither break the message's
+ * line nor drive a terminal:
+ *  - `"` and `\` are escaped as \" and \\; \n, \r, \t as those two characters;
+ *    every other C0 control and DEL as \xNN (NUL included: s may hold NULs);
+ *  - a byte that does not begin well-formed UTF-8 (a stray continuation byte, an
+ *    overlong form, a surrogate, a code point past U+10FFFF, a cut sequence)
+ *    as \xNN, one escape per byte;
+ *  - C1 controls (U+0080..U+009F) and invisible format characters that reorder
+ *    or break lines (U+061C, U+200E, U+200F, U+2028..U+202E, U+2066..U+2069,
+ *    U+FEFF) as \uXXXX;
+ *  - other UTF-8 is copied as it is.
+ * Where the rendering does not fit cap, it is cut at a character (never inside
+ * an escape) and ends `"...` after the closing quote. s NULL renders as (null).
+ * cap below 8 leaves "" (when cap > 0). Never fails, allocates nothing. */
+VKF_API const char *vkf_quote(char *buf, size_t cap, const char *s, size_t len);
+
 /* ------------------------------------------------------------------ devices */
 
 typedef enum vkf_device_type {

@@ -418,7 +418,11 @@ class Model:
         language codes placed as it places them), as int32. source_lang: a code
         as the tokenizer names it (eng_Latn, en, en_XX; default: the tokenizer's);
         target_lang: only where the target language is a token of the source
-        (Marian's >>fra<<)."""
+        (Marian's >>fra<<). A text holding NUL raises ValueError (C would see only
+        the part before it), as does one that is not encodable as UTF-8 (a lone
+        surrogate: UnicodeEncodeError)."""
+        if "\0" in text:
+            raise ValueError("the text holds a NUL character at index %d" % text.index("\0"))
         cap = self.config.max_len
         ids = np.zeros(cap, dtype=np.int32)
         n = ctypes.c_uint32()

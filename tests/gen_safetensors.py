@@ -239,28 +239,28 @@ def bad_files():
     bad_header("bad_not_object_null.safetensors", "null", "header is null, not a JSON object")
 
     data8 = b"\0" * 8
-    bad_header("bad_entry_not_object.safetensors", {"t": [1, 2]}, "tensor 't': entry is an array, not an object", data8)
-    bad_header("bad_entry_string.safetensors", {"t": "F32"}, "tensor 't': entry is a string, not an object", data8)
+    bad_header("bad_entry_not_object.safetensors", {"t": [1, 2]}, "tensor \"t\": entry is an array, not an object", data8)
+    bad_header("bad_entry_string.safetensors", {"t": "F32"}, "tensor \"t\": entry is a string, not an object", data8)
     for field in ("dtype", "shape", "data_offsets"):
         e = entry()
         del e[field]
-        bad_header("bad_missing_%s.safetensors" % field, {"t": e}, "tensor 't': missing \"%s\"" % field, data8)
-    bad_header("bad_dtype_type.safetensors", {"t": entry(dtype=4)}, "tensor 't': \"dtype\" is an integer, not a string", data8)
-    bad_header("bad_dtype_unknown.safetensors", {"t": entry(dtype="F33")}, "tensor 't': unknown dtype \"F33\"", data8)
+        bad_header("bad_missing_%s.safetensors" % field, {"t": e}, "tensor \"t\": missing \"%s\"" % field, data8)
+    bad_header("bad_dtype_type.safetensors", {"t": entry(dtype=4)}, "tensor \"t\": \"dtype\" is an integer, not a string", data8)
+    bad_header("bad_dtype_unknown.safetensors", {"t": entry(dtype="F33")}, "tensor \"t\": unknown dtype \"F33\"", data8)
     bad_header("bad_dtype_lowercase.safetensors", {"t": entry(dtype="f32")}, "unknown dtype \"f32\"", data8)
     bad_header("bad_dtype_empty.safetensors", {"t": entry(dtype="")}, "unknown dtype \"\"", data8)
 
     e = entry()
     e["shape"] = "2"
-    bad_header("bad_shape_type.safetensors", {"t": e}, "tensor 't': \"shape\" is a string, not an array", data8)
-    bad_header("bad_shape_elem_string.safetensors", {"t": entry(shape=(1, "2"))}, "tensor 't': shape[1] is a string", data8)
-    bad_header("bad_shape_negative.safetensors", {"t": entry(shape=(-2,))}, "tensor 't': shape[0] is negative (-2)", data8)
+    bad_header("bad_shape_type.safetensors", {"t": e}, "tensor \"t\": \"shape\" is a string, not an array", data8)
+    bad_header("bad_shape_elem_string.safetensors", {"t": entry(shape=(1, "2"))}, "tensor \"t\": shape[1] is a string", data8)
+    bad_header("bad_shape_negative.safetensors", {"t": entry(shape=(-2,))}, "tensor \"t\": shape[0] is negative (-2)", data8)
     bad_header("bad_shape_real.safetensors", {"t": entry(shape=(2.0,))}, "shape[0] is a non-integer number", data8)
     bad_header("bad_shape_bool.safetensors", {"t": entry(shape=(True,))}, "shape[0] is true", data8)
     bad_header("bad_shape_null.safetensors", {"t": entry(shape=(None,))}, "shape[0] is null", data8)
-    bad_header("bad_rank9.safetensors", {"t": entry(shape=[1] * 7 + [2, 1])}, "tensor 't': rank 9 exceeds the maximum of 8", data8)
+    bad_header("bad_rank9.safetensors", {"t": entry(shape=[1] * 7 + [2, 1])}, "tensor \"t\": rank 9 exceeds the maximum of 8", data8)
     bad_header("bad_shape_overflow.safetensors", {"t": entry(shape=(2 ** 32, 2 ** 32))},
-               "tensor 't': shape (4294967296, 4294967296) overflows", data8)
+               "tensor \"t\": shape (4294967296, 4294967296) overflows", data8)
     bad_header("bad_shape_overflow_zero.safetensors", {"t": entry(shape=(2 ** 32, 2 ** 32, 0), offsets=(0, 0))},
                "overflows: the product of its non-zero dimensions", data8)
     bad_header("bad_shape_overflow_bytes.safetensors", {"t": entry(shape=(2 ** 61, 4))},
@@ -276,26 +276,26 @@ def bad_files():
     bad_header("bad_offsets_string.safetensors", {"t": entry(offsets=(0, "8"))}, "data_offsets[1] is a string", data8)
     bad_header("bad_offsets_reversed.safetensors", {"t": entry(offsets=(8, 0))}, "data_offsets [8, 0] end is before begin", data8)
     bad_header("bad_offsets_past_end.safetensors", {"t": entry(offsets=(1, 9))},
-               "tensor 't': data_offsets [1, 9] end is past the data section (8 bytes", data8)
+               "tensor \"t\": data_offsets [1, 9] end is past the data section (8 bytes", data8)
     bad_header("bad_offsets_huge.safetensors", {"t": entry(shape=(2 ** 60,), offsets=(0, 2 ** 62))},
                "end is past the data section", data8)
     bad_header("bad_size_mismatch.safetensors", {"t": entry(shape=(2, 2), offsets=(0, 12))},
-               "tensor 't': data_offsets [0, 12] hold 12 bytes, but shape (2, 2) of F32 needs 16", b"\0" * 16)
+               "tensor \"t\": data_offsets [0, 12] hold 12 bytes, but shape (2, 2) of F32 needs 16", b"\0" * 16)
     bad_header("bad_size_mismatch_dtype.safetensors", {"t": entry(dtype="F16", shape=(4,), offsets=(0, 16))},
                "hold 16 bytes, but shape (4) of F16 needs 8", b"\0" * 16)
     bad_header("bad_size_mismatch_empty.safetensors", {"t": entry(shape=(0,), offsets=(0, 4))},
                "hold 4 bytes, but shape (0) of F32 needs 0", b"\0" * 16)
 
     bad_header("bad_overlap.safetensors", {"b": entry(shape=(4,), offsets=(8, 24)), "a": entry(shape=(4,), offsets=(0, 16))},
-               "tensors 'a' (data_offsets [0, 16]) and 'b' (data_offsets [8, 24]) overlap", b"\0" * 24)
+               "tensors \"a\" (data_offsets [0, 16]) and \"b\" (data_offsets [8, 24]) overlap", b"\0" * 24)
     bad_header("bad_overlap_same.safetensors", {"y": entry(), "x": entry()},
-               "tensors 'x' (data_offsets [0, 8]) and 'y' (data_offsets [0, 8]) overlap", data8)
+               "tensors \"x\" (data_offsets [0, 8]) and \"y\" (data_offsets [0, 8]) overlap", data8)
     bad_header("bad_overlap_inside.safetensors",
                {"big": entry(shape=(8,), offsets=(0, 32)), "c": entry(offsets=(20, 28)), "d": entry(offsets=(8, 16))},
-               "tensors 'big' (data_offsets [0, 32]) and 'd' (data_offsets [8, 16]) overlap", b"\0" * 32)
+               "tensors \"big\" (data_offsets [0, 32]) and \"d\" (data_offsets [8, 16]) overlap", b"\0" * 32)
     bad_header("bad_overlap_later.safetensors",
                {"a": entry(), "b": entry(shape=(4,), offsets=(8, 24)), "c": entry(offsets=(20, 28))},
-               "tensors 'b' (data_offsets [8, 24]) and 'c' (data_offsets [20, 28]) overlap", b"\0" * 32)
+               "tensors \"b\" (data_offsets [8, 24]) and \"c\" (data_offsets [20, 28]) overlap", b"\0" * 32)
 
     bad_header("bad_duplicate.safetensors",
                '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, '
@@ -307,9 +307,20 @@ def bad_files():
     bad_header("bad_meta_null.safetensors", {"__metadata__": None}, "\"__metadata__\" is null, not an object")
     bad_header("bad_meta_array.safetensors", {"__metadata__": ["a", "b"]}, "\"__metadata__\" is an array")
     bad_header("bad_meta_value.safetensors", {"__metadata__": {"a": "1", "n": 1}},
-               "\"__metadata__\" key 'n': value is an integer, not a string")
+               "\"__metadata__\" key \"n\": value is an integer, not a string")
     bad_header("bad_meta_nested.safetensors", {"__metadata__": {"cfg": {"d": 1}}},
-               "\"__metadata__\" key 'cfg': value is an object, not a string")
+               "\"__metadata__\" key \"cfg\": value is an object, not a string")
+
+    # Names, dtypes and keys from the file appear quoted (vkf_quote): control
+    # characters escaped, never a second line or a terminal escape; long ones cut.
+    forged = "a\nvkformer: model loaded\u001b[2J\u0007\r"
+    bad_header("bad_name_control.safetensors", {forged: "F32"},
+               'tensor "a\\nvkformer: model loaded\\x1b[2J\\x07\\r": entry is a string', data8)
+    bad_header("bad_dtype_control.safetensors", {"t": entry(dtype="F32\u001b]0;owned\u0007")},
+               'unknown dtype "F32\\x1b]0;owned\\x07"', data8)
+    bad_header("bad_meta_key_control.safetensors", {"__metadata__": {"k\r\u202e\u0085\"\\": 1}},
+               'key "k\\r\\u202e\\u0085\\\"\\\\": value is an integer')
+    bad_header("bad_name_long.safetensors", {"n" * 300: "F32"}, 'tensor "' + "n" * 90 + '"...: entry is a string', data8)
 
     # I/O: a path that does not exist and a directory.
     if os.path.lexists(os.path.join(out_dir, "missing.safetensors")):

@@ -98,6 +98,7 @@ RECORDS = {
     ("generate", None): dict(DECODE, hypotheses=[{"ids": [int], "score": Opt(NUM)}]),
     ("translate", None): dict(DECODE, text=str, translation=str, expected=Opt(str), match=Opt(bool),
                               hypotheses=[{"ids": [int], "text": str, "score": Opt(NUM)}]),
+    ("translate", "error"): {"record": str, "index": int, "text": str, "error": str},
 }
 
 
@@ -174,17 +175,26 @@ def main():
     tmp = tempfile.mkdtemp(prefix="test_json.")
     failures = []
 
-    def run(argv, stdin=None):
+    def run(argv, stdin=None, rc=0):
+        """stdout of vkformer argv (str: stdin given as str; bytes: stdout strictly
+        decoded as UTF-8)."""
+        text = not isinstance(stdin, bytes)
         p = subprocess.run([vk] + argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           universal_newlines=True)
-        if p.returncode != 0:
+                           universal_newlines=text)
+        if not text:
+            try:
+                p.stdout, p.stderr = p.stdout.decode("utf-8"), p.stderr.decode("utf-8", "replace")
+            except UnicodeDecodeError as e:
+                failures.append("vkformer %s: stdout is not UTF-8: %s" % (" ".join(argv), e))
+                return None
+        if p.returncode != rc:
             failures.append("vkformer %s: exit %d: %s" % (" ".join(argv), p.returncode, p.stderr.strip()[-400:]))
             return None
         return p.stdout
 
-    def records(argv, expect, stdin=None):
+    def records(argv, expect, stdin=None, rc=0):
         """Runs argv (with --json); every line valid; expect: (command, record) of each line, in order."""
-        out = run(argv + ["--json"], stdin)
+        out = run(argv + ["--json"], stdin, rc)
         if out is None:
             return []
         lines = out.split("\n")
@@ -282,6 +292,21 @@ def main():
             failures.append("translate --input --json: match %r" % trf)
         if trf[0]["timing"]["sources"] != 2 or trf[2]["timing"]["sources"] != 1:
             failures.append("translate --input --batch 2 --json: timing.sources %r" % [r["timing"] for r in trf])
+
+    # lines that do not translate: an error record in their place; a blank line: a
+    # record of nothing; bytes that are not UTF-8 come back as U+FFFD, control
+    # characters escaped (the output is valid UTF-8 JSON whatever the input held)
+    bad = b"forty two\nse\xffven \x1b[2J\x00\n\nzillion\nseven\n"
+    trb = records(["translate", "--model", model, "-"], [("translate", None), ("translate", "error"),
+                                                         ("translate", None), ("translate", "error"),
+                                                         ("translate", None)], stdin=bad, rc=1)
+    if len(trb) == 5:
+        if trb[1]["text"] != "se\ufffdven \x1b[2J\x00" or not trb[1]["error"].startswith("line 2: invalid UTF-8"):
+            failures.append("translate --json, invalid UTF-8: %r" % trb[1])
+        if trb[2]["text"] != "" or trb[2]["translation"] != "" or trb[2]["src"] or trb[2]["hypotheses"]:
+            failures.append("translate --json, a blank line: %r" % trb[2])
+        if [r["index"] for r in trb] != [0, 1, 2, 3, 4] or trb[4]["translation"] != "7":
+            failures.append("translate --json around failed lines: %r" % trb)
 
     for f in failures:
         print("FAIL: " + f, file=sys.stderr)

@@ -135,6 +135,14 @@ check(used["encoder"] == "lowrank:4" and used["decoder"] == "dense" and used["de
       used["kernel"] in ("fused", "fused-coopmat"), "attention_used after lowrank:4: %r" % used)
 model.set_attention("dense")
 check(model.attention_used()["encoder"] == "dense", "attention_used after dense: %r" % model.attention_used())
+# text C cannot take whole: never a silent cut at the NUL
+for bad in ["forty\0two", "forty \ud800 two"]:
+    try:
+        model.encode(bad)
+        check(False, "encode(%r) raised nothing" % bad)
+    except ValueError:
+        pass
+expect_error(lambda: model.encode("forty \x1b[2J two"), "VKF_ERROR_INVALID_ARGUMENT", "\\x1b")
 for bad, kind in [([], ValueError), ([1.5, 2.0], TypeError)]:
     try:
         model.generate(bad)

@@ -551,10 +551,10 @@ static void run_argument_checks(const char *dir)
         CHECK_FAIL(vkf_st_read_f32(NULL, half, v, 16), VKF_ERROR_INVALID_ARGUMENT, "NULL");
         CHECK_FAIL(vkf_st_read_f32(g, half, v, 16), VKF_ERROR_INVALID_ARGUMENT, "not one of this file's");
         CHECK_FAIL(vkf_st_read_f32(f, &copy, v, 16), VKF_ERROR_INVALID_ARGUMENT, "not one of this file's");
-        CHECK_FAIL(vkf_st_read_f32(f, half, v, 15), VKF_ERROR_INVALID_ARGUMENT, "count 15 does not match tensor 'half'");
+        CHECK_FAIL(vkf_st_read_f32(f, half, v, 15), VKF_ERROR_INVALID_ARGUMENT, "count 15 does not match tensor \"half\"");
         CHECK_FAIL(vkf_st_read_f32(f, half, v, 17), VKF_ERROR_INVALID_ARGUMENT, "16 elements");
         CHECK_FAIL(vkf_st_read_f32(f, half, NULL, 16), VKF_ERROR_INVALID_ARGUMENT, "out is NULL");
-        CHECK_FAIL(vkf_st_read_f32(f, ids, v, 4), VKF_ERROR_BAD_MODEL, "tensor 'ids' has dtype I64");
+        CHECK_FAIL(vkf_st_read_f32(f, ids, v, 4), VKF_ERROR_BAD_MODEL, "tensor \"ids\" has dtype I64");
         CHECK(vkf_st_read_f32(f, half, v, 16) == VKF_OK);
     }
     const char *k = NULL, *val = NULL;

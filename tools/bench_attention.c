@@ -269,13 +269,13 @@ static int write_plot(const bench_opts *o, const shape *s, const result *res, si
         if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
             fprintf(stderr, "vkformer: bench attention: --plot: gnuplot is not installed (apt-get install gnuplot-nox)\n");
         else if (status != -1 && WIFSIGNALED(status))
-            fprintf(stderr, "vkformer: bench attention: --plot: gnuplot was killed by signal %d; %s not written\n",
+            cli_error("bench attention: --plot: gnuplot was killed by signal %d; %s not written",
                     WTERMSIG(status), o->plot);
         else if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0)
-            fprintf(stderr, "vkformer: bench attention: --plot: gnuplot failed (exit status %d); %s not written\n",
+            cli_error("bench attention: --plot: gnuplot failed (exit status %d); %s not written",
                     WEXITSTATUS(status), o->plot);
         else
-            fprintf(stderr, "vkformer: bench attention: --plot: gnuplot did not take the plot; %s not written\n", o->plot);
+            cli_error("bench attention: --plot: gnuplot did not take the plot; %s not written", o->plot);
         return EXIT_ERROR;
     }
     fprintf(stderr, "bench attention: plot written to %s\n", o->plot);
@@ -306,31 +306,30 @@ static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *co
     int32_t *ids[MAX_SOURCES] = {0};
     uint64_t rng = o->seed ^ 0x5eedull;
     if (o->text) {
-        /* real text: each line through the model's tokenizer */
-        FILE *f = strcmp(o->text, "-") == 0 ? stdin : fopen(o->text, "r");
-        if (!f) {
-            fprintf(stderr, "vkformer: bench attention: cannot read %s\n", o->text);
+        /* real text: each line (any length, checked: tools/cli/text.c) through the model's tokenizer */
+        line_reader r;
+        if (!lines_open(&r, o->text)) {
             vkf_model_destroy(model);
             return EXIT_ERROR;
         }
-        char line[8192];
+        char *line, why[128] = "";
+        size_t len;
         SOURCES = 0;
-        while (st == VKF_OK && SOURCES < MAX_SOURCES && fgets(line, sizeof line, f)) {
-            line[strcspn(line, "\r\n")] = '\0';
-            if (!line[0]) continue;
+        while (st == VKF_OK && SOURCES < MAX_SOURCES && lines_next(&r, &line, &len)) {
+            if (strspn(line, " \t\r\v\f") == len) continue;
+            if (!text_check(line, len, why, sizeof why)) break;
             ids[SOURCES] = malloc(((size_t)c.max_len + 1) * sizeof **ids);
             st = ids[SOURCES] ? vkf_model_encode_text(model, line, ids[SOURCES], c.max_len, &lens[SOURCES])
                               : VKF_ERROR_OUT_OF_HOST_MEMORY;
             SOURCES++;
         }
-        if (f != stdin) fclose(f);
-        if (st == VKF_OK && SOURCES == 0) {
-            fprintf(stderr, "vkformer: bench attention: %s holds no text\n", o->text);
-            vkf_model_destroy(model);
-            return EXIT_ERROR;
-        }
-        if (st != VKF_OK) {
-            fprintf(stderr, "vkformer: bench attention: %s line %d: %s\n", o->text, SOURCES, vkf_last_error());
+        unsigned long lineno = r.number;
+        bool failed = r.failed || why[0] || st != VKF_OK;
+        if (why[0]) cli_error("bench attention: %s line %lu: %s", r.name, lineno, why);
+        else if (st != VKF_OK) cli_error("bench attention: %s line %lu: %s", r.name, lineno, vkf_last_error());
+        else if (!failed && SOURCES == 0) cli_error("bench attention: %s holds no text", r.name);
+        lines_close(&r);
+        if (failed || SOURCES == 0) {
             for (int i = 0; i < SOURCES; i++) free(ids[i]);
             vkf_model_destroy(model);
             return EXIT_ERROR;
@@ -444,11 +443,11 @@ static int check_plot(const char *file)
     else *slash = '\0';
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "vkformer: bench attention: --plot %s: the folder %s does not exist\n", file, dir);
+        cli_error("bench attention: --plot %s: the folder %s does not exist", file, dir);
         return EXIT_USAGE;
     }
     if (access(dir, W_OK | X_OK) != 0 || (stat(file, &sb) == 0 && (S_ISDIR(sb.st_mode) || access(file, W_OK) != 0))) {
-        fprintf(stderr, "vkformer: bench attention: --plot %s: cannot write there (%s)\n", file,
+        cli_error("bench attention: --plot %s: cannot write there (%s)", file,
                 stat(file, &sb) == 0 && S_ISDIR(sb.st_mode) ? "a folder" : "permission denied");
         return EXIT_USAGE;
     }
@@ -490,9 +489,9 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         else {
             if (a[0] == '-')
                 fprintf(stderr, "vkformer: bench attention: unknown option %s (vkformer bench attention --help lists "
-                                "its options)\n", a);
+                                "its options)\n", quoted(a));
             else
-                fprintf(stderr, "vkformer: bench attention: unexpected argument \"%s\"\n", a);
+                fprintf(stderr, "vkformer: bench attention: unexpected argument %s\n", quoted(a));
             return EXIT_USAGE;
         }
         const char *canonical = strcmp(a, "-v") == 0 ? "--verbose" : a;
@@ -509,14 +508,14 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             }
             if (text) *text = next;
             else if (!parse_number(next, number)) {
-                fprintf(stderr, "vkformer: bench attention: %s needs a non-negative integer, not \"%s\"\n", a, next);
+                fprintf(stderr, "vkformer: bench attention: %s needs a non-negative integer, not %s\n", a, quoted(next));
                 return EXIT_USAGE;
             }
             i++;
         }
     }
     if (o->precision && strcmp(o->precision, "f32") != 0 && strcmp(o->precision, "f16") != 0) {
-        fprintf(stderr, "vkformer: bench attention: --precision must be f32 or f16, not \"%s\"\n", o->precision);
+        fprintf(stderr, "vkformer: bench attention: --precision must be f32 or f16, not %s\n", quoted(o->precision));
         return EXIT_USAGE;
     }
     o->f16 = o->precision && strcmp(o->precision, "f16") == 0;
@@ -524,8 +523,8 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     else if (strcmp(o->kernel_name, "coopmat") == 0) o->kernel = VKF_ATTENTION_KERNEL_COOPMAT;
     else if (strcmp(o->kernel_name, "scalar") == 0) o->kernel = VKF_ATTENTION_KERNEL_SCALAR;
     else {
-        fprintf(stderr, "vkformer: bench attention: --kernel must be auto, coopmat or scalar, not \"%s\"\n",
-                o->kernel_name);
+        fprintf(stderr, "vkformer: bench attention: --kernel must be auto, coopmat or scalar, not %s\n",
+                quoted(o->kernel_name));
         return EXIT_USAGE;
     }
     if (o->max_device_memory_given && o->max_device_memory == 0) {
@@ -564,7 +563,7 @@ int cmd_bench_attention(int argc, char **argv)
     for (size_t i = 0; i < n_count; i++) {
         unsigned long x;
         if (!parse_number(n_items[i], &x) || x == 0 || x > INT32_MAX) {
-            fprintf(stderr, "vkformer: bench attention: --n: \"%s\" is not a length in 1..2^31-1\n", n_items[i]);
+            fprintf(stderr, "vkformer: bench attention: --n: %s is not a length in 1..2^31-1\n", quoted(n_items[i]));
             return EXIT_USAGE;
         }
         ns[i] = (uint32_t)x;

@@ -122,7 +122,7 @@ int cmd_bench(int argc, char **argv)
     }
     for (size_t i = 0; what && i < COUNT(benchmarks); i++)
         if (strcmp(what, benchmarks[i].name) == 0) return benchmarks[i].run(argc - 1, argv + 1);
-    if (what) fprintf(stderr, "vkformer: bench: unknown benchmark \"%s\" (known: ", what);
+    if (what) fprintf(stderr, "vkformer: bench: unknown benchmark %s (known: ", quoted(what));
     else fprintf(stderr, "vkformer: bench needs a benchmark (known: ");
     list_benchmarks(stderr);
     fprintf(stderr, ")\n");
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(name, "--version") == 0) {
         if (argc > 2) {
-            fprintf(stderr, "vkformer: --version takes no arguments (\"%s\" is extra)\n", argv[2]);
+            fprintf(stderr, "vkformer: --version takes no arguments (%s is extra)\n", quoted(argv[2]));
             return EXIT_USAGE;
         }
         printf("vkformer %s\n", vkf_version_string());
@@ -166,8 +166,8 @@ int main(int argc, char **argv)
         if (strcmp(name, commands[i].name) == 0) return commands[i].run(argc - 2, argv + 2);
     if (name[0] == '-')
         fprintf(stderr, "vkformer: unknown option %s: options follow the command (vkformer --help lists the commands)\n",
-                name);
+                quoted(name));
     else
-        fprintf(stderr, "vkformer: unknown command \"%s\" (vkformer --help lists the commands)\n", name);
+        fprintf(stderr, "vkformer: unknown command %s (vkformer --help lists the commands)\n", quoted(name));
     return EXIT_USAGE;
 }

@@ -258,11 +258,11 @@ vkf_status vkf_hf_tied_table(vkf_loader *L, const char *const *names, size_t n, 
 static vkf_status load_proj(vkf_loader *L, const char *prefix, const char *const *which, uint32_t n, uint32_t rows_each,
                             uint32_t cols, vkf_linear *out)
 {
-    char w[3][256], b[3][256];
+    char w[3][320], b[3][320];
     const char *wn[3], *bn[3];
     for (uint32_t i = 0; i < n; i++) {
-        snprintf(w[i], sizeof w[i], "%s%s_proj.weight", prefix, which[i]);
-        snprintf(b[i], sizeof b[i], "%s%s_proj.bias", prefix, which[i]);
+        snprintf(w[i], sizeof w[i], "%.256s%s_proj.weight", prefix, which[i]);
+        snprintf(b[i], sizeof b[i], "%.256s%s_proj.bias", prefix, which[i]);
         wn[i] = w[i], bn[i] = b[i];
     }
     return vkf_ld_stacked(L, wn, bn, n, rows_each, cols, out);

@@ -5,8 +5,10 @@
  *
  * Nothing in the file is trusted. Each check fails with VKF_ERROR_BAD_MODEL and a
  * message naming the tensor (or key) and the offending value or byte offset.
- * Names in messages are cut to NAME_MAX_SHOWN bytes so that the reason always
- * fits in the message buffer. */
+ * Names, keys and dtype strings from the file appear in messages through
+ * vkf_quote (escaped, cut to about 80 bytes), so that a name can neither forge a
+ * second line of the message nor send escapes to a terminal, and the reason
+ * always fits in the message buffer. */
 #include "families/safetensors.h"
 
 #include "runtime/runtime.h"
@@ -22,8 +24,6 @@
 #include <unistd.h>
 
 #define METADATA_KEY "__metadata__"
-/* printf precision for names and keys in messages. */
-#define NAME_MAX_SHOWN 200
 
 typedef struct st_meta {
     const char *key, *value;            /* in the file's string arena */
@@ -66,6 +66,14 @@ uint32_t vkf_st_dtype_size(vkf_st_dtype dtype)
 }
 
 /* ------------------------------------------------------------------ helpers */
+
+/* A name, key or dtype string from the file as a message shows it (vkf_quote, in
+ * double quotes); which (0 or 1): one of two buffers, for two in one message. */
+static const char *shown(int which, const char *s)
+{
+    static _Thread_local char buf[2][VKF_QUOTE_SIZE];
+    return vkf_quote(buf[which], sizeof buf[which], s, (size_t)-1);
+}
 
 static uint64_t load_le64(const uint8_t *p)
 {
@@ -113,12 +121,12 @@ static vkf_status entry_uint(const char *name, const char *field, size_t index, 
                              uint64_t *out)
 {
     if (!json_is_integer(v))
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor '%.*s': %s[%zu] is %s, not a non-negative integer",
-                        NAME_MAX_SHOWN, name, field, index, json_kind(v));
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s: %s[%zu] is %s, not a non-negative integer",
+                        shown(0, name), field, index, json_kind(v));
     json_int_t i = json_integer_value(v);
     if (i < 0)
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor '%.*s': %s[%zu] is negative (%lld)", NAME_MAX_SHOWN,
-                        name, field, index, (long long)i);
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s: %s[%zu] is negative (%lld)", shown(0, name), field, index,
+                        (long long)i);
     *out = (uint64_t)i;
     return VKF_OK;
 }
@@ -127,9 +135,9 @@ static vkf_status entry_uint(const char *name, const char *field, size_t index, 
 static vkf_status entry_array(const char *name, const json_t *entry, const char *field, const json_t **out)
 {
     const json_t *v = json_object_get(entry, field);
-    if (!v) return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor '%.*s': missing \"%s\"", NAME_MAX_SHOWN, name, field);
+    if (!v) return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s: missing \"%s\"", shown(0, name), field);
     if (!json_is_array(v))
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor '%.*s': \"%s\" is %s, not an array", NAME_MAX_SHOWN, name,
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s: \"%s\" is %s, not an array", shown(0, name),
                         field, json_kind(v));
     *out = v;
     return VKF_OK;
@@ -146,22 +154,21 @@ static vkf_status parse_entry(const char *name, const json_t *entry, uint64_t da
     memset(t, 0, sizeof *t);
     t->name = name;
     if (!json_is_object(entry))
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor '%.*s': entry is %s, not an object", NAME_MAX_SHOWN, name,
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s: entry is %s, not an object", shown(0, name),
                         json_kind(entry));
 
     /* dtype */
     const json_t *dtype = json_object_get(entry, "dtype");
-    if (!dtype) return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor '%.*s': missing \"dtype\"", NAME_MAX_SHOWN, name);
+    if (!dtype) return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s: missing \"dtype\"", shown(0, name));
     if (!json_is_string(dtype))
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor '%.*s': \"dtype\" is %s, not a string", NAME_MAX_SHOWN,
-                        name, json_kind(dtype));
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s: \"dtype\" is %s, not a string", shown(0, name),
+                        json_kind(dtype));
     const char *dtype_name = json_string_value(dtype);
     t->dtype = VKF_ST_DTYPE_COUNT;
     for (int i = 0; i < VKF_ST_DTYPE_COUNT; i++)
         if (strcmp(dtype_name, dtypes[i].name) == 0) t->dtype = (vkf_st_dtype)i;
     if (t->dtype == VKF_ST_DTYPE_COUNT)
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor '%.*s': unknown dtype \"%.*s\"", NAME_MAX_SHOWN, name,
-                        NAME_MAX_SHOWN, dtype_name);
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s: unknown dtype %s", shown(0, name), shown(1, dtype_name));
     uint32_t size = dtypes[t->dtype].size;
 
     /* shape: (d0, ..., d[rank-1]), rank <= 8; elements and bytes must fit 64 bits */
@@ -170,8 +177,8 @@ static vkf_status parse_entry(const char *name, const json_t *entry, uint64_t da
     VKF_TRY(entry_array(name, entry, "data_offsets", &offsets));
     size_t rank = json_array_size(shape);
     if (rank > VKF_ST_MAX_RANK)
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor '%.*s': rank %zu exceeds the maximum of %d", NAME_MAX_SHOWN,
-                        name, rank, VKF_ST_MAX_RANK);
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s: rank %zu exceeds the maximum of %d", shown(0, name), rank,
+                        VKF_ST_MAX_RANK);
     t->rank = (uint32_t)rank;
     for (size_t i = 0; i < rank; i++) VKF_TRY(entry_uint(name, "shape", i, json_array_get(shape, i), &t->shape[i]));
     /* The product of the non-zero dimensions must fit 64 bits even when another
@@ -184,8 +191,8 @@ static vkf_status parse_entry(const char *name, const json_t *entry, uint64_t da
             zero = true;
         } else if (elements > UINT64_MAX / t->shape[i]) {
             return vkf_fail(VKF_ERROR_BAD_MODEL,
-                            "tensor '%.*s': shape %s overflows: the product of its non-zero dimensions exceeds "
-                            "2^64-1 elements", NAME_MAX_SHOWN, name, shape_string(dims, sizeof dims, t->rank, t->shape));
+                            "tensor %s: shape %s overflows: the product of its non-zero dimensions exceeds "
+                            "2^64-1 elements", shown(0, name), shape_string(dims, sizeof dims, t->rank, t->shape));
         } else {
             elements *= t->shape[i];
         }
@@ -193,32 +200,32 @@ static vkf_status parse_entry(const char *name, const json_t *entry, uint64_t da
     if (zero) elements = 0;
     if (elements > UINT64_MAX / size)
         return vkf_fail(VKF_ERROR_BAD_MODEL,
-                        "tensor '%.*s': shape %s of %s overflows: more than 2^64-1 bytes", NAME_MAX_SHOWN, name,
+                        "tensor %s: shape %s of %s overflows: more than 2^64-1 bytes", shown(0, name),
                         shape_string(dims, sizeof dims, t->rank, t->shape), dtypes[t->dtype].name);
     t->elements = elements;
     t->bytes = elements * size;
 
     /* data_offsets: [begin, end], relative to the data section */
     if (json_array_size(offsets) != 2)
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor '%.*s': \"data_offsets\" has %zu entries, not 2 [begin, end]",
-                        NAME_MAX_SHOWN, name, json_array_size(offsets));
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s: \"data_offsets\" has %zu entries, not 2 [begin, end]",
+                        shown(0, name), json_array_size(offsets));
     uint64_t begin, end;
     VKF_TRY(entry_uint(name, "data_offsets", 0, json_array_get(offsets, 0), &begin));
     VKF_TRY(entry_uint(name, "data_offsets", 1, json_array_get(offsets, 1), &end));
     if (end < begin)
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor '%.*s': data_offsets [%llu, %llu] end is before begin",
-                        NAME_MAX_SHOWN, name, (unsigned long long)begin, (unsigned long long)end);
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s: data_offsets [%llu, %llu] end is before begin",
+                        shown(0, name), (unsigned long long)begin, (unsigned long long)end);
     if (end > data_size)
         return vkf_fail(VKF_ERROR_BAD_MODEL,
-                        "tensor '%.*s': data_offsets [%llu, %llu] end is past the data section "
+                        "tensor %s: data_offsets [%llu, %llu] end is past the data section "
                         "(%llu bytes, file bytes %llu..%llu)",
-                        NAME_MAX_SHOWN, name, (unsigned long long)begin, (unsigned long long)end,
+                        shown(0, name), (unsigned long long)begin, (unsigned long long)end,
                         (unsigned long long)data_size, (unsigned long long)data_start,
                         (unsigned long long)(data_start + data_size));
     if (end - begin != t->bytes)
         return vkf_fail(VKF_ERROR_BAD_MODEL,
-                        "tensor '%.*s': data_offsets [%llu, %llu] hold %llu bytes, but shape %s of %s needs %llu",
-                        NAME_MAX_SHOWN, name, (unsigned long long)begin, (unsigned long long)end,
+                        "tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but shape %s of %s needs %llu",
+                        shown(0, name), (unsigned long long)begin, (unsigned long long)end,
                         (unsigned long long)(end - begin), shape_string(dims, sizeof dims, t->rank, t->shape),
                         dtypes[t->dtype].name, (unsigned long long)t->bytes);
     t->offset = data_start + begin;
@@ -259,9 +266,9 @@ static vkf_status check_overlaps(const vkf_st_file *f)
         if (reach && t->offset < reach->offset + reach->bytes) {
             uint64_t rb = reach->offset - f->data_start, tb = t->offset - f->data_start;
             return vkf_fail(VKF_ERROR_BAD_MODEL,
-                            "tensors '%.*s' (data_offsets [%llu, %llu]) and '%.*s' (data_offsets [%llu, %llu]) overlap",
-                            NAME_MAX_SHOWN, reach->name, (unsigned long long)rb,
-                            (unsigned long long)(rb + reach->bytes), NAME_MAX_SHOWN, t->name,
+                            "tensors %s (data_offsets [%llu, %llu]) and %s (data_offsets [%llu, %llu]) overlap",
+                            shown(0, reach->name), (unsigned long long)rb,
+                            (unsigned long long)(rb + reach->bytes), shown(1, t->name),
                             (unsigned long long)tb, (unsigned long long)(tb + t->bytes));
         }
         if (!reach || t->offset + t->bytes > reach->offset + reach->bytes) reach = t;
@@ -307,8 +314,8 @@ static vkf_status parse_metadata(vkf_st_file *f, json_t *meta)
     json_t *value;
     json_object_foreach(meta, key, value) {
         if (!json_is_string(value))
-            return vkf_fail(VKF_ERROR_BAD_MODEL, "\"" METADATA_KEY "\" key '%.*s': value is %s, not a string",
-                            NAME_MAX_SHOWN, key, json_kind(value));
+            return vkf_fail(VKF_ERROR_BAD_MODEL, "\"" METADATA_KEY "\" key %s: value is %s, not a string",
+                            shown(0, key), json_kind(value));
         f->meta[f->meta_count++] = (st_meta){key, json_string_value(value)};
     }
     return VKF_OK;
@@ -556,8 +563,8 @@ vkf_status vkf_st_read_f32(const vkf_st_file *f, const vkf_st_tensor *t, float *
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_st_read_f32: the tensor is not one of this file's");
     if (count != t->elements)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
-                        "vkf_st_read_f32: count %llu does not match tensor '%.*s' of %llu elements",
-                        (unsigned long long)count, NAME_MAX_SHOWN, t->name, (unsigned long long)t->elements);
+                        "vkf_st_read_f32: count %llu does not match tensor %s of %llu elements",
+                        (unsigned long long)count, shown(0, t->name), (unsigned long long)t->elements);
     if (!out && count > 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_st_read_f32: out is NULL");
     const uint8_t *p = f->bytes + t->offset;
     /* Byte by byte: the data may be unaligned, and the host need not be little-endian. */
@@ -573,7 +580,7 @@ vkf_status vkf_st_read_f32(const vkf_st_file *f, const vkf_st_tensor *t, float *
         for (uint64_t i = 0; i < count; i++, p += 2) out[i] = bits_to_float((uint32_t)p[0] << 16 | (uint32_t)p[1] << 24);
         return VKF_OK;
     default:
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor '%.*s' has dtype %s; only F32, F16 and BF16 convert to float",
-                        NAME_MAX_SHOWN, t->name, dtypes[t->dtype].name);
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s has dtype %s; only F32, F16 and BF16 convert to float",
+                        shown(0, t->name), dtypes[t->dtype].name);
     }
 }

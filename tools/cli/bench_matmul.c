@@ -157,8 +157,8 @@ static int run_bench_matmul(const options *o)
             char *end;
             unsigned long s = (*p >= '0' && *p <= '9') ? strtoul(p, &end, 10) : 0;
             if (s == 0 || s > UINT32_MAX || (*end && *end != ',') || (*end == ',' && !end[1]))
-                return cli_usage_error(o, "--size takes integers in 1..%u separated by commas, not \"%s\"",
-                                       UINT32_MAX, o->sizes);
+                return cli_usage_error(o, "--size takes integers in 1..%u separated by commas, not %s",
+                                       UINT32_MAX, quoted(o->sizes));
             if (cases == 64) return cli_usage_error(o, "--size takes at most 64 sizes");
             dims[cases][0] = dims[cases][1] = dims[cases][2] = s;
             cases++;
@@ -183,7 +183,7 @@ static int run_bench_matmul(const options *o)
         for (int i = 0; i < 4; i++)
             if (strcmp(o->dtype, bench_dtype_names[i]) == 0) found = i;
         if (found < 0) {
-            return cli_usage_error(o, "--dtype must be f32, f16, i8w or i8w-f16, not \"%s\"", o->dtype);
+            return cli_usage_error(o, "--dtype must be f32, f16, i8w or i8w-f16, not %s", quoted(o->dtype));
         }
         dtype_id = (bench_dtype)found;
     }

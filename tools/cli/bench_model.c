@@ -150,7 +150,7 @@ static int run_bench_model(const options *o)
     const preset *p = find_preset(o->preset);
     if (!p) {
         if (!o->preset) return cli_usage_error(o, "needs --preset small or --preset base");
-        return cli_usage_error(o, "--preset must be small or base, not \"%s\"", o->preset);
+        return cli_usage_error(o, "--preset must be small or base, not %s", quoted(o->preset));
     }
     unsigned long B = o->batch, S = o->src_len, T = o->tgt_len;
     unsigned max_len = (unsigned)(S > T ? S : T);
@@ -159,7 +159,7 @@ static int run_bench_model(const options *o)
     snprintf(path, sizeof path, "%s/vkformer-bench-%s-%d.safetensors", tmpdir && *tmpdir ? tmpdir : "/tmp", p->name,
              (int)getpid());
     if (!write_random_model(path, p, max_len)) {
-        fprintf(stderr, "vkformer: cannot write the random model to %s\n", path);
+        cli_error("cannot write the random model to %s", path);
         remove(path);
         return EXIT_ERROR;
     }

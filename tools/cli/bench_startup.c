@@ -113,12 +113,12 @@ static int run_bench_startup(const options *o)
 {
     if (!o->model == !o->preset) return cli_usage_error(o, "needs --model MODEL or --preset small|base, one of the two");
     if (o->preset && !find_preset(o->preset))
-        return cli_usage_error(o, "--preset must be small or base, not \"%s\"", o->preset);
+        return cli_usage_error(o, "--preset must be small or base, not %s", quoted(o->preset));
     const char *tmpdir = getenv("TMPDIR");
     char dir[512], model_path[600], cache_dir[600];
     snprintf(dir, sizeof dir, "%s/vkformer-startup-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     if (!mkdtemp(dir)) {
-        fprintf(stderr, "vkformer: cannot create a temporary directory in %s\n", tmpdir && *tmpdir ? tmpdir : "/tmp");
+        cli_error("cannot create a temporary directory in %s", tmpdir && *tmpdir ? tmpdir : "/tmp");
         return EXIT_ERROR;
     }
     snprintf(cache_dir, sizeof cache_dir, "%s/cache", dir);

@@ -23,16 +23,22 @@ static int run_bench_translate(const options *o)
     vkf_model_config cfg;
     vkf_model_get_config(model, &cfg);
     unsigned long B = o->batch, S = o->src_len, N = o->max_new, R = o->repeat;
-    char **lines = NULL;
+    id_line *lines = NULL;
     long n_lines = 0;
     if (o->input) { /* the sources as id lists, one per line: the batch */
         n_lines = read_id_lines(o->input, &lines);
         if (n_lines <= 0) {
-            if (n_lines == 0) fprintf(stderr, "vkformer: %s holds no id lists\n", input_name(o->input));
+            if (n_lines == 0) cli_error("%s holds no id lists", input_name(o->input));
             vkf_model_destroy(model);
             return close_context(ctx, n_lines == 0 ? EXIT_USAGE : EXIT_ERROR);
         }
         B = (unsigned long)n_lines, S = 1;
+    }
+    if (B > 4096 && lines) {
+        cli_error("bench translate: %s holds %lu id lists; a batch is at most 4096", input_name(o->input), B);
+        free_id_lines(lines, n_lines);
+        vkf_model_destroy(model);
+        return close_context(ctx, EXIT_USAGE);
     }
     if (B > 4096 || S > cfg.max_len || N > cfg.max_len || (cli_given(o, "--min-new") && o->min_new > N)) {
         fprintf(stderr, "vkformer: bench translate: --batch is at most 4096, --src-len and --max-new at most max_len "
@@ -49,20 +55,21 @@ static int run_bench_translate(const options *o)
     int32_t **ids = xmalloc(B * sizeof *ids);
     uint32_t *lens = xmalloc(B * sizeof *lens);
     for (unsigned long b = 0; lines && b < B; b++) {
-        long n = parse_ids(lines[b], o->input, &ids[b]);
+        char where[512];
+        snprintf(where, sizeof where, "%s line %lu", input_name(o->input), lines[b].number);
+        long n = parse_ids(lines[b].text, where, &ids[b]);
         if (n < 0 || (unsigned long)n > cfg.max_len) {
-            if (n >= 0) fprintf(stderr, "vkformer: %s line %lu has %ld ids; max_len is %u\n", o->input, b + 1, n, cfg.max_len);
-            for (unsigned long j = 0; j < B; j++) free(lines[j]);
+            if (n >= 0) cli_error("%s: %ld ids, more than the model's %u positions (max_len)", where, n, cfg.max_len);
+            free_id_lines(lines, n_lines);
             for (unsigned long j = 0; j < b + (n >= 0); j++) free(ids[j]);
-            free(lines), free(ids), free(lens);
+            free(ids), free(lens);
             vkf_model_destroy(model);
             return close_context(ctx, EXIT_USAGE);
         }
         lens[b] = (uint32_t)n;
         if ((unsigned long)n > S) S = (unsigned long)n;
     }
-    for (unsigned long b = 0; lines && b < B; b++) free(lines[b]);
-    free(lines);
+    free_id_lines(lines, n_lines);
     for (unsigned long b = 0; !o->input && b < B; b++) {
         ids[b] = xmalloc(S * sizeof **ids);
         lens[b] = (uint32_t)S;

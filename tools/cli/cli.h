@@ -176,7 +176,6 @@ vkf_status open_context(const options *o, vkf_context **out);
 int close_context(vkf_context *ctx, int code);
 /* Host allocation for the tool; the tool (not the library) may exit on failure. */
 void *xmalloc(size_t bytes);
-void print_json_string(const char *s);
 /* JSON Lines records (docs/json.md): one object per line, each opened by
  * json_begin ({"command":"bench matmul") and closed by json_end, which adds
  * "device", "driver" and "vkformer_version", ends the line and flushes. */
@@ -200,15 +199,64 @@ int check_model_options(options *o);
 vkf_status load_model(vkf_context *ctx, const char *path, const options *o, vkf_model **out_model);
 /* Context and model from the options (--model required); 0 or the exit code. */
 int open_model(const options *o, vkf_context **out_ctx, vkf_model **out_model);
-/* Parses "5,6,7" into ids; returns the count, or -1 (message printed). */
+/* Parses "5,6,7" into ids; returns the count, or -1 (message printed). flag names
+ * the source in the message ("--src", "stdin line 3"). */
 long parse_ids(const char *text, const char *flag, int32_t **out);
-/* Reads one line per item (empty lines skipped) from FILE, or stdin for "-". */
-long read_id_lines(const char *path, char ***out);
-/* Opens FILE for reading, stdin for "-"; NULL after printing one line. */
-FILE *open_input(const char *path);
-void close_input(FILE *f);
 /* How messages name an input: "stdin" for "-". */
 const char *input_name(const char *path);
+
+/* ------------------------------------------------------------------ text (tools/cli/text.c) */
+
+/* The UTF-8 character that begins the n > 0 bytes at s: its length and code point,
+ * or 0 where they are ill-formed (*bad: the length of the ill-formed part, >= 1). */
+size_t utf8_char(const unsigned char *s, size_t n, uint32_t *cp, size_t *bad);
+/* Whether the len bytes at s are text: well-formed UTF-8 without a NUL byte. If
+ * not, why (cap bytes) says where: "invalid UTF-8 at byte 12 (\xff)" or "a NUL
+ * byte at byte 5" (bytes counted from 1). */
+bool text_check(const char *s, size_t len, char *why, size_t cap);
+
+/* Lines of a file or stdin, of any length, read one at a time. */
+typedef struct line_reader {
+    FILE *f;                            /* owned, unless stdin */
+    const char *name;                   /* for messages: the path, or "stdin" */
+    char *buf;                          /* owned: the current line */
+    size_t cap;
+    unsigned long number;               /* of the current line, from 1 */
+    bool failed;                        /* a read error (printed) */
+} line_reader;
+/* Opens FILE, or stdin for "-"; false after printing one line. */
+bool lines_open(line_reader *r, const char *path);
+/* The next line without its end (\n, \r\n; a final line without one counts), NUL-
+ * terminated at *out_len (the line may hold NUL bytes before that); valid until
+ * the next call. false at the end of the input, or after a read error (printed,
+ * r->failed set). */
+bool lines_next(line_reader *r, char **out, size_t *out_len);
+void lines_close(line_reader *r);
+
+/* An id list read from a file: its text and its line number. */
+typedef struct id_line {
+    char *text;                         /* owned */
+    unsigned long number;
+} id_line;
+/* Every line of FILE (or stdin for "-") but blank ones, checked with text_check;
+ * the count, or -1 after printing one line naming the line. */
+long read_id_lines(const char *path, id_line **out);
+void free_id_lines(id_line *lines, long n);
+
+/* A value the user (or a file) gave, for a message: vkf_quote'd, in one of four
+ * rotating buffers (four in one message at most). */
+const char *quoted(const char *s);
+/* prefix and message as one line on f: control characters and ill-formed UTF-8
+ * escaped (\n, \xNN), the way vkf_fail treats the library's messages. */
+void print_line(FILE *f, const char *prefix, const char *message);
+/* "vkformer: message" on stderr, one line. */
+void cli_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
+/* The len bytes at s as a JSON string: valid UTF-8 whatever s holds (docs/json.md):
+ * `"` `\` \n \r \t escaped, other C0 controls, DEL, U+2028 and U+2029 as \uXXXX,
+ * each ill-formed part as \ufffd (U+FFFD). */
+void print_json_bytes(const char *s, size_t len);
+/* print_json_bytes of a NUL-terminated string. */
+void print_json_string(const char *s);
 
 float rand_uniform(void);
 float *random_floats(size_t n);

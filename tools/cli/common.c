@@ -1,6 +1,6 @@
 /* What the commands of the vkformer tool share: the option parser (each command
  * passes its own table), context and model opening, exit codes, id lists, JSON
- * strings, random data. */
+ * records, random data. (Reading and showing text: tools/cli/text.c.) */
 #include "cli.h"
 
 #include <errno.h>
@@ -47,10 +47,9 @@ int cli_usage_error(const options *o, const char *format, ...)
     va_start(ap, format);
     vsnprintf(message, sizeof message, format, ap);
     va_end(ap);
-    /* one line, whatever the message holds */
-    for (char *c = message; *c; c++)
-        if (*c == '\n' || *c == '\r') *c = ' ';
-    fprintf(stderr, "vkformer: %s: %s\n", o->command, message);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "vkformer: %s: ", o->command);
+    print_line(stderr, prefix, message); /* one line, whatever the message holds */
     return EXIT_USAGE;
 }
 
@@ -64,7 +63,7 @@ bool cli_given(const options *o, const char *name)
 int cli_max_args(const options *o, int max)
 {
     if (o->n_args > max)
-        return cli_usage_error(o, "unexpected argument \"%s\" (vkformer %s --help lists what it takes)", o->args[max],
+        return cli_usage_error(o, "unexpected argument %s (vkformer %s --help lists what it takes)", quoted(o->args[max]),
                                o->command);
     return -1;
 }
@@ -117,7 +116,8 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, options *o)
         }
         const cli_option *op = cmd->options;
         while (op->name && strcmp(a, op->name) != 0 && !(op->alias && strcmp(a, op->alias) == 0)) op++;
-        if (!op->name) return cli_usage_error(o, "unknown option %s (vkformer %s --help lists its options)", a, o->command);
+        if (!op->name)
+            return cli_usage_error(o, "unknown option %s (vkformer %s --help lists its options)", quoted(a), o->command);
         if (op->kind != CLI_REPEAT && cli_given(o, op->name)) return cli_usage_error(o, "%s given twice", op->name);
         if (o->n_given < (int)(sizeof o->given / sizeof o->given[0])) o->given[o->n_given++] = op->name;
         char *field = (char *)o + op->offset;
@@ -141,14 +141,14 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, options *o)
         case CLI_COUNT:
             if (!parse_count(value, op->min, op->max, (unsigned long *)field)) {
                 if (op->max == (unsigned long)-1)
-                    return cli_usage_error(o, "%s needs an integer >= %lu, not \"%s\"", op->name, op->min, value);
-                return cli_usage_error(o, "%s needs an integer in %lu..%lu, not \"%s\"", op->name, op->min, op->max,
-                                       value);
+                    return cli_usage_error(o, "%s needs an integer >= %lu, not %s", op->name, op->min, quoted(value));
+                return cli_usage_error(o, "%s needs an integer in %lu..%lu, not %s", op->name, op->min, op->max,
+                                       quoted(value));
             }
             break;
         case CLI_NUMBER:
             if (!parse_number(value, (double *)field))
-                return cli_usage_error(o, "%s needs a finite number, not \"%s\"", op->name, value);
+                return cli_usage_error(o, "%s needs a finite number, not %s", op->name, quoted(value));
             break;
         case CLI_FLAG:
             break;
@@ -168,7 +168,7 @@ int exit_code_for(vkf_status st)
 
 int fail(vkf_status st)
 {
-    fprintf(stderr, "vkformer: %s\n", vkf_last_error());
+    print_line(stderr, "vkformer: ", vkf_last_error());
     return exit_code_for(st);
 }
 
@@ -176,8 +176,9 @@ void log_to_stderr(void *user, vkf_log_level level, const char *message)
 {
     const options *o = user;
     if (level == VKF_LOG_INFO && !(o && o->verbose)) return;
-    fprintf(stderr, "vkformer: %s: %s\n", level == VKF_LOG_ERROR ? "error" : level == VKF_LOG_WARNING ? "warning" : "info",
-            message);
+    print_line(stderr, level == VKF_LOG_ERROR ? "vkformer: error: " : level == VKF_LOG_WARNING ? "vkformer: warning: "
+                                                                                          : "vkformer: info: ",
+               message);
 }
 
 vkf_status open_context_tuned(const options *o, int tune, vkf_context **out)
@@ -217,18 +218,6 @@ void *xmalloc(size_t bytes)
         exit(EXIT_ERROR);
     }
     return p;
-}
-
-void print_json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
 }
 
 void jsonl_begin(const char *command)
@@ -308,7 +297,7 @@ int check_model_options(options *o)
     } else if (strcmp(o->precision, "f32") == 0) o->load.precision = VKF_PRECISION_F32;
     else if (strcmp(o->precision, "f16") == 0) o->load.precision = VKF_PRECISION_F16;
     else if (strcmp(o->precision, "int8") == 0) o->load.precision = VKF_PRECISION_INT8;
-    else return cli_usage_error(o, "--precision must be auto, f32, f16 or int8, not \"%s\"", o->precision);
+    else return cli_usage_error(o, "--precision must be auto, f32, f16 or int8, not %s", quoted(o->precision));
     /* a variant the library cannot read is a usage error, like any other bad value */
     if (o->attention && vkf_attention_check(o->attention, false) != VKF_OK)
         return cli_usage_error(o, "--attention: %s", vkf_last_error());
@@ -367,7 +356,7 @@ long parse_ids(const char *text, const char *flag, int32_t **out)
 {
     *out = NULL;
     if (!text || !*text) {
-        fprintf(stderr, "vkformer: %s needs comma-separated token ids\n", flag);
+        cli_error("%s needs comma-separated token ids", flag);
         return -1;
     }
     size_t n = 1;
@@ -379,7 +368,8 @@ long parse_ids(const char *text, const char *flag, int32_t **out)
         errno = 0;
         long v = strtol(p, &end, 10);
         if (end == p || (*end && *end != ',') || errno == ERANGE || v < INT32_MIN || v > INT32_MAX) {
-            fprintf(stderr, "vkformer: %s: \"%s\" is not a comma-separated list of integers\n", flag, text);
+            cli_error("%s: %s is not a comma-separated list of integers (at byte %zu)", flag, quoted(text),
+                      (size_t)(p - text) + 1);
             free(ids);
             return -1;
         }
@@ -390,42 +380,9 @@ long parse_ids(const char *text, const char *flag, int32_t **out)
     return (long)n;
 }
 
-FILE *open_input(const char *path)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-    if (!f) fprintf(stderr, "vkformer: cannot read %s\n", input_name(path));
-    return f;
-}
-
 const char *input_name(const char *path)
 {
     return strcmp(path, "-") == 0 ? "stdin" : path;
-}
-
-void close_input(FILE *f)
-{
-    if (f && f != stdin) fclose(f);
-}
-
-long read_id_lines(const char *path, char ***out)
-{
-    FILE *f = open_input(path);
-    if (!f) return -1;
-    char **lines = NULL, buf[65536];
-    long n = 0;
-    while (fgets(buf, sizeof buf, f)) {
-        buf[strcspn(buf, "\r\n")] = '\0';
-        if (!buf[0]) continue;
-        lines = realloc(lines, (size_t)(n + 1) * sizeof *lines);
-        if (!lines || !(lines[n] = strdup(buf))) {
-            fprintf(stderr, "vkformer: out of memory\n");
-            exit(EXIT_ERROR);
-        }
-        n++;
-    }
-    close_input(f);
-    *out = lines;
-    return n;
 }
 
 /* ------------------------------------------------------------------ random data, timing */

@@ -43,12 +43,13 @@ static decode_json json_for(const options *o, vkf_context *ctx, vkf_model *model
 
 /* One record: source `index` (its ids src), its nb hypotheses (rows of out,
  * max_new apart; scores NULL: none), and for translate its text (and the expected
- * text of a scored line). text_buf holds decoded text (cap bytes). */
+ * text of a scored line). text_buf holds decoded text (cap bytes). A blank line of
+ * translate --input: src_len 0, nb 0 (no ids, translation ""). */
 static vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32_t *src, uint32_t src_len,
                                       const int32_t *out, const uint32_t *lens, const float *scores, uint32_t nb,
                                       const char *text, bool translate, const char *expected, char *text_buf, size_t cap)
 {
-    char *best = NULL;
+    const char *best = translate && nb == 0 ? "" : NULL;
     if (translate) { /* every hypothesis decodes before anything is printed: a failure leaves no half line */
         for (uint32_t h = nb; h-- > 0;) {
             vkf_status st = vkf_model_decode_text(d->model, out + (size_t)h * d->max_new, lens[h], text_buf, cap);
@@ -62,7 +63,7 @@ static vkf_status print_decode_record(const decode_json *d, uint32_t index, cons
     printf(",\"src\":");
     jsonl_ids(src, src_len);
     printf(",\"ids\":");
-    jsonl_ids(out, lens[0]);
+    jsonl_ids(out, nb ? lens[0] : 0);
     if (translate) {
         jsonl_string("translation", best);
         jsonl_string("expected", expected);
@@ -266,13 +267,21 @@ static int generate_and_print(const options *o, vkf_context *ctx, vkf_model *mod
     return close_context(ctx, code);
 }
 
+/* A source of generate as messages name it: "stdin line 3", "--src 2". */
+static const char *source_name(const options *o, unsigned long number, char *buf, size_t cap)
+{
+    if (o->input) snprintf(buf, cap, "%s line %lu", input_name(o->input), number);
+    else snprintf(buf, cap, "--src %lu", number);
+    return buf;
+}
+
 /* generate: every source (--src repeated, or --input FILE|-: one id list per line)
  * decoded as one batch; one line of ids per source (per hypothesis with --n-best).
  * Each source ends with eos, as translate's text does: eos_id is appended unless
  * the list already ends with it (--raw-ids: the lists exactly as given). */
 static int run_generate(const options *o)
 {
-    char **lines = NULL;
+    id_line *lines = NULL;
     long count = 0;
     if (o->input && o->n_srcs) {
         return cli_usage_error(o, "takes --src or --input (or -), not both");
@@ -281,9 +290,13 @@ static int run_generate(const options *o)
         count = read_id_lines(o->input, &lines);
         if (count < 0) return EXIT_ERROR;
         if (count == 0) {
-            fprintf(stderr, "vkformer: %s holds no id lists\n", input_name(o->input));
-            free(lines);
+            cli_error("%s holds no id lists", input_name(o->input));
             return EXIT_USAGE;
+        }
+        if (count > UINT32_MAX) {
+            cli_error("%s holds %ld id lists, more than one batch can hold", input_name(o->input), count);
+            free_id_lines(lines, count);
+            return EXIT_ERROR;
         }
     } else if (o->n_srcs == 0) {
         return cli_usage_error(o, "needs --src IDS (repeatable) or --input FILE|-");
@@ -291,10 +304,15 @@ static int run_generate(const options *o)
     uint32_t n = o->input ? (uint32_t)count : o->n_srcs;
     int32_t **ids = xmalloc(n * sizeof *ids);
     uint32_t *lens = xmalloc(n * sizeof *lens);
+    unsigned long *numbers = xmalloc(n * sizeof *numbers); /* each source's line, or its --src */
+    char where[512];                                        /* a source as messages name it */
     int code = 0;
     for (uint32_t i = 0; i < n; i++) {
-        long ns = parse_ids(o->input ? lines[i] : o->srcs[i], o->input ? input_name(o->input) : "--src", &ids[i]);
-        if (ns < 0) {
+        numbers[i] = o->input ? lines[i].number : i + 1;
+        source_name(o, numbers[i], where, sizeof where);
+        long ns = parse_ids(o->input ? lines[i].text : o->srcs[i], where, &ids[i]);
+        if (ns < 0 || ns > UINT32_MAX - 1) {
+            if (ns >= 0) cli_error("%s: %ld ids", where, ns), free(ids[i]);
             for (uint32_t j = 0; j < i; j++) free(ids[j]);
             code = EXIT_USAGE;
             n = 0;
@@ -302,8 +320,7 @@ static int run_generate(const options *o)
         }
         lens[i] = (uint32_t)ns;
     }
-    for (long i = 0; i < count; i++) free(lines[i]);
-    free(lines);
+    free_id_lines(lines, count);
     vkf_context *ctx = NULL;
     vkf_model *model = NULL;
     if (code == 0) code = open_model(o, &ctx, &model);
@@ -313,9 +330,23 @@ static int run_generate(const options *o)
         for (uint32_t i = 0; !o->raw_ids && i < n; i++) /* end each source with eos, as translate does */
             if (lens[i] == 0 || ids[i][lens[i] - 1] != cfg.eos_id) {
                 ids[i] = realloc(ids[i], (lens[i] + 1) * sizeof **ids);
+                if (!ids[i]) {
+                    cli_error("out of host memory");
+                    exit(EXIT_ERROR);
+                }
                 ids[i][lens[i]++] = cfg.eos_id;
             }
-        if (o->max_new > cfg.max_len) {
+        /* the library refuses them too, by their index in the batch; this names the line */
+        for (uint32_t i = 0; code == 0 && i < n; i++)
+            if (lens[i] > cfg.max_len) {
+                cli_error("%s: %u ids%s, more than the model's %u positions (max_len)",
+                          source_name(o, numbers[i], where, sizeof where), lens[i], o->raw_ids ? "" : " with eos",
+                          cfg.max_len);
+                vkf_model_destroy(model);
+                code = close_context(ctx, EXIT_ERROR);
+                model = NULL;
+            }
+        if (code == 0 && o->max_new > cfg.max_len) {
             fprintf(stderr, "vkformer: --max-new %lu exceeds the model's max_len %u\n", o->max_new, cfg.max_len);
             vkf_model_destroy(model);
             code = close_context(ctx, EXIT_USAGE);
@@ -351,26 +382,70 @@ static int run_generate(const options *o)
         }
     }
     for (uint32_t i = 0; i < n; i++) free(ids[i]);
-    free(ids), free(lens);
+    free(ids), free(lens), free(numbers);
     return code;
 }
 
+/* One line of translate --input, from reading to printing. */
+typedef struct tr_line {
+    char *text;                         /* owned: the text (before a TAB); the whole line where it failed */
+    size_t len;                         /* of text, which may hold NUL bytes where it failed */
+    char *expected;                     /* owned, or NULL: the text after the first TAB */
+    char *error;                        /* owned, or NULL: why the line is not translated (printed) */
+    int32_t source;                     /* its row among the batch's sources; -1: blank or failed */
+} tr_line;
+
+static char *copy_bytes(const char *s, size_t len)
+{
+    char *c = xmalloc(len + 1);
+    memcpy(c, s, len);
+    c[len] = '\0';
+    return c;
+}
+
+/* A line that will not be translated: one line on stderr now, an empty line (or
+ * an error record) in its place later. */
+static void line_failed(tr_line *l, const line_reader *r, const char *why)
+{
+    char message[1024];
+    snprintf(message, sizeof message, "line %lu: %s", r->number, why);
+    cli_error("%s %s", r->name, message);
+    l->error = copy_bytes(message, strlen(message));
+    l->source = -1;
+}
+
+/* --json: the record of a line that was not translated (docs/json.md). */
+static void print_error_record(vkf_context *ctx, uint32_t index, const tr_line *l)
+{
+    jsonl_begin("translate");
+    printf(",\"record\":\"error\",\"index\":%u,\"text\":", index);
+    print_json_bytes(l->text, l->len);
+    jsonl_string("error", l->error);
+    vkf_device_info info;
+    vkf_context_device_info(ctx, &info);
+    jsonl_end(&info);
+}
+
 /* Translates every line of a file, `batch` lines per generate call; lines with a
- * TAB carry the expected output and are scored by exact match. */
+ * TAB carry the expected output and are scored by exact match. Every line gives
+ * one line of output: a blank line an empty one, and a line that cannot be
+ * translated (a NUL byte, invalid UTF-8, a word the model does not know, too
+ * many tokens) an empty one too (with --json: an error record), after one line
+ * on stderr naming it; the others still translate, and the exit status is 1. */
 static int translate_file(const options *o)
 {
-    FILE *f = open_input(o->input);
-    if (!f) return EXIT_ERROR;
+    line_reader r;
+    if (!lines_open(&r, o->input)) return EXIT_ERROR;
     vkf_context *ctx;
     vkf_model *model;
     int code = open_model(o, &ctx, &model);
     if (code) {
-        if (f != stdin) fclose(f);
+        lines_close(&r);
         return code;
     }
     int usage = check_languages(o, model);
     if (usage >= 0) {
-        if (f != stdin) fclose(f);
+        lines_close(&r);
         vkf_model_destroy(model);
         return close_context(ctx, usage);
     }
@@ -379,79 +454,113 @@ static int translate_file(const options *o)
     uint32_t B = o->batch ? (uint32_t)o->batch : 64, max_new = default_max_new(o, model, &cfg);
     if (max_new > cfg.max_len || B > 4096) {
         fprintf(stderr, "vkformer: --max-new must be at most max_len (%u) and --batch at most 4096\n", cfg.max_len);
-        if (f != stdin) fclose(f);
+        lines_close(&r);
         vkf_model_destroy(model);
         return close_context(ctx, EXIT_USAGE);
     }
-    char **expected = xmalloc(B * sizeof *expected), **texts = xmalloc(B * sizeof *texts);
+    tr_line *lines = xmalloc(B * sizeof *lines);
     float *scores = xmalloc(B * sizeof *scores);
-    uint32_t done = 0; /* lines translated before this batch */
+    uint32_t done = 0; /* lines read before this batch */
     int32_t *ids = xmalloc((size_t)B * (cfg.max_len + 1) * sizeof *ids), *out = xmalloc((size_t)B * max_new * sizeof *out);
     const int32_t **ptrs = xmalloc(B * sizeof *ptrs);
     uint32_t *lens = xmalloc(B * sizeof *lens), *out_lens = xmalloc(B * sizeof *out_lens);
-    char line[4096], *text = xmalloc((size_t)max_new * 64 + 64);
-    unsigned long scored = 0, correct = 0, lineno = 0;
+    size_t cap = (size_t)max_new * 64 + 64;
+    char *text = xmalloc(cap);
+    unsigned long scored = 0, correct = 0, failed = 0;
     vkf_generate_stats total = {0};
     uint32_t sources = 0;
-    bool eof = false;
     vkf_status st = VKF_OK;
-    while (st == VKF_OK && !eof) {
-        uint32_t n = 0;
-        while (n < B && !(eof = !fgets(line, sizeof line, f))) {
-            lineno++;
-            line[strcspn(line, "\r\n")] = '\0';
-            char *tab = strchr(line, '\t');
-            if (tab) *tab = '\0';
-            expected[n] = tab ? strdup(tab + 1) : NULL;
-            texts[n] = o->json ? strdup(line) : NULL;
-            st = vkf_model_encode_text_with(model, line, o->source_lang, o->target_lang, ids + (size_t)n * (cfg.max_len + 1),
-                                            cfg.max_len, &lens[n]);
-            if (st != VKF_OK) {
-                fprintf(stderr, "vkformer: %s line %lu: %s\n", input_name(o->input), lineno, vkf_last_error());
-                free(expected[n]), free(texts[n]);
-                code = EXIT_ERROR;
-                break;
+    bool more = true;
+    while (st == VKF_OK && more) {
+        uint32_t n = 0, ns = 0; /* lines, and sources among them */
+        char *line;
+        size_t len;
+        while (n < B && (more = lines_next(&r, &line, &len))) {
+            tr_line *l = &lines[n++];
+            *l = (tr_line){NULL, 0, NULL, NULL, -1};
+            char why[128];
+            if (!text_check(line, len, why, sizeof why)) {
+                l->text = copy_bytes(line, len), l->len = len;
+                line_failed(l, &r, why);
+                failed++;
+                continue;
             }
-            ptrs[n] = ids + (size_t)n * (cfg.max_len + 1);
-            n++;
+            char *tab = strchr(line, '\t');
+            l->len = tab ? (size_t)(tab - line) : len;
+            l->text = copy_bytes(line, l->len);
+            l->expected = tab ? copy_bytes(tab + 1, len - l->len - 1) : NULL;
+            if (strspn(l->text, " \t\r\v\f") == l->len) continue; /* blank: an empty line */
+            int32_t *row = ids + (size_t)ns * (cfg.max_len + 1);
+            if (vkf_model_encode_text_with(model, l->text, o->source_lang, o->target_lang, row, cfg.max_len, &lens[ns]) !=
+                VKF_OK) {
+                line_failed(l, &r, vkf_last_error());
+                failed++;
+                continue;
+            }
+            l->source = (int32_t)ns;
+            ptrs[ns++] = row;
         }
-        if (st != VKF_OK || n == 0) break;
-        vkf_sequences s = {n, ptrs, lens};
+        if (n == 0) break;
         vkf_generate_options g = beam_options(o, model, max_new);
         g.n_best = 1;
-        if (use_generate_with(o, model)) st = vkf_model_generate_with(model, &s, &g, out, out_lens, scores);
-        else st = vkf_model_generate(model, &s, max_new, out, out_lens);
-        vkf_generate_stats t;
-        if (st == VKF_OK && vkf_model_generate_stats(model, &t) == VKF_OK) {
-            if (sources == 0) total.first_token_ms = t.first_token_ms;
-            total.total_ms += t.total_ms, total.steps += t.steps, total.tokens += t.tokens;
-            sources += n;
+        if (ns > 0) {
+            vkf_sequences s = {ns, ptrs, lens};
+            if (use_generate_with(o, model)) st = vkf_model_generate_with(model, &s, &g, out, out_lens, scores);
+            else st = vkf_model_generate(model, &s, max_new, out, out_lens);
+            vkf_generate_stats t;
+            if (st == VKF_OK && vkf_model_generate_stats(model, &t) == VKF_OK) {
+                if (sources == 0) total.first_token_ms = t.first_token_ms;
+                total.total_ms += t.total_ms, total.steps += t.steps, total.tokens += t.tokens;
+                sources += ns;
+            }
         }
         decode_json d = {0};
-        if (st == VKF_OK && o->json) d = json_for(o, ctx, model, use_generate_with(o, model) ? &g : NULL, max_new, n);
+        if (st == VKF_OK && o->json) {
+            d = json_for(o, ctx, model, use_generate_with(o, model) ? &g : NULL, max_new, ns);
+            if (ns == 0) d.stats = (vkf_generate_stats){0}; /* no generate call in this batch */
+        }
         for (uint32_t i = 0; i < n; i++) {
-            if (st == VKF_OK && o->json) {
-                st = print_decode_record(&d, done + i, ptrs[i], lens[i], out + (size_t)i * max_new, &out_lens[i],
-                                         use_generate_with(o, model) ? &scores[i] : NULL, 1, texts[i], true,
-                                         expected[i], text, (size_t)max_new * 64 + 64);
-            } else if (st == VKF_OK) {
-                st = vkf_model_decode_text(model, out + (size_t)i * max_new, out_lens[i], text, (size_t)max_new * 64 + 64);
+            tr_line *l = &lines[i];
+            int32_t b = l->source;
+            const char *result = ""; /* a blank or failed line's */
+            if (st == VKF_OK && l->error) {
+                if (o->json) print_error_record(ctx, done + i, l);
+                else printf("\n");
+            } else if (st == VKF_OK && o->json) {
+                uint32_t none = 0;
+                st = print_decode_record(&d, done + i, b >= 0 ? ptrs[b] : NULL, b >= 0 ? lens[b] : 0,
+                                         b >= 0 ? out + (size_t)b * max_new : NULL, b >= 0 ? &out_lens[b] : &none,
+                                         b >= 0 && use_generate_with(o, model) ? &scores[b] : NULL, b >= 0 ? 1 : 0,
+                                         l->text, true, l->expected, text, cap);
+                result = b >= 0 ? text : "";
+            } else if (st == VKF_OK && b >= 0) {
+                st = vkf_model_decode_text(model, out + (size_t)b * max_new, out_lens[b], text, cap);
                 if (st == VKF_OK) printf("%s\n", text);
+                result = text;
+            } else if (st == VKF_OK) {
+                printf("\n");
             }
-            if (st == VKF_OK && expected[i]) scored++, correct += strcmp(text, expected[i]) == 0;
-            free(expected[i]), free(texts[i]);
+            if (st == VKF_OK && l->expected) scored++, correct += !l->error && strcmp(result, l->expected) == 0;
+            free(l->text), free(l->expected), free(l->error);
         }
         done += n;
         if (st != VKF_OK) code = fail(st);
     }
+    if (r.failed && code == 0) code = EXIT_ERROR;
     if (code == 0 && scored && !o->json) /* JSON: each record's "match" */
         printf("accuracy: %lu of %lu (%.2f%%) exact matches\n", correct, scored, 100.0 * correct / scored);
     if (code == 0 && o->timing)
         fprintf(stderr, "timing: %u sources in batches of %u, %llu tokens in %.1f ms (%u steps): %.1f tokens/s, first "
                 "token after %.1f ms\n", sources, B, (unsigned long long)total.tokens, total.total_ms, total.steps,
                 total.total_ms > 0 ? 1e3 * (double)total.tokens / total.total_ms : 0.0, total.first_token_ms);
-    if (f != stdin) fclose(f);
-    free(expected), free(texts), free(scores), free(ids), free(out), free(ptrs), free(lens), free(out_lens), free(text);
+    if (code == 0 && failed) {
+        cli_error("%lu of %u lines of %s were not translated (each named above; an empty line stands for it)", failed,
+                  done, r.name);
+        code = EXIT_ERROR;
+    }
+    fflush(stdout);
+    lines_close(&r);
+    free(lines), free(scores), free(ids), free(out), free(ptrs), free(lens), free(out_lens), free(text);
     vkf_model_destroy(model);
     return close_context(ctx, code);
 }
@@ -465,6 +574,11 @@ static int run_translate(const options *o, const char *text)
     }
     if (!text) return cli_usage_error(o, "needs the text to translate (TEXT, --input FILE or - : stdin)");
     if (cli_given(o, "--batch")) return cli_usage_error(o, "--batch applies to --input only");
+    char why[128];
+    if (!text_check(text, strlen(text), why, sizeof why)) {
+        cli_error("translate: TEXT: %s", why);
+        return EXIT_ERROR;
+    }
     vkf_context *ctx;
     vkf_model *model;
     int code = open_model(o, &ctx, &model);
@@ -560,8 +674,8 @@ int cmd_translate(int argc, char **argv)
         char joined[256] = "";
         for (int i = 0; i < o.n_args; i++)
             snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s", i ? " " : "", o.args[i]);
-        code = cli_usage_error(&o, "takes one TEXT argument, not %d (\"%s\" is extra); quote it: \"%s\"",
-                               o.n_args, o.args[1], joined);
+        code = cli_usage_error(&o, "takes one TEXT argument, not %d (%s is extra); quote it: %s", o.n_args,
+                               quoted(o.args[1]), quoted(joined));
     }
     if (code < 0 && text && strcmp(text, "-") == 0) {
         if (o.input) code = cli_usage_error(&o, "takes --input or -, not both");

@@ -59,7 +59,7 @@ static int run_forward(const options *o)
     double ms = (now_s() - t0) * 1e3;
     if (st != VKF_OK) code = fail(st);
     else if (o->out && !write_npy(o->out, logits, lt, cfg.tgt_vocab_size)) {
-        fprintf(stderr, "vkformer: cannot write %s\n", strcmp(o->out, "-") == 0 ? "the logits to stdout" : o->out);
+        cli_error("cannot write %s", strcmp(o->out, "-") == 0 ? "the logits to stdout" : o->out);
         code = EXIT_ERROR;
     }
     if (code == 0 && o->json) {

@@ -17,7 +17,7 @@ static bool copy_to_stdout(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "vkformer: tune: cannot read back %s\n", path);
+        cli_error("tune: cannot read back %s", path);
         return false;
     }
     char buf[65536];
@@ -39,8 +39,7 @@ static int run_tune(const options *o)
         const char *tmpdir = getenv("TMPDIR");
         snprintf(tmp_dir, sizeof tmp_dir, "%s/vkformer-tune-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
         if (!mkdtemp(tmp_dir)) {
-            fprintf(stderr, "vkformer: tune: cannot create a temporary directory in %s\n",
-                    tmpdir && *tmpdir ? tmpdir : "/tmp");
+            cli_error("tune: cannot create a temporary directory in %s", tmpdir && *tmpdir ? tmpdir : "/tmp");
             return EXIT_ERROR;
         }
         snprintf(tmp_path, sizeof tmp_path, "%s/tune.json", tmp_dir);
