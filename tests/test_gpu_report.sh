@@ -14,7 +14,8 @@
 #    running at the budget, and records the one it did not reach;
 #  - OUTDIR holds at most 8 files: strays are packed into extra.tar.gz;
 #  - summary.md: the five targets "not measured", every part with its status;
-#  - a deadline shorter than the plan runs the first parts and says why the rest did not.
+#  - a deadline shorter than the plan runs the first parts and says why the rest did not;
+#  - set-up: missing libraries' .debs are unpacked into GL/root, named by LD_LIBRARY_PATH.
 # Dry run (args: the script, then a build folder; VK_DRIVER_FILES names the driver): the
 # whole plan with --small, which must write at most 8 files, give every part a status,
 # measure the fp32 matmul, and end inside its deadline.
@@ -159,6 +160,32 @@ n=$(rec "$R" 'r.get("gr") == "part"' | wc -l)
 rec "$R" 'r.get("gr") == "report" and r.get("finished") and r["elapsed_s"] <= 30' | grep -q . ||
     fail "short deadline: the call did not end inside its 30 s"
 grep -q '| tune | .* | not started: the call' "$O2/summary.md" || fail "short deadline: summary.md's tune row"
+
+# set-up on a machine without the loader and libjansson (a fake ldconfig lists nothing, a
+# fake ldd misses libjansson.so.4): their .debs are unpacked into GL/root, not into /, and
+# the commands run with LD_LIBRARY_PATH there
+if command -v dpkg-deb >/dev/null; then
+    GL=$TMP/gl
+    mkdir -p "$GL" "$TMP/fakebin"
+    for p in libvulkan1:usr/lib/x86_64-linux-gnu/libvulkan.so.1 libjansson4:usr/lib/x86_64-linux-gnu/libjansson.so.4 \
+             vulkan-validationlayers:usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json; do
+        d=$TMP/pkg/${p%%:*}
+        mkdir -p "$d/DEBIAN" "$d/$(dirname "${p#*:}")"
+        : >"$d/${p#*:}"
+        printf 'Package: %s\nVersion: 1\nArchitecture: amd64\nMaintainer: test\nDescription: fake\n' "${p%%:*}" >"$d/DEBIAN/control"
+        dpkg-deb -b "$d" "$GL/${p%%:*}_1_amd64.deb" >/dev/null 2>&1 || fail "dpkg-deb failed for ${p%%:*}"
+    done
+    printf '#!/bin/sh\nexit 0\n' >"$TMP/fakebin/ldconfig"
+    printf '#!/bin/sh\necho "\tlibjansson.so.4 => not found"\n' >"$TMP/fakebin/ldd"
+    chmod +x "$TMP/fakebin/ldconfig" "$TMP/fakebin/ldd"
+    env PATH="$TMP/fakebin:$PATH" GPU_REPORT_GL="$GL" GPU_REPORT_BUILD="$B" GPU_REPORT_ICD="$TMP/new_icd.json" \
+        GPU_REPORT_SMALL=1 TORCH_PYTHON=none VK_LAYER_PATH= GPU_REPORT_WORK="$TMP/work3" \
+        "$REPORT" "$TMP/out3" info >/dev/null 2>"$TMP/stderr3" || fail "set-up run exited $?"
+    [ -f "$GL/root/usr/lib/x86_64-linux-gnu/libvulkan.so.1" ] && [ -f "$GL/root/usr/lib/x86_64-linux-gnu/libjansson.so.4" ] ||
+        fail "the loader and libjansson were not unpacked into GL/root: $(cat "$TMP/stderr3")"
+    tar -xzOf "$TMP/out3/logs.tar.gz" gpu-report/info/env.txt 2>/dev/null | grep -q "^LD_LIBRARY_PATH: $GL/root/usr/lib/x86_64-linux-gnu" ||
+        fail "LD_LIBRARY_PATH does not name GL/root: $(tar -xzOf "$TMP/out3/logs.tar.gz" gpu-report/info/env.txt 2>/dev/null)"
+fi
 
 if [ "$failures" -ne 0 ]; then
     sed 's/^/    stderr: /' "$TMP/stderr" | tail -n 40 >&2

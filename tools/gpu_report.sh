@@ -46,15 +46,17 @@
 # /usr/share/vulkan/icd.d/lvp_icd.x86_64.json tools/gpu_report.sh --small /tmp/gr).
 #
 # Environment: GPU_REPORT_DEADLINE=S (seconds for this call; default the plan's total),
-# GPU_REPORT_SMALL=1 (= --small: tiny sizes, a dry run on lavapipe), GPU_REPORT_BUILD
-# (default build), GPU_REPORT_PLAN="PART S ..." (other planned seconds), GPU_REPORT_WORK (the working folder; default a new /tmp/gpu-report.*),
-# TORCH_PYTHON (a Python with torch, or none; default the first of python3,
-# /usr/bin/python3 that has it), GPU_REPORT_TRANSFORMERS_PYTHON (a command running Python with transformers,
-# where TORCH_PYTHON has none), GPU_REPORT_SUITE_TESTS (test names, most important
-# first), GPU_REPORT_SUITE_FILTER (regex on those names; --small default: six quick
-# tests), GPU_REPORT_JOBS (tests at a time; 8, --small 2), GPU_REPORT_UNPACK=0 (never
-# unpack .gl/), GPU_REPORT_TUNE_FILE, VKFORMER_CACHE_DIR (default WORK/cache: no tune
-# file, so every part before `tune` runs the built-in choice).
+# GPU_REPORT_PLAN="PART S ..." (other planned seconds for those parts), GPU_REPORT_SMALL=1
+# (= --small: tiny sizes, a dry run on lavapipe), GPU_REPORT_BUILD (default build),
+# GPU_REPORT_WORK (the working folder; default a new /tmp/gpu-report.*), TORCH_PYTHON (a
+# Python with torch, or none; default the first of python3, /usr/bin/python3 that has
+# it), GPU_REPORT_TRANSFORMERS_PYTHON (a command running Python with transformers, where
+# TORCH_PYTHON has none), GPU_REPORT_SUITE_TESTS (test names, most important first),
+# GPU_REPORT_SUITE_FILTER (regex on those names; --small default: six quick tests),
+# GPU_REPORT_JOBS (tests at a time; 8, --small 2), GPU_REPORT_UNPACK=0 (never unpack),
+# GPU_REPORT_GL (the folder of .debs; default .gl), GPU_REPORT_TUNE_FILE (a tune file of
+# an earlier call: the tune part uses it instead of tuning), VKFORMER_CACHE_DIR (default
+# WORK/cache: no tune file, so every part before `tune` runs the built-in choice).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -192,7 +194,7 @@ setup() {
         done
     fi
     for p in "${want[@]}"; do
-        f=$(ls "$root/.gl/${p}"_*.deb 2>/dev/null | head -n1)
+        f=$(ls "$GL/${p}"_*.deb 2>/dev/null | head -n1)
         if [ -z "$f" ]; then
             echo "gpu_report: .gl/ has no ${p}_*.deb (run tools/gpu_report.sh --prepare where there is network)" >&2
         elif mkdir -p "$GLROOT" && unpack_deb "$f" "$GLROOT"; then
@@ -1012,7 +1014,7 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 WORK=${GPU_REPORT_WORK:-$(mktemp -d /tmp/gpu-report.XXXXXX)} || exit 1
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 case $WORK/ in "$OUTDIR"/*) echo "gpu_report: GPU_REPORT_WORK must not be inside OUTDIR" >&2; exit 2 ;; esac
-GLROOT=$root/.gl/root
+GL=${GPU_REPORT_GL:-$root/.gl} GLROOT=${GPU_REPORT_GL:-$root/.gl}/root
 write_helper "$WORK/report.py"
 export VKFORMER_CACHE_DIR=${VKFORMER_CACHE_DIR:-$WORK/cache}
 mkdir -p "$VKFORMER_CACHE_DIR" "$WORK/models"
