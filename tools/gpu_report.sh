@@ -301,10 +301,13 @@ run_part() {
     pack
 }
 
+now_us() { local t=${EPOCHREALTIME:-}; t=${t/[.,]/}; echo "${t:-$(($(date +%s%N) / 1000))}"; }
+
 pack() {   # OUTDIR again from WORK; its time is counted in PACK_MS (the reserve pays it)
-    local t0=${EPOCHREALTIME/[.,]/}
+    local t0
+    t0=$(now_us)
     py pack "$WORK" "$OUTDIR" "$SECONDS" "${1:-0}" >&2
-    PACK_MS=$((PACK_MS + (${EPOCHREALTIME/[.,]/} - t0) / 1000))
+    PACK_MS=$((PACK_MS + ($(now_us) - t0) / 1000))
 }
 
 # ------------------------------------------------------------------ sizes
@@ -667,6 +670,9 @@ def summary(recs, suite, files_note=""):
     rep = {}
     for r in reports:
         rep.update(r)
+    # merged calls: every part any of them ran, in plan order
+    ran = {p for r in reports for p in r.get("parts", [])}
+    rep["parts"] = [p for p in rep.get("plan", {}) if p in ran] + sorted(ran - set(rep.get("plan", {})))
     small = bool(rep.get("small"))
 
     def res(part, cmd, **kw):
