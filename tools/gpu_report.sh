@@ -48,10 +48,10 @@
 # Environment: GPU_REPORT_DEADLINE=S (seconds for this call; default the plan's total),
 # GPU_REPORT_PLAN="PART S ..." (other planned seconds for those parts), GPU_REPORT_SMALL=1
 # (= --small: tiny sizes, a dry run on lavapipe), GPU_REPORT_BUILD (default build),
-# GPU_REPORT_WORK (the working folder; default a new /tmp/gpu-report.*), TORCH_PYTHON (a
-# Python with torch, or none; default the first of python3, /usr/bin/python3 that has
-# it), GPU_REPORT_TRANSFORMERS_PYTHON (a command running Python with transformers, where
-# TORCH_PYTHON has none), GPU_REPORT_SUITE_TESTS (test names, most important first),
+# GPU_REPORT_WORK (the working folder, kept; default a new /tmp/gpu-report.*, removed at
+# the end), TORCH_PYTHON (a Python with torch, or none; default the first of python3,
+# /usr/bin/python3 that has it), GPU_REPORT_TRANSFORMERS_PYTHON (a command running
+# Python with transformers, where TORCH_PYTHON has none), GPU_REPORT_SUITE_TESTS (test names, most important first),
 # GPU_REPORT_SUITE_FILTER (regex on those names; --small default: six quick tests),
 # GPU_REPORT_JOBS (tests at a time; 8, --small 2), GPU_REPORT_UNPACK=0 (never unpack),
 # GPU_REPORT_GL (the folder of .debs; default .gl), GPU_REPORT_TUNE_FILE (a tune file of
@@ -1044,6 +1044,9 @@ for p in "${parts[@]}"; do
     run_part "$p"
 done
 pack 1
+# the logs are in OUTDIR/logs.tar.gz; a folder this script made (the model folders, the
+# caches: ~300 MB with the OPUS shapes) goes, one named by GPU_REPORT_WORK stays
+[ -z "${GPU_REPORT_WORK:-}" ] && rm -rf "$WORK"
 echo "gpu_report: done in ${SECONDS}s of ${DEADLINE}s; $OUTDIR:" >&2
 ls -l "$OUTDIR" >&2
 python3 - "$OUTDIR/summary.md" <<'EOF'
