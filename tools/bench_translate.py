@@ -10,7 +10,8 @@ max_new_tokens), and prints tokens/s and the ratio.
 
 usage: /usr/bin/python3 tools/bench_translate.py [--vkformer build/vkformer] [--model DIR]
            [--batch 32] [--beam 4] [--src-len 32] [--max-new 64] [--repeat 3]
-           [--device cuda|cpu] [--transformers-python CMD] [--no-transformers] [--json]
+           [--device cuda|cpu] [--transformers-dtype fp32[,fp16]] [--transformers-python CMD]
+           [--no-transformers] [--json]
 
 --model DIR: a Marian folder; where DIR does not exist, a random-weight folder of OPUS-MT
 en-de's shape is written there once with tests/gen_marian.py (~300 MB; needs torch, numpy
@@ -23,7 +24,10 @@ Both halves time the whole generate call on the host clock after one untimed war
 run (vkformer: `vkformer bench translate`; Transformers: model.generate with
 torch.cuda.synchronize on CUDA), the median of --repeat runs. Transformers uses the
 folder's generation_config as vkformer does (4 beams, forced eos, pad banned,
-renormalised log-probs), fp32.
+renormalised log-probs), in each dtype of --transformers-dtype (default fp32; fp16 is
+the model cast with .half(), one process loads the folder once for all dtypes).
+With --json each engine's line is printed as soon as it is measured (vkformer first,
+then Transformers per dtype), so a run stopped by a timeout keeps what it measured.
 """
 import argparse
 import json
@@ -97,7 +101,8 @@ def sources(model_dir, batch, src_len, seed):
 
 
 def run_transformers(a):
-    """Times MarianMTModel.generate on the ids of --ids; returns a JSON-able dict."""
+    """Times MarianMTModel.generate on the ids of --ids, once per dtype of
+    --transformers-dtype; prints one JSON line per dtype as soon as it is measured."""
     import torch
     import transformers
     from transformers import MarianMTModel
@@ -106,31 +111,33 @@ def run_transformers(a):
     device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cpu":
         torch.set_num_threads(os.cpu_count() or 1)  # every core, as vkformer's CPU drivers use
-    model = MarianMTModel.from_pretrained(a.model, torch_dtype=torch.float32).to(device).eval()
+    model = MarianMTModel.from_pretrained(a.model).to(device=device, dtype=torch.float32).eval()
     ids = torch.tensor(src, dtype=torch.long, device=device)
     mask = torch.ones_like(ids)
     kw = dict(max_new_tokens=a.max_new, min_new_tokens=a.max_new)
     if a.beam:
         kw["num_beams"] = a.beam
-    times = []
-    steps = None
-    with torch.no_grad():
-        for r in range(a.repeat + 1):
-            if device == "cuda":
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            out = model.generate(input_ids=ids, attention_mask=mask, **kw)
-            if device == "cuda":
-                torch.cuda.synchronize()
-            if r:
-                times.append((time.perf_counter() - t0) * 1e3)
-            steps = out.shape[1] - 1  # without the decoder start token
-    med = sorted(times)[len(times) // 2] if len(times) % 2 else sum(sorted(times)[len(times) // 2 - 1:][:2]) / 2
     name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU (%d threads)" % torch.get_num_threads()
-    return {"engine": "transformers", "version": transformers.__version__, "torch": torch.__version__,
-            "device": name, "dtype": "fp32", "batch": len(src), "beams": model.generation_config.num_beams
-            if not a.beam else a.beam, "steps": steps, "runs_ms": times, "median_ms": med,
-            "target_tokens_per_s": 1e3 * len(src) * steps / med}
+    for dtype in a.transformers_dtype.split(","):
+        model = model.to(dtype=torch.float16 if dtype == "fp16" else torch.float32)
+        times = []
+        steps = None
+        with torch.no_grad():
+            for r in range(a.repeat + 1):
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                out = model.generate(input_ids=ids, attention_mask=mask, **kw)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                if r:
+                    times.append((time.perf_counter() - t0) * 1e3)
+                steps = out.shape[1] - 1  # without the decoder start token
+        med = sorted(times)[len(times) // 2] if len(times) % 2 else sum(sorted(times)[len(times) // 2 - 1:][:2]) / 2
+        print(json.dumps({"engine": "transformers", "version": transformers.__version__, "torch": torch.__version__,
+                          "device": name, "dtype": dtype, "batch": len(src), "beams": model.generation_config.num_beams
+                          if not a.beam else a.beam, "steps": steps, "runs_ms": times, "median_ms": med,
+                          "target_tokens_per_s": 1e3 * len(src) * steps / med}), flush=True)
 
 
 def main():
@@ -144,6 +151,8 @@ def main():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", help="Transformers' device: cuda or cpu (default: cuda where available)")
+    p.add_argument("--transformers-dtype", default="fp32",
+                   help="Transformers' dtypes, comma-separated: fp32, fp16 (default fp32)")
     p.add_argument("--transformers-python", help="run the Transformers half under this interpreter command")
     p.add_argument("--no-transformers", action="store_true")
     p.add_argument("--json", action="store_true")
@@ -154,8 +163,10 @@ def main():
     for name in ("batch", "src_len", "max_new", "repeat"):
         if getattr(a, name) < 1:
             p.error("--%s must be at least 1" % name.replace("_", "-"))
+    if any(d not in ("fp32", "fp16") for d in a.transformers_dtype.split(",")):
+        p.error("--transformers-dtype takes fp32 and fp16, comma-separated, not %r" % a.transformers_dtype)
     if a.transformers_only:
-        print(json.dumps(run_transformers(a)))
+        run_transformers(a)
         return 0
 
     a.model = os.path.abspath(a.model or default_model() + ("-small" if a.small else ""))
@@ -180,10 +191,13 @@ def main():
         v = json.loads(r.stdout.strip().splitlines()[-1])
         v["engine"] = "vkformer"
         results.append(v)
+        if a.json:
+            print(json.dumps(v), flush=True)
         if not a.no_transformers:
             here = [sys.executable, os.path.abspath(__file__)]
             args = ["--transformers-only", "--model", a.model, "--ids", ids_path, "--max-new", str(a.max_new),
-                    "--repeat", str(a.repeat), "--beam", str(a.beam)] + (["--device", a.device] if a.device else [])
+                    "--repeat", str(a.repeat), "--beam", str(a.beam), "--transformers-dtype", a.transformers_dtype] + \
+                (["--device", a.device] if a.device else [])
             try:
                 import transformers  # noqa: F401
                 runner = here
@@ -198,24 +212,28 @@ def main():
                 env = dict(os.environ)
                 env["HF_PYTHON_BIND"] = ":".join(x for x in [env.get("HF_PYTHON_BIND"), a.model, HERE, ROOT] if x)
                 print("bench_translate: Transformers: " + " ".join(map(shlex.quote, runner + args)), file=sys.stderr)
-                t = subprocess.run(runner + args, stdout=subprocess.PIPE, universal_newlines=True, env=env)
-                if t.returncode:
+                t = subprocess.Popen(runner + args, stdout=subprocess.PIPE, universal_newlines=True, env=env)
+                for line in t.stdout:  # one line per dtype, passed on as it comes
+                    if line.startswith("{"):
+                        results.append(json.loads(line))
+                        if a.json:
+                            print(json.dumps(results[-1]), flush=True)
+                if t.wait():
                     print("bench_translate: the Transformers run exited %d" % t.returncode, file=sys.stderr)
                     return 1
-                results.append(json.loads(t.stdout.strip().splitlines()[-1]))
     finally:
         os.unlink(ids_path)
     if a.json:
-        for res in results:
-            print(json.dumps(res))
         return 0
     print("OPUS-MT shapes (%s): batch %d, %d source tokens, %d target tokens each (min-new = max-new)"
           % (os.path.basename(a.model), a.batch, a.src_len, a.max_new))
     for res in results:
-        print("  %-12s %-45s %9.1f ms  %9.1f target tokens/s" % (
-            res["engine"], res["device"][:45], res["median_ms"], res["target_tokens_per_s"]))
-    if len(results) == 2:
-        print("  vkformer / Transformers: %.2fx" % (results[0]["target_tokens_per_s"] / results[1]["target_tokens_per_s"]))
+        print("  %-17s %-45s %9.1f ms  %9.1f target tokens/s" % (
+            res["engine"] + (" " + res["dtype"] if res["engine"] == "transformers" else ""), res["device"][:45],
+            res["median_ms"], res["target_tokens_per_s"]))
+    for res in results[1:]:
+        print("  vkformer / Transformers %s: %.2fx" % (res["dtype"], results[0]["target_tokens_per_s"] /
+                                                    res["target_tokens_per_s"]))
     return 0
 
 

@@ -1,63 +1,170 @@
 #!/usr/bin/env bash
-# The GPU report: every figure the GPU targets need, from one run on a machine with a
-# GPU (made for the lent NVIDIA H100 of the device tool: root, no network).
+# The GPU report: the figures that matter most, from ONE call of the device tool (a lent
+# NVIDIA H100/H200: root, no network, 15 minutes of device time in all, at most 8 files
+# back), planned to fit 420 s of device time, the machine's start included.
 #
-#   tools/gpu_report.sh --fetch                  HERE (network): Debian 12's libvulkan1 and
-#                                                vulkan-validationlayers .debs into .gl/
-#   tools/gpu_report.sh [--small] OUTDIR PART... THERE: run the parts, results under OUTDIR
+#   tools/gpu_report.sh --plan                   the planned seconds per part, the deadline,
+#                                                the start-up allowance, the device-tool call
+#   tools/gpu_report.sh --fetch                  HERE (network): the .debs the GPU machine
+#                                                lacks into .gl/ (Vulkan loader, validation
+#                                                layer, libjansson4, libsentencepiece0)
+#   tools/gpu_report.sh --prepare                HERE: --fetch where .gl/ lacks a .deb, then
+#                                                checks that build/ is complete and what
+#                                                travels fits 64 MiB; writes .gl/commit
+#   tools/gpu_report.sh [--small] OUTDIR [PART...]
+#                                                THERE: the parts (default: all, in plan
+#                                                order), at most 8 files under OUTDIR
+#   tools/gpu_report.sh --summary OUTDIR [MORE...]
+#                                                HERE: OUTDIR/summary.md again from the files
+#                                                that came back (several calls' merged)
 #
-# PART (one or more, or comma-separated): info suite tune matmul attention model startup
-# torch translate summary, or all (every part, in that order). Each part writes OUTDIR/PART/ (JSON,
-# logs, commands.tsv with each command's exit code and seconds) and one summary line (in
-# OUTDIR/PART/summary.txt, OUTDIR/parts.txt and on stdout). A failing command is logged
-# and the part goes on; each part stops starting commands at its time budget (every
-# command runs under `timeout`), so a part ends well inside 10 minutes. `summary` reads
-# what the others wrote and writes OUTDIR/summary.md: the target ratios, met / not met /
-# not measured; run it here on the merged OUTDIRs of several calls. The exit status is
-# 0 whatever the commands gave (see the summary lines), 2 on a usage error.
+# PART: info suite matmul coopmat attention translate forward tune (see PLAN below), or
+# all. Every part has a planned number of seconds; its deadline is that plus what the
+# parts before it saved, less nothing that later parts were promised: so a part that
+# hangs costs itself, never a later part or the report. Every command runs under
+# `timeout` (its own limit, at most what is left of its part). After every part OUTDIR
+# is packed again, so a call stopped from outside still brings back every part done:
+#   OUTDIR/summary.md      targets met / not met / not measured, the suite, the parts,
+#                          the failed commands, every measured figure
+#   OUTDIR/results.jsonl   every record: each command's JSON lines tagged "gr": "result"
+#                          with its part and name, each command ("gr": "command": exit
+#                          code, seconds, validation lines, last error line), each part
+#                          ("gr": "part") and the call ("gr": "report")
+#   OUTDIR/suite.json      each selected test: ok, fail, timeout, killed (budget), not
+#                          reached (budget), not built, filtered, not selected
+#   OUTDIR/logs.tar.gz     every command's stdout and stderr, compressed
+#   OUTDIR/tunefile.json   the tune file `vkformer tune` wrote (restore it with
+#                          GPU_REPORT_TUNE_FILE in a later call's tune part)
+# The script checks that OUTDIR holds at most 8 files (anything else is packed into
+# OUTDIR/extra.tar.gz). Exit status 0 whatever the commands gave; 2 on a usage error.
 #
-# Vulkan: when the loader (libvulkan.so.1) or the validation layer is missing, the
-# .debs in .gl/ are unpacked (as root: into /, then ldconfig; else into .gl/root with
-# LD_LIBRARY_PATH and VK_LAYER_PATH). The driver: GPU_REPORT_ICD if set, else NVIDIA's
-# ICD file where one exists, else what VK_DRIVER_FILES / VK_ICD_FILENAMES name (a dry run
-# on lavapipe: VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json).
+# Vulkan and libraries: where the loader, the validation layer, libjansson.so.4 or
+# libsentencepiece.so.0 are missing, the matching .deb of .gl/ is unpacked into .gl/root
+# (never into /), with LD_LIBRARY_PATH and VK_LAYER_PATH pointing there. The driver:
+# GPU_REPORT_ICD if set, else NVIDIA's ICD file where one exists, else what
+# VK_DRIVER_FILES / VK_ICD_FILENAMES name (the dry run: VK_DRIVER_FILES=
+# /usr/share/vulkan/icd.d/lvp_icd.x86_64.json tools/gpu_report.sh --small /tmp/gr).
 #
-# Environment: GPU_REPORT_DEADLINE=S (seconds for this invocation: parts that would not
-# fit are not started, and say so; e.g. 560 under the device tool's 600 s limit),
-# GPU_REPORT_TUNE_FILE (see restore_tune_file), GPU_REPORT_SMALL=1 (= --small: tiny
-# sizes, a dry run of a few minutes on lavapipe), GPU_REPORT_BUILD (the build folder; default build), TORCH_PYTHON (a Python
-# with torch; default: the first of python3, /usr/bin/python3 that imports torch),
-# VKFORMER_CACHE_DIR (pipeline cache and tune file; default .cache/gpu-report in the
-# repository, so `tune` serves the later parts and the user's ~/.cache is untouched),
-# GPU_REPORT_SUITE_FILTER (regex on test names; --small default: a few quick tests),
-# GPU_REPORT_JOBS (suite tests at a time; 4), GPU_REPORT_UNPACK=0 (never unpack .gl/).
+# Environment: GPU_REPORT_DEADLINE=S (seconds for this call; default the plan's total),
+# GPU_REPORT_PLAN="PART S ..." (other planned seconds for those parts), GPU_REPORT_SMALL=1
+# (= --small: tiny sizes, a dry run on lavapipe), GPU_REPORT_BUILD (default build),
+# GPU_REPORT_WORK (the working folder, kept; default a new /tmp/gpu-report.*, removed at
+# the end), TORCH_PYTHON (a Python with torch, or none; default the first of python3,
+# /usr/bin/python3 that has it), GPU_REPORT_TRANSFORMERS_PYTHON (a command running
+# Python with transformers, where TORCH_PYTHON has none), GPU_REPORT_SUITE_TESTS (test names, most important first),
+# GPU_REPORT_SUITE_FILTER (regex on those names; --small default: six quick tests),
+# GPU_REPORT_JOBS (tests at a time; 8, --small 2), GPU_REPORT_UNPACK=0 (never unpack),
+# GPU_REPORT_GL (the folder of .debs; default .gl), GPU_REPORT_TUNE_FILE (a tune file of
+# an earlier call: the tune part uses it instead of tuning), VKFORMER_CACHE_DIR (default
+# WORK/cache: no tune file, so every part before `tune` runs the built-in choice).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${GPU_REPORT_BUILD:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 small=${GPU_REPORT_SMALL:-0}
-all_parts=(info suite tune matmul attention model startup torch translate summary)
+
+# ------------------------------------------------------------------ the plan
+# One device call: at most CALL_S of device time, the machine's start (a minute or more),
+# the transfers and the give-back included. Parts in order of what matters most.
+PLAN='
+info        15  vkformer info, check with the validation layer, nvidia-smi
+suite       80  the tests that matter on a GPU, validation layer on, 8 at a time
+matmul      20  fp32 4096^3 (built-in choice) vs torch.matmul fp32, TF32 off
+coopmat     30  fp16 4096^3 through coopmat (KHR) and coopmat2 (NV) vs torch.matmul fp16
+attention   25  fused fp16 attention, n 4096, batch 4 x 16 heads of 64, vs SDPA
+translate   50  OPUS-MT shapes, batch 32, beam 4, vs Transformers fp32 and fp16 (CUDA)
+forward     25  base forward, batch 8, 512/512, f16, vs nn.Transformer fp16 eager
+tune        30  vkformer tune --quick, then the 4096^3 matmuls again with its winners
+'
+SETUP_S=5     # .gl/ unpacked, the driver found (before the first part)
+RESERVE_S=15  # OUTDIR packed after every part (about 1 s each) and at the end
+MARGIN_S=15   # between the script's deadline and the device call's timeout_s
+CALL_S=420    # the device time one call may cost (of the session's 900 s)
+
+PLAN_PARTS=() PLAN_SECS=()
+while read -r p s _; do
+    [ -n "$p" ] && PLAN_PARTS+=("$p") PLAN_SECS+=("$s")
+done <<<"$PLAN"
+# GPU_REPORT_PLAN="PART S PART S ...": other planned seconds for the parts it names
+read -r -a plan_words <<<"${GPU_REPORT_PLAN:-}"
+for ((w = 0; w < ${#plan_words[@]}; w += 2)); do
+    if [[ " ${PLAN_PARTS[*]} " != *" ${plan_words[$w]} "* ]] || ! [[ ${plan_words[$((w + 1))]:-} =~ ^[0-9]+$ ]]; then
+        echo "gpu_report: GPU_REPORT_PLAN takes PART SECONDS pairs, not \"$GPU_REPORT_PLAN\"" >&2
+        exit 2
+    fi
+    for i in "${!PLAN_PARTS[@]}"; do [ "${PLAN_PARTS[$i]}" = "${plan_words[$w]}" ] && PLAN_SECS[$i]=${plan_words[$((w + 1))]}; done
+done
+plan_of() { local i; for i in "${!PLAN_PARTS[@]}"; do [ "${PLAN_PARTS[$i]}" = "$1" ] && echo "${PLAN_SECS[$i]}"; done; }
+PLAN_SUM=0
+for s in "${PLAN_SECS[@]}"; do PLAN_SUM=$((PLAN_SUM + s)); done
+PLAN_DEADLINE=$((SETUP_S + PLAN_SUM + RESERVE_S))   # the script's own deadline
+TIMEOUT_S=$((PLAN_DEADLINE + MARGIN_S))             # the device call's timeout_s
+START_ALLOWANCE=$((CALL_S - TIMEOUT_S))             # start, transfers, give-back
+
+print_plan() {
+    echo "part        planned s  what"
+    local i
+    for i in "${!PLAN_PARTS[@]}"; do
+        printf '%-11s %9s  %s\n' "${PLAN_PARTS[$i]}" "${PLAN_SECS[$i]}" \
+            "$(sed -n "s/^${PLAN_PARTS[$i]} *[0-9]* *//p" <<<"$PLAN")"
+    done
+    printf '%-11s %9s  %s\n' "(setup)" "$SETUP_S" ".gl/ unpacked, the driver found" \
+        "(reserve)" "$RESERVE_S" "OUTDIR packed after each part and at the end"
+    echo "deadline of the script: $SETUP_S + $PLAN_SUM + $RESERVE_S = ${PLAN_DEADLINE} s"
+    echo "timeout_s of the device call: $PLAN_DEADLINE + $MARGIN_S = ${TIMEOUT_S} s"
+    echo "start-up allowance: $CALL_S - $TIMEOUT_S = ${START_ALLOWANCE} s (machine start, transfers, give-back)"
+    echo "device call (after tools/gpu_report.sh --prepare here):"
+    echo "  run(command='tools/gpu_report.sh \"\$OUT\"', carry=[\"build\", \".gl\"], timeout_s=$TIMEOUT_S)"
+    echo "  then give_back(), unless one rerun follows at once (same timeout_s: 2 x $TIMEOUT_S + start fits 900 s)"
+}
 
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
-# ------------------------------------------------------------------ --fetch (here)
+# ------------------------------------------------------------------ --fetch, --prepare (here)
+
+GL_PACKAGES=(libvulkan1 vulkan-validationlayers libjansson4 libsentencepiece0)
 
 fetch() {
-    # Minimal: libvulkan1 and vulkan-validationlayers depend only on libc6, libgcc-s1
-    # and libstdc++6 (apt-cache depends), which any Debian or Ubuntu with Python has.
-    local lists=/tmp/gpu-report-apt-lists
+    # Debian 12's packages; they depend only on libc6, libgcc-s1 and libstdc++6
+    # (apt-cache depends), which any Debian or Ubuntu with Python has.
+    local lists=/tmp/gpu-report-apt-lists p
     mkdir -p "$root/.gl" "$lists/partial" || return 1
     local o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 "-oDir::State::Lists=$lists")
     apt-get "${o[@]}" -q update >&2 || return 1
-    rm -f "$root"/.gl/libvulkan1_*.deb "$root"/.gl/vulkan-validationlayers_*.deb
-    (cd "$root/.gl" && apt-get "${o[@]}" -q download libvulkan1 vulkan-validationlayers) >&2 || return 1
+    for p in "${GL_PACKAGES[@]}"; do rm -f "$root/.gl/${p}"_*.deb; done
+    (cd "$root/.gl" && apt-get "${o[@]}" -q download "${GL_PACKAGES[@]}") >&2 || return 1
     ls -l "$root"/.gl/*.deb
 }
 
-# ------------------------------------------------------------------ Vulkan set-up (there)
+prepare() {
+    local p missing=0 bad=0
+    for p in "${GL_PACKAGES[@]}"; do ls "$root/.gl/${p}"_*.deb >/dev/null 2>&1 || missing=1; done
+    if [ $missing = 1 ]; then fetch || { echo "gpu_report: --fetch failed" >&2; bad=1; }; fi
+    if [ ! -x "$build/vkformer" ] || [ ! -f "$build/meson-info/intro-tests.json" ]; then
+        echo "gpu_report: $build is not a configured, built build folder (meson setup build && ninja -C build)" >&2
+        bad=1
+    elif command -v ninja >/dev/null && ninja -C "$build" -n 2>/dev/null | grep -q '^\['; then
+        echo "gpu_report: $build is out of date: run ninja -C $build (every target: the suite runs the tests)" >&2
+        bad=1
+    fi
+    rm -rf "$root/.gl/root"   # unpacked on the GPU machine, never carried
+    { git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown
+      git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo "(with uncommitted changes)"; } |
+        tr '\n' ' ' >"$root/.gl/commit"
+    local tree carried
+    tree=$(git -C "$root" ls-files -z --cached --others --exclude-standard 2>/dev/null |
+        (cd "$root" && du -cb --files0-from=- 2>/dev/null) | tail -n1 | cut -f1)
+    carried=$(du -cb "$build" "$root/.gl" 2>/dev/null | tail -n1 | cut -f1)
+    echo "travels: tree $((${tree:-0} / 1048576)) MiB + build and .gl $((carried / 1048576)) MiB (limit 64 MiB)"
+    [ $((${tree:-0} + carried)) -lt $((64 * 1048576)) ] || { echo "gpu_report: over 64 MiB" >&2; bad=1; }
+    print_plan
+    return $bad
+}
 
-have_loader() { ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 '; }
+# ------------------------------------------------------------------ set-up (there)
+
+have_loader() { ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 ' || [ -f "$GLROOT/usr/lib/x86_64-linux-gnu/libvulkan.so.1" ]; }
 have_layer() {
     local d
     for d in ${VK_LAYER_PATH:+${VK_LAYER_PATH//:/ }} ${VK_ADD_LAYER_PATH:+${VK_ADD_LAYER_PATH//:/ }} /usr/share/vulkan/explicit_layer.d \
@@ -67,34 +174,38 @@ have_layer() {
     return 1
 }
 
-setup_vulkan() {
-    local want=() f
-    # root: refresh the linker cache first (the NVIDIA libraries the ICD names may be
-    # installed but not yet in it)
-    [ "$(id -u)" = 0 ] && ldconfig 2>/dev/null
+unpack_deb() {   # unpack_deb FILE DIR (dpkg -x, else ar + tar)
+    if command -v dpkg >/dev/null; then dpkg -x "$1" "$2"; return; fi
+    local t; t=$(mktemp -d) && (cd "$t" && ar x "$1" && tar -xf data.tar.* -C "$2"); local rc=$?; rm -rf "$t"; return $rc
+}
+
+setup() {
+    local want=() f lib
+    [ "$(id -u)" = 0 ] && ldconfig 2>/dev/null   # the NVIDIA libraries may not be in the cache yet
     if [ "${GPU_REPORT_UNPACK:-1}" = 1 ]; then
-        have_loader || want+=("$root"/.gl/libvulkan1_*.deb)
-        have_layer || want+=("$root"/.gl/vulkan-validationlayers_*.deb)
+        have_loader || want+=(libvulkan1)
+        have_layer || want+=(vulkan-validationlayers)
+        for lib in $(ldd "$build/vkformer" 2>/dev/null | awk '/not found/ {print $1}'); do
+            case $lib in
+                libjansson.so.*) want+=(libjansson4) ;;
+                libsentencepiece.so.*) want+=(libsentencepiece0) ;;
+                *) echo "gpu_report: $build/vkformer needs $lib, which no .deb of .gl/ holds" >&2 ;;
+            esac
+        done
     fi
-    for f in "${want[@]}"; do
-        if [ ! -f "$f" ]; then
-            echo "gpu_report: $(basename "$f") is not in .gl/ (run tools/gpu_report.sh --fetch where there is network)" >&2
-            continue
-        fi
-        if [ "$(id -u)" = 0 ]; then
-            dpkg -x "$f" / && echo "gpu_report: unpacked $(basename "$f") into /" >&2
-        else
-            mkdir -p "$root/.gl/root" && dpkg -x "$f" "$root/.gl/root" &&
-                echo "gpu_report: unpacked $(basename "$f") into .gl/root" >&2
+    for p in "${want[@]}"; do
+        f=$(ls "$GL/${p}"_*.deb 2>/dev/null | head -n1)
+        if [ -z "$f" ]; then
+            echo "gpu_report: .gl/ has no ${p}_*.deb (run tools/gpu_report.sh --prepare where there is network)" >&2
+        elif mkdir -p "$GLROOT" && unpack_deb "$f" "$GLROOT"; then
+            echo "gpu_report: unpacked $(basename "$f") into $GLROOT" >&2
         fi
     done
-    if [ ${#want[@]} -gt 0 ]; then
-        if [ "$(id -u)" = 0 ]; then
-            ldconfig
-        elif [ -d "$root/.gl/root" ]; then
-            export LD_LIBRARY_PATH="$root/.gl/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-            export VK_LAYER_PATH="$root/.gl/root/usr/share/vulkan/explicit_layer.d${VK_LAYER_PATH:+:$VK_LAYER_PATH}"
-        fi
+    if [ -d "$GLROOT/usr/lib/x86_64-linux-gnu" ]; then
+        export LD_LIBRARY_PATH="$GLROOT/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
+    if [ -f "$GLROOT/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json" ]; then
+        export VK_LAYER_PATH="$GLROOT/usr/share/vulkan/explicit_layer.d${VK_LAYER_PATH:+:$VK_LAYER_PATH}"
     fi
     # The driver: explicit, else NVIDIA's, else what the environment names.
     local icd=${GPU_REPORT_ICD:-}
@@ -105,6 +216,7 @@ setup_vulkan() {
             [ -f "$f" ] && { icd=$f; break; }
         done
     fi
+    [ -z "$icd" ] && icd=$(find /usr/local/nvidia /etc/vulkan /usr/share/vulkan -maxdepth 4 -name 'nvidia_icd*.json' 2>/dev/null | head -n1)
     [ -z "$icd" ] && icd=${VK_DRIVER_FILES:-${VK_ICD_FILENAMES:-}}
     if [ -n "$icd" ]; then
         export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
@@ -114,190 +226,223 @@ setup_vulkan() {
     ICD=$icd
 }
 
-# A tune file from an earlier call (GPU_REPORT_TUNE_FILE, default .gl/tunefile.json,
-# e.g. OUTDIR/tune/tunefile.json of a machine since given back) goes where this
-# device's tune file belongs, unless one is there already.
-restore_tune_file() {
-    local from=${GPU_REPORT_TUNE_FILE:-$root/.gl/tunefile.json} to
-    [ -f "$from" ] && [ -x "$VK" ] || return 0
-    to=$("$VK" info --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tuning"]["file"])' 2>/dev/null)
-    if [ -n "$to" ] && [ ! -f "$to" ]; then
-        mkdir -p "$(dirname "$to")" && cp "$from" "$to" && echo "gpu_report: restored the tune file $to from $from" >&2
-    fi
-}
-
-find_torch_python() {
+find_torch_python() {   # without importing torch (seconds there): find_spec; TORCH_PYTHON=none: none
     local p
-    for p in ${TORCH_PYTHON:-} python3 /usr/bin/python3 python; do
-        command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch' 2>/dev/null && { echo "$p"; return 0; }
+    [ "${TORCH_PYTHON:-}" = none ] && return 1
+    for p in ${TORCH_PYTHON:-} python3 /usr/bin/python3; do
+        command -v "$p" >/dev/null 2>&1 &&
+            "$p" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' 2>/dev/null &&
+            { command -v "$p"; return 0; }
     done
     return 1
 }
 
-# ------------------------------------------------------------------ commands of a part
+# ------------------------------------------------------------------ commands and parts
 
-# part_begin NAME BUDGET_S: makes OUTDIR/NAME, resets the command table and the clock.
-# The budget shrinks to what GPU_REPORT_DEADLINE (seconds for this whole invocation)
-# leaves; with under 20 s left the part is not started (its summary line says so) and
-# part_begin fails.
-part_begin() {
-    PART=$1
-    PART_BUDGET=$2
-    PART_DIR=$OUTDIR/$1
-    PART_START=$SECONDS
-    PART_RUN=0 PART_FAILED=() PART_ABSENT=()
-    if [ -n "${GPU_REPORT_DEADLINE:-}" ] && [ "$1" != summary ]; then
-        local left=$((GPU_REPORT_DEADLINE - SECONDS - 5))
-        if [ "$left" -lt 20 ]; then
-            echo "== $1: not started, GPU_REPORT_DEADLINE=${GPU_REPORT_DEADLINE}s is spent" >&2
-            echo "$1: not run (GPU_REPORT_DEADLINE spent): run this part again" >>"$OUTDIR/parts.txt"
-            echo "$1: not run (GPU_REPORT_DEADLINE spent): run this part again"
-            return 1
-        fi
-        [ "$PART_BUDGET" -gt "$left" ] && PART_BUDGET=$left
-    fi
-    mkdir -p "$PART_DIR"
-    : >"$PART_DIR/commands.tsv"
-    echo "== $1 (budget ${PART_BUDGET}s) $(date -u +%H:%M:%S)" >&2
-}
+py() { python3 "$WORK/report.py" "$@"; }
 
-# run NAME TIMEOUT_S CMD...: stdout to PART_DIR/NAME.out, stderr to NAME.log, under
-# `timeout` (at most what is left of the part's budget); exit code and seconds to
-# commands.tsv. Never fails the script.
-run() {
+# run_cmd NAME LIMIT_S CMD...: stdout to WORK/PART/NAME.out, stderr to NAME.log, under
+# `timeout` (at most what is left of the part); its records go to WORK/records.jsonl.
+run_cmd() {
     local name=$1 limit=$2
     shift 2
-    local left=$((PART_BUDGET - (SECONDS - PART_START)))
+    local left=$((PART_END - SECONDS))
     [ "$limit" -gt "$left" ] && limit=$left
-    if [ "$limit" -lt 5 ]; then
-        printf '%s\t%s\t%s\t%s\n' "$name" "not-run" 0 "$*" >>"$PART_DIR/commands.tsv"
-        PART_FAILED+=("$name=not-run(budget)")
-        echo "   $name: not run, the part's budget is spent" >&2
+    if [ "$limit" -lt 3 ]; then
+        echo "   $name: not run, the part's deadline is spent" >&2
+        py tag "$WORK" "$PART" "$name" not-run 0 0 "$@"
         return 0
     fi
     local t0=$SECONDS rc
     echo "   $name: $* (timeout ${limit}s)" >&2
-    timeout -k 10 "$limit" "$@" >"$PART_DIR/$name.out" 2>"$PART_DIR/$name.log" </dev/null
+    timeout -k 3 "$limit" "$@" >"$PART_DIR/$name.out" 2>"$PART_DIR/$name.log" </dev/null
     rc=$?
-    printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - t0))" "$*" >>"$PART_DIR/commands.tsv"
-    PART_RUN=$((PART_RUN + 1))
+    py tag "$WORK" "$PART" "$name" "$rc" "$((SECONDS - t0))" "$limit" "$@"
     if [ "$rc" -ne 0 ]; then
-        PART_FAILED+=("$name=$rc")
-        echo "   $name: exit $rc after $((SECONDS - t0))s; last lines of $PART/$name.log:" >&2
-        tail -n 3 "$PART_DIR/$name.log" | sed 's/^/     /' >&2
+        echo "   $name: exit $rc after $((SECONDS - t0))s: $(grep -v '^\s*$' "$PART_DIR/$name.log" | tail -n1 | cut -c1-200)" >&2
     fi
     return 0
 }
 
-# absent TEXT: a case the issue asks for that today's tools cannot express.
-absent() {
-    PART_ABSENT+=("$1")
-    printf '%s\t%s\t%s\t%s\n' "-" "absent" 0 "$1" >>"$PART_DIR/commands.tsv"
+note() { PART_NOTES+=("$1"); }
+
+# run_part NAME: its deadline is where the plan ends it (set-up plus the planned seconds
+# of the selected parts up to this one, plus the packing so far, which the reserve pays),
+# and at the latest the call's deadline less what is left of the reserve. So a part gets
+# its plan plus what the parts before it saved, a later part never gets less than its
+# plan, and a deadline shorter than the plan drops the last parts, not the first.
+run_part() {
+    local p=$1 end=$SETUP_S i
+    for i in "${parts[@]}"; do
+        end=$((end + $(plan_of "$i")))
+        [ "$i" = "$p" ] && break
+    done
+    local packed=$(((PACK_MS + 999) / 1000))
+    [ "$packed" -gt $((RESERVE_S - 3)) ] && packed=$((RESERVE_S - 3))   # 3 s kept for the last pack
+    end=$((end + packed))
+    [ "$end" -gt $((DEADLINE - RESERVE_S + packed)) ] && end=$((DEADLINE - RESERVE_S + packed))
+    local budget=$((end - SECONDS))
+    PART=$p PART_DIR=$WORK/$p PART_NOTES=()
+    mkdir -p "$PART_DIR"
+    local need=$(($(plan_of "$p") / 4))   # under a quarter of its plan, a part would only time out
+    [ "$need" -lt 3 ] && need=3
+    if [ "$budget" -lt "$need" ]; then
+        echo "== $p: not started, the call's deadline (${DEADLINE}s) leaves ${budget}s of its planned $(plan_of "$p")s" >&2
+        py event "$WORK" gr=part part="$p" planned_s="$(plan_of "$p")" budget_s="$budget" secs=0 \
+            status="not started: the call's deadline (${DEADLINE} s) left ${budget} s of its planned $(plan_of "$p") s"
+        return
+    fi
+    PART_START=$SECONDS PART_END=$((SECONDS + budget))
+    echo "== $p (planned $(plan_of "$p")s, deadline in ${budget}s, at ${SECONDS}s of ${DEADLINE}s)" >&2
+    "part_$p"
+    local n=${#PART_NOTES[@]}
+    py event "$WORK" gr=part part="$p" planned_s="$(plan_of "$p")" budget_s="$budget" secs=$((SECONDS - PART_START)) \
+        status=ran note="$( ((n)) && IFS=';' && echo "${PART_NOTES[*]}")"
+    pack
 }
 
-part_end() {
-    local line="$PART: $PART_RUN commands, ${#PART_FAILED[@]} failed"
-    [ ${#PART_FAILED[@]} -gt 0 ] && line+=" (${PART_FAILED[*]})"
-    [ -n "${1:-}" ] && line+="; $1"
-    [ ${#PART_ABSENT[@]} -gt 0 ] && line+="; absent: $(IFS=';'; echo "${PART_ABSENT[*]}")"
-    line+="; $((SECONDS - PART_START))s"
-    echo "$line" >"$PART_DIR/summary.txt"
-    echo "$line" >>"$OUTDIR/parts.txt"
-    echo "$line"
-}
+now_us() { local t=${EPOCHREALTIME:-}; t=${t/[.,]/}; echo "${t:-$(($(date +%s%N) / 1000))}"; }
 
+pack() {   # OUTDIR again from WORK; its time is counted in PACK_MS (the reserve pays it)
+    local t0
+    t0=$(now_us)
+    py pack "$WORK" "$OUTDIR" "$SECONDS" "${1:-0}" >&2
+    PACK_MS=$((PACK_MS + ($(now_us) - t0) / 1000))
+}
 
 # ------------------------------------------------------------------ sizes
 
 set_sizes() {
 if [ "$small" = 1 ]; then
-    MM_SIZES="128 256"; MM_TARGET=256
-    PREFILL=32; DECODE=1                        # rows of the base shapes (batch x length)
-    ATT_N=128,256,512; ATT_HEADS=2; ATT_REPEAT=1; ATT_AT=256; ATT_LARGE=512
-    ATT_MATCH=(--n 128 --heads 2 --batch 1)     # bench_torch.py --small's attention
-    MODEL_PRESET=small; MODEL_BATCHES="1 2"; MODEL_LEN=16; MODEL_REPEAT=2
-    DECODE_SRC=8; DECODE_TGT=4; FORWARD_BATCH=2
-    STARTUP_PRESET=small; STARTUP_REPEAT=1
+    MM=256 MM_REPEAT=3
+    ATT=(--n 128 --heads 2 --batch 1 --head-dim 64 --repeat 2)       # bench_torch.py --small's
+    TRANSLATE=(--small --batch 4 --beam 4 --src-len 8 --max-new 4 --repeat 1) TRANSLATE_MODEL=marian-small
+    FORWARD=(--preset small --batch 2 --src-len 16 --tgt-len 16 --repeat 2)
     TORCH_ARGS=(--small)
+    SUITE_FILTER_DEFAULT='^(errors|device|attention-api|cache|model|generate)$' JOBS_DEFAULT=2
 else
-    MM_SIZES="512 1024 2048 4096 8192"; MM_TARGET=4096
-    PREFILL=4096; DECODE=8                      # base model, batch 8 x 512 tokens; a decode step of 8
-    ATT_N=1024,4096,16384,65536; ATT_HEADS=8; ATT_REPEAT=3; ATT_AT=4096; ATT_LARGE=16384
-    ATT_MATCH=(--n 4096 --heads 16 --batch 4)   # bench_torch.py's attention: (4, 16, 4096, 64)
-    MODEL_PRESET=base; MODEL_BATCHES="1 8"; MODEL_LEN=512; MODEL_REPEAT=5
-    DECODE_SRC=64; DECODE_TGT=64; FORWARD_BATCH=8
-    STARTUP_PRESET=base; STARTUP_REPEAT=3
+    MM=4096 MM_REPEAT=10
+    ATT=(--n 4096 --heads 16 --batch 4 --head-dim 64 --repeat 5)      # bench_torch.py's (4, 16, 4096, 64)
+    TRANSLATE=(--batch 32 --beam 4 --src-len 32 --max-new 64 --repeat 3) TRANSLATE_MODEL=opus-mt-en-de-shape
+    FORWARD=(--preset base --batch 8 --src-len 512 --tgt-len 512 --repeat 5)   # bench_torch.py's transformer
     TORCH_ARGS=()
+    SUITE_FILTER_DEFAULT='' JOBS_DEFAULT=8
 fi
 }
 
-write_config() {
-    cat >"$OUTDIR/config.json" <<EOF
-{"small": $([ "$small" = 1 ] && echo true || echo false), "mm_target": $MM_TARGET,
- "att_at": $ATT_AT, "att_large": $ATT_LARGE, "model_preset": "$MODEL_PRESET",
- "forward_batch": $FORWARD_BATCH, "model_len": $MODEL_LEN, "decode_src": $DECODE_SRC, "decode_tgt": $DECODE_TGT,
- "startup_preset": "$STARTUP_PRESET"}
-EOF
+# The tests that matter most on a GPU, most important first (names without the driver):
+# kernels against the reference, the model paths, decoding, int8, the coopmat paths
+# (parity-coopmat: the lavapipe-unstable test, run on the plain binary), errors.
+SUITE_TESTS_DEFAULT="ops attention model generate beam int8 parity-coopmat errors device attention-api cli parity"
+SUITE_TESTS_DEFAULT+=" demo demo-int8 bench-attention threads reliability cache json tune attention-parity lsh marian"
+SUITE_TESTS_DEFAULT+=" bad-models python"
+
+torch_cmd() {   # torch_cmd NAME LIMIT BENCH...: tools/bench_torch.py --only BENCH...
+    local name=$1 limit=$2
+    shift 2
+    if [ -z "$TORCH_PY" ]; then note "$name absent: no Python with torch (set TORCH_PYTHON)"; return; fi
+    run_cmd "$name" "$limit" env PYTHONUNBUFFERED=1 "$TORCH_PY" "$root/tools/bench_torch.py" "${TORCH_ARGS[@]}" \
+        --only "$(IFS=,; echo "$*")"
 }
 
-# ------------------------------------------------------------------ parts
-
 part_info() {
-    part_begin info 90 || return 0
     {
         echo "date: $(date -u +%FT%TZ)"
         echo "host: $(uname -srm)"
-        echo "commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
         echo "build: $build"
         echo "icd: ${ICD:-none}"
         echo "loader: $(ldconfig -p 2>/dev/null | grep -m1 'libvulkan\.so\.1 ' | sed 's/.*=> //')"
         echo "LD_LIBRARY_PATH: ${LD_LIBRARY_PATH:-}"
         echo "VK_LAYER_PATH: ${VK_LAYER_PATH:-}"
-        echo "VKFORMER_CACHE_DIR: $VKFORMER_CACHE_DIR"
-        echo "small: $small"
-        command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
-            --format=csv,noheader 2>&1 | sed 's/^/nvidia-smi: /'
+        echo "torch python: ${TORCH_PY:-none}"
+        ldd "$build/vkformer" 2>&1 | sed 's/^/ldd: /'
     } >"$PART_DIR/env.txt"
-    run info-json 60 "$VK" info --json
-    mv -f "$PART_DIR/info-json.out" "$PART_DIR/info.json"
-    run info-text 60 "$VK" info
-    VKFORMER_VALIDATE=1 run check 70 "$VK" check
-    local dev
-    dev=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); d=j["devices"][j["default"]]
-print(d["name"], "(" + d["type"] + ",", d["driver_name"], d["driver_info"] + ")")' "$PART_DIR/info.json" 2>/dev/null)
-    part_end "device: ${dev:-unknown}"
+    run_cmd info-json 15 "$VK" info --json
+    run_cmd info 10 "$VK" info
+    run_cmd check 30 env VKFORMER_VALIDATE=1 "$VK" check
+    if command -v nvidia-smi >/dev/null; then
+        run_cmd nvidia-smi 10 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.sm \
+            --format=csv
+    else
+        note "no nvidia-smi"
+    fi
 }
 
 part_suite() {
-    part_begin suite 300 || return 0
-    local filter=${GPU_REPORT_SUITE_FILTER:-}
-    [ -z "$filter" ] && [ "$small" = 1 ] && filter='^(cli|device|errors|safetensors)(-|$)'
-    local line
-    line=$(python3 - "$build" "$root" "${ICD:-}" "$PART_DIR" "${TORCH_PY:-}" \
-        "$((PART_BUDGET - 10))" "${GPU_REPORT_JOBS:-4}" "$filter" <<'PY'
-# The meson tests of the build folder, run without meson (the GPU machine may lack it,
-# and the folder was configured at another path): read meson-info/intro-tests.json,
-# take the lavapipe suite (the swiftshader suite where lavapipe is absent) and the host
-# suite, rewrite the configured source and build paths to this checkout's and the
-# software ICD (as env or argument) to this machine's, and run each test with its
-# env (VKFORMER_VALIDATE=1 among it) and its timeout.
-import concurrent.futures, json, os, re, subprocess, sys, time
-build, root, icd, out, torch_py, budget, jobs, filt = sys.argv[1:9]
-budget, jobs, start = float(budget), int(jobs), time.time()
-info = json.load(open(os.path.join(build, "meson-info", "meson-info.json")))
-old_src, old_build = info["directories"]["source"], info["directories"]["build"]
-tests = json.load(open(os.path.join(build, "meson-info", "intro-tests.json")))
-suites = {s.split(":")[-1] for t in tests for s in t["suite"]}
-driver = "lavapipe" if "lavapipe" in suites else "swiftshader" if "swiftshader" in suites else None
-chosen = [t for t in tests if any(s.split(":")[-1] in (driver, "host") for s in t["suite"])]
-old_icds = {t["env"][k] for t in chosen for k in ("VK_ICD_FILENAMES", "VK_DRIVER_FILES") if k in t["env"]}
-subst = {old_build: build, old_src: root}
-if icd:
-    subst.update({o: icd for o in old_icds})
-pat = re.compile("|".join(re.escape(k) for k in sorted(subst, key=len, reverse=True)))
-fix = lambda s: pat.sub(lambda m: subst[m.group(0)], s)
-usr_py_torch = subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0 \
-    if os.path.exists("/usr/bin/python3") else False
+    local left=$((PART_END - SECONDS))
+    run_cmd runner "$left" python3 "$WORK/report.py" suite "$build" "$root" "${ICD:-}" "$PART_DIR" "${TORCH_PY:-}" \
+        "$((left - 6))" "${GPU_REPORT_JOBS:-$JOBS_DEFAULT}" "${GPU_REPORT_SUITE_FILTER-$SUITE_FILTER_DEFAULT}" \
+        "${GPU_REPORT_SUITE_TESTS:-$SUITE_TESTS_DEFAULT}"
+    note "$(tail -n1 "$PART_DIR/runner.out" 2>/dev/null)"
+}
+
+# In each part the torch baseline (seconds, predictable) runs first: a vkformer command
+# that hangs then costs its own figure, not the baseline too.
+part_matmul() {
+    torch_cmd torch 20 matmul_fp32
+    run_cmd f32-auto 30 "$VK" bench matmul --size $MM --repeat $MM_REPEAT --json
+    # the other fp32 kernel families, where time is left
+    run_cmd f32-tiled 15 "$VK" bench matmul --size $MM --repeat $MM_REPEAT --kernel tiled --json
+    run_cmd f32-subgroup 15 "$VK" bench matmul --size $MM --repeat $MM_REPEAT --kernel subgroup --json
+}
+
+part_coopmat() {
+    torch_cmd torch 20 matmul_fp16
+    run_cmd f16-coopmat 20 "$VK" bench matmul --size $MM --repeat $MM_REPEAT --dtype f16 --kernel coopmat --json
+    run_cmd f16-coopmat2 20 "$VK" bench matmul --size $MM --repeat $MM_REPEAT --dtype f16 --kernel coopmat2 --json
+    run_cmd f16-auto 15 "$VK" bench matmul --size $MM --repeat $MM_REPEAT --dtype f16 --json
+}
+
+part_attention() {
+    torch_cmd torch 20 attention
+    run_cmd fused-auto 30 "$VK" bench attention "${ATT[@]}" --variants dense --precision f16 --json
+    run_cmd fused-scalar 20 "$VK" bench attention "${ATT[@]}" --variants dense --precision f16 --kernel scalar --json
+}
+
+# OPUS-MT en-de shapes (vocabulary 58101, 6+6 x 512): the random-weight folder (~300 MB,
+# a few seconds) is written into WORK/models by the torch Python; vkformer's line first.
+part_translate() {
+    if [ -z "$TORCH_PY" ]; then note "absent: no Python with torch (the folder and Transformers need it)"; return; fi
+    local tp=()
+    [ -n "${GPU_REPORT_TRANSFORMERS_PYTHON:-}" ] && tp=(--transformers-python "$GPU_REPORT_TRANSFORMERS_PYTHON")
+    run_cmd opus 300 env PYTHONUNBUFFERED=1 "$TORCH_PY" "$root/tools/bench_translate.py" --vkformer "$VK" \
+        --model "$WORK/models/$TRANSLATE_MODEL" "${TRANSLATE[@]}" --transformers-dtype fp32,fp16 "${tp[@]}" --json
+    grep -q '"engine": "transformers"' "$PART_DIR/opus.out" 2>/dev/null ||
+        note "no Transformers line: $(grep -m1 'not importable' "$PART_DIR/opus.log" 2>/dev/null | cut -c1-120)"
+}
+
+part_forward() {
+    torch_cmd torch 20 transformer
+    run_cmd base-f16 60 "$VK" bench model "${FORWARD[@]}" --precision f16 --json
+}
+
+part_tune() {
+    local from=${GPU_REPORT_TUNE_FILE:-}
+    if [ -n "$from" ] && [ -f "$from" ]; then
+        # a tune file of an earlier call instead of tuning again
+        local to
+        to=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tuning"]["file"])' "$WORK/info/info-json.out" 2>/dev/null)
+        [ -n "$to" ] && mkdir -p "$(dirname "$to")" && cp "$from" "$to" && note "tune file restored from $from"
+    else
+        run_cmd tune 25 "$VK" tune --quick --json
+    fi
+    run_cmd f32-tuned 20 "$VK" bench matmul --size $MM --repeat $MM_REPEAT --json
+    run_cmd f16-tuned 20 "$VK" bench matmul --size $MM --repeat $MM_REPEAT --dtype f16 --json
+    run_cmd info-json 10 "$VK" info --json
+    local f
+    f=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tuning"]["file"])' "$PART_DIR/info-json.out" 2>/dev/null)
+    if [ -n "$f" ] && [ -f "$f" ]; then cp "$f" "$WORK/tunefile.json"; else note "no tune file was written"; fi
+}
+
+# ------------------------------------------------------------------ the helper (Python)
+
+write_helper() {
+cat >"$1" <<'PY'
+"""tools/gpu_report.sh's helper: tag, event, suite, pack, summary (see the script)."""
+import concurrent.futures, glob, io, json, os, re, signal, subprocess, sys, tarfile, threading, time
+
+MAX_FILES = 8
+OUT_FILES = ("summary.md", "results.jsonl", "suite.json", "logs.tar.gz", "tunefile.json")
 
 def validation_count(text):
     """Validation messages in a log: the message lines, or the totals a program reported."""
@@ -306,416 +451,529 @@ def validation_count(text):
     totals += sum(int(a) for a in re.findall(r"(\d+) validation messages in all", text))
     return max(lines, totals)
 
-def run(t):
-    name = t["name"].replace("-" + driver, "-gpu") if driver else t["name"]
-    rec = {"name": name, "meson_name": t["name"], "rc": None, "secs": 0, "validation_lines": 0}
-    if filt and not re.search(filt, t["name"]):
-        rec["status"] = "filtered"
-        return rec
-    cmd = [fix(c) for c in t["cmd"]]
-    if cmd[0] == "/usr/bin/python3" and torch_py and not usr_py_torch:
-        cmd[0] = torch_py  # the test wants torch; /usr/bin/python3 here has none
-    if not os.path.exists(cmd[0]) or not all(os.path.exists(c) for c in cmd[1:] if c.startswith(build + "/")):
-        rec["status"] = "not built (run ninja -C BUILD, all targets, before carrying the build folder)"
-        return rec
-    left = budget - (time.time() - start)
-    if left < 5:
-        rec["status"] = "not run (budget)"
-        return rec
-    env = dict(os.environ)
-    env.update({k: fix(v) for k, v in t["env"].items()})
-    if icd:
-        env["VK_ICD_FILENAMES"] = env["VK_DRIVER_FILES"] = icd
-    limit = min(float(t["timeout"] or 300), left)
-    log = os.path.join(out, name + ".log")
-    t0 = time.time()
-    with open(log, "wb") as f:
-        f.write(("$ " + " ".join(cmd) + "\n").encode())
-        f.flush()
-        try:
-            rc = subprocess.run(cmd, env=env, cwd=fix(t["workdir"]) if t["workdir"] else build, stdin=subprocess.DEVNULL,
-                                stdout=f, stderr=subprocess.STDOUT, timeout=limit).returncode
-        except subprocess.TimeoutExpired:
-            rc = "timeout"
-    rec["secs"] = round(time.time() - t0, 1)
-    rec["rc"] = rc
-    rec["status"] = "ok" if rc == 0 else "skipped" if rc == 77 else "timeout" if rc == "timeout" else "fail"
-    text = open(log, errors="replace").read()
+def value(v):
+    try:
+        return json.loads(v)
+    except ValueError:
+        return v
+
+def append(work, recs):
+    with open(os.path.join(work, "records.jsonl"), "a") as f:
+        for r in recs:
+            f.write(json.dumps(r) + "\n")
+
+def cmd_tag(work, part, name, rc, secs, limit, *argv):
+    d = os.path.join(work, part)
+    rec = {"gr": "command", "part": part, "cmd": name, "rc": value(rc), "secs": value(secs), "limit": value(limit),
+           "argv": " ".join(argv)}
+    rec["status"] = ("not run (part deadline)" if rc == "not-run" else "ok" if rc == "0" else
+                     "timeout" if rc in ("124", "137") else "failed")
+    recs = []
+    try:
+        text = open(os.path.join(d, name + ".log"), errors="replace").read()
+    except OSError:
+        text = ""
     rec["validation_lines"] = validation_count(text)
-    return rec
-
-with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as ex:
-    results = list(ex.map(run, chosen))
-json.dump({"driver_suite": driver, "icd": icd, "filter": filt, "tests": results}, open(os.path.join(out, "results.json"), "w"), indent=1)
-ran = [r for r in results if r["status"] in ("ok", "fail", "timeout", "skipped")]
-bad = [f'{r["name"]}={r["rc"]}' for r in results if r["status"] in ("fail", "timeout")]
-other = sorted({r["status"] for r in results if r["status"] not in ("ok", "fail", "timeout", "skipped", "filtered")})
-for r in results:
-    if r["status"] != "filtered":
-        print(f'   {r["name"]:28s} {r["status"]:8s} rc={r["rc"]} {r["secs"]}s', file=sys.stderr)
-print(f'{len(ran)} tests ran ({driver} suite on {icd or "the default driver"}), {len(bad)} failed'
-      + (f' ({" ".join(bad)})' if bad else "")
-      + f', {sum(r["validation_lines"] for r in results)} validation lines'
-      + (f'; also: {", ".join(other)}' if other else "") + (f"; filter {filt}" if filt else ""))
-PY
-)
-    [ $? -ne 0 ] && PART_FAILED+=("runner")
-    PART_RUN=1
-    part_end "${line:-the test runner failed (see above)}"
-}
-
-part_tune() {
-    part_begin tune 150 || return 0
-    local quick=()
-    [ "$small" = 1 ] && quick=(--quick)
-    run tune 120 "$VK" tune "${quick[@]}" --json
-    if [ "$(tail -n1 "$PART_DIR/commands.tsv" | cut -f2)" = 124 ]; then
-        run tune-quick 60 "$VK" tune --quick --json
-    fi
-    run info-json 30 "$VK" info --json
-    local f
-    f=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tuning"]["file"])' "$PART_DIR/info-json.out" 2>/dev/null)
-    [ -n "$f" ] && [ -f "$f" ] && cp "$f" "$PART_DIR/tunefile.json"
-    part_end "tuning source now: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tuning"]["source"])' \
-        "$PART_DIR/info-json.out" 2>/dev/null || echo unknown)"
-}
-
-part_matmul() {
-    part_begin matmul 200 || return 0
-    # fp16 where this build's bench matmul has --dtype (being added); else said absent
-    local dtypes=(f32) dt s m nk dt_args=()
-    if "$VK" --help 2>&1 | grep -q -- '--dtype f32|f16'; then
-        dtypes=(f32 f16)
-    else
-        absent "fp16 bench matmul (this build's bench matmul has no --dtype: f32 only)"
-    fi
-    for dt in "${dtypes[@]}"; do
-        [ ${#dtypes[@]} -gt 1 ] && dt_args=(--dtype "$dt")
-        for s in $MM_SIZES; do
-            run "$dt-$s" 40 "$VK" bench matmul --size "$s" --repeat "$([ "$s" -ge 8192 ] && echo 5 || echo 10)" \
-                "${dt_args[@]}" --json
-        done
-        # The base model's matmuls (C = A·Bᵀ, m x n x k): prefill rows (batch x length),
-        # and one decode step's rows; QKV, attention out, cross K/V, FFN in/out, generator.
-        for m in $PREFILL $DECODE; do
-            for nk in 1536x512 512x512 1024x512 2048x512 512x2048 8000x512; do
-                run "$dt-base-${m}x$nk" 30 "$VK" bench matmul --m "$m" --n "${nk%x*}" --k "${nk#*x}" --repeat 10 \
-                    "${dt_args[@]}" --json
-            done
-        done
-    done
-    run tuning 30 "$VK" info --json
-    part_end
-}
-
-part_attention() {
-    part_begin attention 300 || return 0
-    local plot=1 p
-    command -v gnuplot >/dev/null 2>&1 || plot=0
-    for p in f32 f16; do
-        local plot_args=() limit=100
-        [ $plot = 1 ] && plot_args=(--plot "$PART_DIR/sweep-$p.png")
-        [ $p = f32 ] && limit=150
-        run "sweep-$p" $limit "$VK" bench attention --n "$ATT_N" --heads "$ATT_HEADS" \
-            --repeat "$ATT_REPEAT" --precision $p --json "${plot_args[@]}"
-        # the shape of tools/bench_torch.py's attention, dense and dense-naive only
-        run "match-torch-$p" 40 "$VK" bench attention "${ATT_MATCH[@]}" --variants dense,dense-naive \
-            --repeat "$ATT_REPEAT" --precision $p --json
-    done
-    local note=""
-    if [ $plot = 0 ]; then
-        # no gnuplot: the same two panels with matplotlib, where the torch Python has it
-        if [ -n "${TORCH_PY:-}" ] && "$TORCH_PY" - "$PART_DIR" <<'PY' 2>"$PART_DIR/plot.log"
-import json, os, sys
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-d = sys.argv[1]
-for p in ("f32", "f16"):
-    rows = [json.loads(l) for l in open(os.path.join(d, f"sweep-{p}.out")) if l.startswith("{")]
-    rows = [r for r in rows if r.get("ms") is not None]
-    if not rows:
-        continue
-    fig, ax = plt.subplots(1, 2, figsize=(14, 5.6))
-    for v in dict.fromkeys(r["variant"] for r in rows):
-        rs = sorted((r for r in rows if r["variant"] == v), key=lambda r: r["n"])
-        ax[0].loglog([r["n"] for r in rs], [r["ms"] for r in rs], "o-", label=v)
-        ax[1].loglog([r["n"] for r in rs], [r["bytes"] / 2**20 for r in rs], "o-", label=v)
-    for a, y in zip(ax, ("GPU time (ms)", "device memory (MiB)")):
-        a.set_xlabel("sequence length n"), a.set_ylabel(y), a.grid(True), a.legend()
-    fig.suptitle(f"vkformer bench attention ({p}): batch {rows[0]['batch']}, {rows[0]['heads']} heads of {rows[0]['head_dim']}")
-    fig.savefig(os.path.join(d, f"sweep-{p}.png"))
-PY
-        then note="plots by matplotlib (no gnuplot)"
-        else note="no plot: neither gnuplot nor matplotlib"
-        fi
-    fi
-    run tuning 30 "$VK" info --json
-    part_end "$note"
-}
-
-part_model() {
-    part_begin model 240 || return 0
-    local b p
-    for b in $MODEL_BATCHES; do
-        for p in f32 f16 auto; do
-            run "$MODEL_PRESET-b$b-$MODEL_LEN-$p" 60 "$VK" bench model --preset "$MODEL_PRESET" --batch "$b" \
-                --src-len "$MODEL_LEN" --tgt-len "$MODEL_LEN" --precision $p --repeat "$MODEL_REPEAT" --json
-        done
-    done
-    # the decode comparison's shape (bench_torch.py: batch 1, source 64, 64 new tokens)
-    run "$MODEL_PRESET-b1-decode-f16" 40 "$VK" bench model --preset "$MODEL_PRESET" --batch 1 --src-len "$DECODE_SRC" \
-        --tgt-len "$DECODE_TGT" --precision f16 --repeat "$MODEL_REPEAT" --json
-    run tuning 30 "$VK" info --json
-    part_end
-}
-
-part_startup() {
-    part_begin startup 90 || return 0
-    run "$STARTUP_PRESET" 85 "$VK" bench startup --preset "$STARTUP_PRESET" --repeat "$STARTUP_REPEAT" --json
-    part_end
-}
-
-part_torch() {
-    part_begin torch 180 || return 0
-    if [ -z "${TORCH_PY:-}" ]; then
-        absent "no Python with torch (set TORCH_PYTHON)"
-        part_end
-        return
-    fi
-    local dev
-    dev=$("$TORCH_PY" -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")' 2>/dev/null || echo cpu)
-    run bench-torch 175 "$TORCH_PY" "$root/tools/bench_torch.py" --device "$dev" "${TORCH_ARGS[@]}"
-    absent "bench_torch.py has fixed cases (matmul 4096^3 fp32/fp16, attention 4x16x4096x64 fp16, base forward b8 512/512 fp16, decode b1 64+64): no matmul sweep, base shapes, attention sweep, batch 1 or start-up"
-    part_end "torch device $dev ($TORCH_PY)"
-}
-
-# OPUS-MT en-de shapes (vocabulary 58101, 6+6 x 512), beam 4, batch 32, every source
-# decoding --max-new steps: vkformer beside Hugging Face Transformers fp32 in one run
-# (tools/bench_translate.py; the random-weight folder is written once by the torch
-# Python, ~300 MB under VKFORMER_CACHE_DIR).
-part_translate() {
-    part_begin translate 420 || return 0
-    if [ -z "${TORCH_PY:-}" ]; then
-        absent "no Python with torch (set TORCH_PYTHON): the random OPUS-MT folder and Transformers need it"
-        part_end
-        return
-    fi
-    local shape=() folder=$VKFORMER_CACHE_DIR/opus-mt-en-de-shape
-    [ "$small" = 1 ] && shape=(--small --batch 4 --src-len 8 --max-new 4 --repeat 1) folder=$VKFORMER_CACHE_DIR/marian-small
-    run opus-b32-beam4 410 "$TORCH_PY" "$root/tools/bench_translate.py" --vkformer "$VK" --model "$folder" \
-        "${shape[@]}" --json
-    part_end "model $folder"
-}
-
-part_summary() {
-    part_begin summary 30 || return 0
-    python3 - "$OUTDIR" <<'PY' >"$OUTDIR/summary.md"
-# OUTDIR/summary.md from the parts' JSON: the target ratios (met / not met / not
-# measured), then the raw tables. The thresholds are the targets of the GPU and
-# coopmat issues.
-import glob, json, os, re, sys
-out = sys.argv[1]
-GOALS = {  # name: (threshold on the ratio, where it comes from)
-    "matmul": (0.8, "GPU issue: fp32 4096^3 vs torch.matmul, TF32 off"),
-    "matmul_f16": (0.7, "coopmat issue: fp16 4096^3 vs torch.matmul fp16"),
-    "dense_vs_naive": (2.0, "GPU issue"),
-    "dense_vs_sdpa": (0.6, "GPU and coopmat issues"),
-    "sparse_vs_dense": (1.0, "GPU issue: faster than dense at 4096"),
-    "sparse_vs_naive": (10.0, "GPU issue"),
-    "forward": (1.0, "GPU issue: base, batch 8, 512/512 vs nn.Transformer fp16 eager"),
-    "decode": (1.0, "GPU issue: per token <= PyTorch's loop"),
-    "startup": (2.0, "GPU issue: warm <= 0.5x cold"),
-}
-
-def jlines(path):
-    rows = []
-    for p in sorted(glob.glob(os.path.join(out, path))):
-        for line in open(p, errors="replace"):
-            line = line.strip()
+    if rc != "0":
+        lines = [l.strip() for l in text.splitlines() if l.strip()]
+        rec["last_error"] = lines[-1][:300] if lines else ""
+    try:
+        for line in open(os.path.join(d, name + ".out"), errors="replace"):
             if line.startswith("{"):
                 try:
-                    rows.append(json.loads(line))
+                    r = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(r, dict):
+                    r.update(gr="result", part=part, cmd=name)
+                    recs.append(r)
+    except OSError:
+        pass
+    rec["results"] = len(recs)
+    append(work, recs + [rec])
+
+def cmd_event(work, *kv):
+    append(work, [{k: value(v) if k not in ("note", "status", "part") else v
+                   for k, v in (a.split("=", 1) for a in kv)}])
+
+# ------------------------------------------------------------------ suite
+
+def cmd_suite(build, root, icd, out, torch_py, budget, jobs, filt, order):
+    """The meson tests of the build folder, run without meson (the GPU machine may lack
+    it, and the folder was configured at another path): the lavapipe suite's tests (the
+    swiftshader suite's where lavapipe is absent) named in `order`, most important
+    first, `jobs` at a time, with the configured source and build paths rewritten to this
+    checkout's and the software ICD (argument or env) to `icd`; each with its env
+    (VKFORMER_VALIDATE=1 among it) and at most its timeout and what is left of `budget`.
+    A test still running when the budget ends is killed; one not started is "not reached"."""
+    budget, jobs, start = float(budget), int(jobs), time.time()
+    info = json.load(open(os.path.join(build, "meson-info", "meson-info.json")))
+    old_src, old_build = info["directories"]["source"], info["directories"]["build"]
+    tests = json.load(open(os.path.join(build, "meson-info", "intro-tests.json")))
+    suite_of = lambda t: {s.split(":")[-1] for s in t["suite"]}
+    suites = set().union(*(suite_of(t) for t in tests)) if tests else set()
+    driver = "lavapipe" if "lavapipe" in suites else "swiftshader" if "swiftshader" in suites else None
+    base = lambda t, d: t["name"][:-len(d) - 1] if t["name"].endswith("-" + d) else t["name"]
+    by_name = {base(t, driver): t for t in tests if driver in suite_of(t)}
+    # tests of lavapipe-unstable (coopmat on a CPU driver) that the main driver lacks, when
+    # they run the plain CLI through its wrapper (not the unstable runner)
+    extra_sub = {}
+    for t in tests:
+        if "lavapipe-unstable" in suite_of(t) and base(t, "lavapipe-unstable") not in by_name:
+            wrapper = os.path.join(old_build, "tests", "vkformer-lavapipe-unstable")
+            if wrapper in t["cmd"][1:]:
+                by_name[base(t, "lavapipe-unstable")] = t
+                extra_sub[t["name"]] = {wrapper: os.path.join(old_build, "vkformer")}
+    old_icds = {t["env"][k] for t in tests for k in ("VK_ICD_FILENAMES", "VK_DRIVER_FILES") if k in t["env"]}
+    subst = {old_build: build, old_src: root}
+    if icd:
+        subst.update({o: icd for o in old_icds})
+    pat = re.compile("|".join(re.escape(k) for k in sorted(subst, key=len, reverse=True)))
+    fix = lambda s: pat.sub(lambda m: subst[m.group(0)], s)
+    usr_py_torch = os.path.exists("/usr/bin/python3") and subprocess.run(
+        ["/usr/bin/python3", "-c", "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is None)"],
+        capture_output=True).returncode == 0
+    wanted = order.split()
+    results, live, lock, stop = {}, {}, threading.Lock(), threading.Event()
+    for n in wanted:
+        if n not in by_name:
+            results[n] = {"name": n, "status": "not in this build", "rc": None, "secs": 0, "validation_lines": 0}
+    for n in sorted(by_name):
+        if n not in wanted:
+            results[n] = {"name": n, "meson_name": by_name[n]["name"], "status": "not selected", "rc": None, "secs": 0,
+                          "validation_lines": 0}
+    chosen = [n for n in wanted if n in by_name]
+
+    def run(n):
+        t = by_name[n]
+        rec = {"name": n, "meson_name": t["name"], "rc": None, "secs": 0, "validation_lines": 0}
+        if filt and not re.search(filt, n):
+            rec["status"] = "filtered"
+            return rec
+        cmd = [fix(extra_sub.get(t["name"], {}).get(c, c)) for c in t["cmd"]]
+        if cmd[0] == "/usr/bin/python3" and torch_py and not usr_py_torch:
+            cmd[0] = torch_py  # the test wants torch; /usr/bin/python3 here has none
+        if not os.path.exists(cmd[0]) or not all(os.path.exists(c) for c in cmd[1:] if c.startswith(build + "/")):
+            rec["status"] = "not built (run ninja -C BUILD, every target, before carrying the build folder)"
+            return rec
+        left = budget - (time.time() - start)
+        if left < 3 or stop.is_set():
+            rec["status"] = "not reached (budget)"
+            return rec
+        env = dict(os.environ)
+        env.setdefault("OMP_NUM_THREADS", "2")   # torch references, tests side by side
+        env.update({k: fix(v) for k, v in t["env"].items()})
+        if icd:
+            env["VK_ICD_FILENAMES"] = env["VK_DRIVER_FILES"] = icd
+        own = float(t["timeout"] or 300)
+        limit = min(own, left)
+        log = os.path.join(out, n + ".log")
+        t0 = time.time()
+        with open(log, "wb") as f:
+            f.write(("$ " + " ".join(cmd) + "\n").encode())
+            f.flush()
+            p = subprocess.Popen(cmd, env=env, cwd=fix(t["workdir"]) if t["workdir"] else build,
+                                 stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+            with lock:
+                live[n] = p
+            try:
+                rc = p.wait(timeout=limit)
+                status = "ok" if rc == 0 else "skipped" if rc == 77 else "fail"
+            except subprocess.TimeoutExpired:
+                kill(p)
+                rc, status = None, "timeout" if limit == own else "killed (budget)"
+            with lock:
+                live.pop(n, None)
+        if stop.is_set() and status == "fail":
+            status = "killed (budget)"
+        rec.update(rc=rc, status=status, secs=round(time.time() - t0, 1),
+                   validation_lines=validation_count(open(log, errors="replace").read()))
+        return rec
+
+    def kill(p):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(p.pid, sig)
+            except OSError:
+                return
+            try:
+                p.wait(timeout=3)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+
+    def write(done):
+        res = list(results.values())
+        for n in chosen:
+            res.append(done.get(n) or {"name": n, "meson_name": by_name[n]["name"], "status": "not reached (budget)",
+                                       "rc": None, "secs": 0, "validation_lines": 0})
+        order_ix = {n: i for i, n in enumerate(wanted)}
+        res.sort(key=lambda r: (order_ix.get(r["name"], len(wanted)), r["name"]))
+        json.dump({"driver_suite": driver, "icd": icd, "filter": filt, "jobs": jobs, "budget_s": budget,
+                   "secs": round(time.time() - start, 1), "tests": res}, open(os.path.join(out, "suite.json"), "w"),
+                  indent=1)
+        return res
+
+    done = {}
+
+    def on_term(signum, frame):   # stopped from outside: kill what runs, keep what is known
+        stop.set()
+        with lock:
+            for p in list(live.values()):
+                kill(p)
+        write(done)
+        sys.exit(1)
+    signal.signal(signal.SIGTERM, on_term)
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as ex:
+        futures = {ex.submit(run, n): n for n in chosen}
+        for fu in concurrent.futures.as_completed(futures):
+            done[futures[fu]] = fu.result()
+            r = done[futures[fu]]
+            if r["status"] not in ("filtered",):
+                print(f'   {r["name"]:20s} {r["status"]:18s} rc={r["rc"]} {r["secs"]}s', file=sys.stderr, flush=True)
+    res = write(done)
+    count = lambda *s: [r for r in res if r["status"] in s]
+    ran, bad = count("ok", "fail", "timeout", "skipped", "killed (budget)"), count("fail", "timeout")
+    print(f'{len(ran)} of {len(chosen)} selected tests ran ({driver} suite on {icd or "the default driver"}), '
+          f'{len(count("ok"))} ok, {len(bad)} failed' + (f' ({" ".join(r["name"] for r in bad)})' if bad else "") +
+          f', {len(count("killed (budget)"))} killed at the budget, {len(count("not reached (budget)"))} not reached'
+          f', {sum(r["validation_lines"] for r in res)} validation lines' + (f"; filter {filt}" if filt else ""))
+
+# ------------------------------------------------------------------ summary
+
+def load(paths):
+    recs = []
+    for p in paths:
+        try:
+            for line in open(p, errors="replace"):
+                try:
+                    recs.append(json.loads(line))
                 except ValueError:
                     pass
-    return rows
+        except OSError:
+            pass
+    return recs
 
-cfg = json.load(open(os.path.join(out, "config.json")))
-rows = []
+GOALS = [  # key, threshold (ratio), what
+    ("fp32", 0.8, "fp32 GEMM >= 0.8x cuBLAS (torch.matmul fp32, TF32 off)"),
+    ("fp16", 0.7, "fp16 coopmat GEMM >= 0.7x cuBLAS (torch.matmul fp16)"),
+    ("attention", 0.6, "fused attention >= 0.6x SDPA"),
+    ("forward", 1.0, "base forward >= 1.0x PyTorch eager fp16"),
+    ("translate", 9.0, "translation >= 9x Transformers fp32 on the same GPU"),
+]
 
-def target(what, vk, ref, ratio, goal_key, how):
-    if ratio is None:
-        rows.append((what, vk, ref, "—", "not measured"))
-        return
-    g, src = GOALS[goal_key]
-    rows.append((what, vk, ref, f"{ratio:.3g}×", f"{'met' if ratio >= g else 'not met'} (≥ {g}×, {src})"))
+def summary(recs, suite, files_note=""):
+    o = io.StringIO()
+    w = lambda *a: print(*a, file=o)
+    reports = [r for r in recs if r.get("gr") == "report"]
+    rep = {}
+    for r in reports:
+        rep.update(r)
+    # merged calls: every part any of them ran, in plan order
+    ran = {p for r in reports for p in r.get("parts", [])}
+    rep["parts"] = [p for p in rep.get("plan", {}) if p in ran] + sorted(ran - set(rep.get("plan", {})))
+    small = bool(rep.get("small"))
 
-fmt = lambda x, u="ms": "—" if x is None else f"{x:.4g} {u}".rstrip()
+    def res(part, cmd, **kw):
+        rows = [r for r in recs if r.get("gr") == "result" and r.get("part") == part and r.get("cmd") == cmd
+                and all(r.get(k) == v for k, v in kw.items())]
+        return rows[-1] if rows else {}
 
-# fp32 matmul vs torch.matmul fp32, TF32 off
-N = cfg["mm_target"]
-mm = {(r.get("dtype", "f32"), r["m"], r["n"], r["k"]): r for r in jlines("matmul/*.out")
-      if r.get("bench") == "matmul" or r.get("op") == "matmul"}  # "op": before docs/json.md
-torch_rows = jlines("torch/*.out")
-tb = {r["bench"]: r for r in torch_rows}
-for dt, tname in (("f32", "matmul_fp32"), ("f16", "matmul_fp16")):
-    vk = mm.get((dt, N, N, N), {}).get("gflops")
-    tt = tb.get(tname, {})
-    tg = tt["tflops"] * 1e3 if "tflops" in tt else None
-    note = " (TF32 ON: not the target's baseline)" if tt.get("tf32") else ", TF32 off" if dt == "f32" else ""
-    fp = "fp" + dt[1:]
-    target(f"{fp} matmul {N}³ vs torch.matmul {fp}{note}", fmt(vk, "GFLOP/s"),
-           fmt(tg, "GFLOP/s") if tg else tt.get("skipped", "—"), vk / tg if vk and tg else None,
-           "matmul" if dt == "f32" else "matmul_f16", "")
+    def cmdrec(part, cmd):
+        rows = [r for r in recs if r.get("gr") == "command" and r.get("part") == part and r.get("cmd") == cmd]
+        return rows[-1] if rows else {}
 
-# attention
-att = {}
-for r in jlines("attention/sweep-*.out"):
-    if "variant" in r and "n" in r and r.get("record", "case") == "case":
-        att[(r["variant"], r["n"], r.get("precision"))] = r.get("ms")
-A, L = cfg["att_at"], cfg["att_large"]
-d16, d32, nv = att.get(("dense", A, "f16")), att.get(("dense", A, "f32")), att.get(("dense-naive", A, "f32"))
-target(f"fused dense fp16 vs dense-naive (f32: no f16 path) at n={A}", fmt(d16), fmt(nv),
-       nv / d16 if nv and d16 else None, "dense_vs_naive", "")
-target(f"fused dense fp32 vs dense-naive fp32 at n={A}", fmt(d32), fmt(nv),
-       nv / d32 if nv and d32 else None, "dense_vs_naive", "")
-match = {(r["variant"], r.get("precision")): r for r in jlines("attention/match-torch-*.out")
-         if "variant" in r and r.get("record", "case") == "case"}
-m16 = match.get(("dense", "f16"), {}).get("ms")
-ta = tb.get("attention", {})
-shape = f"batch {ta.get('batch', '?')}, {ta.get('heads', '?')} heads, n={ta.get('n', '?')}"
-target(f"fused dense fp16 vs torch {ta.get('impl', 'SDPA').split(':')[0]} ({ta.get('dtype', '?')}), {shape}", fmt(m16),
-       fmt(ta.get("ms")), ta["ms"] / m16 if m16 and ta.get("ms") else None, "dense_vs_sdpa", "")
-sparse = sorted({v for (v, n, p) in att if v not in ("dense", "dense-naive")})
-for v in sparse:
-    vm = att.get((v, A, "f32"))
-    target(f"{v} vs dense, fp32, n={A}", fmt(vm), fmt(d32), d32 / vm if vm and d32 else None, "sparse_vs_dense", "")
-nvl = att.get(("dense-naive", L, "f32"))
-for v in sparse:
-    vm = att.get((v, L, "f32"))
-    target(f"{v} vs dense-naive, fp32, n={L}", fmt(vm), fmt(nvl), nvl / vm if vm and nvl else None, "sparse_vs_naive", "")
+    def why(part, cmd):
+        c = cmdrec(part, cmd)
+        if not c:
+            p = [r for r in recs if r.get("gr") == "part" and r.get("part") == part]
+            return "not run" + (f" ({p[-1].get('status')}{': ' + p[-1]['note'] if p[-1].get('note') else ''})" if p else
+                                " (the part was not reached)")
+        if c.get("status") == "ok":
+            p = [r for r in recs if r.get("gr") == "part" and r.get("part") == part and r.get("note")]
+            return "no record" + (f" ({p[-1]['note'][:150]})" if p else "")
+        return f'{c.get("status")} (exit {c.get("rc")}): {c.get("last_error", "")[:100]}'
 
-# model forward and decode
-models = {}
-for p in glob.glob(os.path.join(out, "model/*.out")):
-    for r in jlines(os.path.relpath(p, out)):
-        if r.get("bench") == "model":
-            models[os.path.basename(p)[:-4]] = r
-pre, B, T = cfg["model_preset"], cfg["forward_batch"], cfg["model_len"]
-tf = tb.get("transformer", {})
-for p in ("f16", "auto", "f32"):
-    r = models.get(f"{pre}-b{B}-{T}-{p}", {})
-    target(f"{pre} forward, batch {B}, {T}/{T}, --precision {p}, vs nn.Transformer {tf.get('dtype', '?')} eager "
-           "(torch: nn.Transformer only; vkformer: with embeddings and generator)",
-           fmt(r.get("forward_ms")), fmt(tf.get("ms")),
-           tf["ms"] / r["forward_ms"] if r.get("forward_ms") and tf.get("ms") else None, "forward", "")
-dec = tb.get("decode", {})
-r = models.get(f"{pre}-b1-decode-f16", {})
-target(f"greedy decode per token, batch 1, {cfg['decode_src']}+{cfg['decode_tgt']} (vkformer: GPU ms of the step at "
-       "the last position; torch: ms per token of its whole loop, no KV cache)", fmt(r.get("step_ms")),
-       fmt(dec.get("ms_per_token")), dec["ms_per_token"] / r["step_ms"] if r.get("step_ms") and dec.get("ms_per_token") else None,
-       "decode", "")
+    fmt = lambda x, u="": "—" if x is None else (f"{x:.4g} {u}".rstrip())
+    rows = []
 
-# start-up
-st = next((r for r in jlines("startup/*.out") if r.get("bench") == "startup"), {})
-cold, warm = st.get("cold", {}).get("total_ms"), st.get("warm", {}).get("total_ms")
-target(f"warm start vs cold start ({cfg['startup_preset']}: cold/warm total ms)", fmt(warm), fmt(cold),
-       cold / warm if cold and warm else None, "startup", "")
+    def target(key, what, vk, vk_s, base, base_s, ratio):
+        g = next(x for x in GOALS if x[0] == key)
+        verdict = ("not measured" if ratio is None else "dry run (small sizes)" if small else
+                   "met" if ratio >= g[1] else "not met")
+        rows.append((what, vk_s, base_s, "—" if ratio is None else f"{ratio:.3g}×", f"≥ {g[1]}×", verdict))
 
-# validation messages: `check` (info part) and the suite, both with VKFORMER_VALIDATE=1
-vcount, vsrc = 0, []
-chk = os.path.join(out, "info", "check.log")
-if os.path.exists(chk):
-    text = open(chk, errors="replace").read()
-    lines = len(re.findall(r"validation: ", text))
-    totals = sum(int(a) + int(b) for a, b in re.findall(r"validation layer reported (\d+) errors and (\d+) warnings", text))
-    vcount += max(lines, totals)
-    vsrc.append("check")
-res = os.path.join(out, "suite", "results.json")
-if os.path.exists(res):
-    tests = [t for t in json.load(open(res))["tests"] if t["status"] in ("ok", "fail", "timeout", "skipped")]
-    vcount += sum(t["validation_lines"] for t in tests)
-    vsrc.append(f"{len(tests)} suite tests")
-if vsrc:
-    rows.append(("validation messages (" + ", ".join(vsrc) + ")", str(vcount), "0", "—", "met" if vcount == 0 else "not met"))
-else:
-    rows.append(("validation messages", "—", "0", "—", "not measured"))
-
-# ---- print
-dev = "unknown"
-try:
-    j = json.load(open(os.path.join(out, "info", "info.json")))
-    d = j["devices"][j["default"]]
-    dev = f"{d['name']} ({d['type']}, {d['driver_name']} {d['driver_info']})"
-except (OSError, ValueError, KeyError, IndexError):
-    pass
-print("# vkformer GPU report\n")
-print(f"Device: {dev}." + (" **Small sizes (GPU_REPORT_SMALL): a dry run, not the targets' sizes.**" if cfg["small"] else ""))
-if tb:
-    t0 = next(iter(tb.values()))
-    print(f"PyTorch: {t0.get('torch')} on {t0.get('device_name')} ({t0.get('timer')}).")
-print("\n## Targets\n\nratio: how many times faster the measured case is than the baseline (baseline ms ÷ measured ms;"
-      " for GFLOP/s, measured ÷ baseline). Thresholds marked \"assumed\" are placeholders: edit GOALS in tools/gpu_report.sh.\n")
-print("| comparison | measured | baseline | ratio | verdict |\n|---|---|---|---|---|")
-for r in rows:
-    print("| " + " | ".join(r) + " |")
-order = ["info", "suite", "tune", "matmul", "attention", "model", "startup", "torch"]
-lines = [open(os.path.join(out, p, "summary.txt")).read().strip() for p in order
-         if os.path.exists(os.path.join(out, p, "summary.txt"))]
-missing = [p for p in order if not os.path.exists(os.path.join(out, p, "summary.txt"))]
-print("\n## Parts\n")
-for line in lines:
-    print("- " + line)
-if missing:
-    print("- not run: " + ", ".join(missing))
-tuning = []
-for p in ("matmul", "attention", "model"):
+    # fp32
+    v, t = res("matmul", "f32-auto", bench="matmul"), res("matmul", "torch", bench="matmul_fp32")
+    tg = t["tflops"] * 1e3 if "tflops" in t else None
+    n = v.get("m", rep.get("mm"))
+    tf = " (TF32 was ON: not the target's baseline)" if t.get("tf32") else ""
+    target("fp32", f"fp32 matmul {n}³, vkformer {v.get('kernel', 'auto')} vs torch.matmul fp32{tf}",
+           v.get("gflops"), fmt(v.get("gflops"), "GFLOP/s") if v else why("matmul", "f32-auto"),
+           tg, fmt(tg, "GFLOP/s") if tg else (t.get("skipped") or why("matmul", "torch")),
+           v["gflops"] / tg if v.get("gflops") and tg and not t.get("tf32") else None)
+    # fp16 through cooperative matrices: the better of KHR and NV2
+    cands = [(c, res("coopmat", c, bench="matmul")) for c in ("f16-coopmat", "f16-coopmat2")]
+    cands = [(c, r) for c, r in cands if r.get("gflops")]
+    best = max(cands, key=lambda cr: cr[1]["gflops"])[1] if cands else {}
+    t = res("coopmat", "torch", bench="matmul_fp16")
+    tg = t["tflops"] * 1e3 if "tflops" in t else None
+    target("fp16", f"fp16 matmul {n}³ through cooperative matrices (best: {best.get('kernel', '—')}) vs torch.matmul fp16",
+           best.get("gflops"), fmt(best.get("gflops"), "GFLOP/s") if best else
+           "; ".join(f"{c}: {why('coopmat', c)}" for c in ("f16-coopmat", "f16-coopmat2")),
+           tg, fmt(tg, "GFLOP/s") if tg else (t.get("skipped") or why("coopmat", "torch")),
+           best["gflops"] / tg if best and tg else None)
+    # attention
+    v, t = res("attention", "fused-auto", bench="attention"), res("attention", "torch", bench="attention")
+    shape = f"batch {v.get('batch', t.get('batch', '?'))}, {v.get('heads', t.get('heads', '?'))} heads of " \
+            f"{v.get('head_dim', '?')}, n {v.get('n', t.get('n', '?'))}"
+    target("attention", f"fused attention fp16 ({v.get('kernel', '?')}), {shape}, vs {t.get('impl', 'SDPA').split(':')[0]} "
+           f"{t.get('dtype', '')}", v.get("ms"), fmt(v.get("ms"), "ms") if v.get("ms") is not None else why("attention", "fused-auto"),
+           t.get("ms"), fmt(t.get("ms"), "ms") if t.get("ms") else why("attention", "torch"),
+           t["ms"] / v["ms"] if v.get("ms") and t.get("ms") else None)
+    # forward
+    v, t = res("forward", "base-f16", bench="model"), res("forward", "torch", bench="transformer")
+    target("forward", f"{v.get('preset', 'base')} forward, batch {v.get('batch', '?')}, {v.get('src_len', '?')}/"
+           f"{v.get('tgt_len', '?')}, f16, vs nn.Transformer {t.get('dtype', '')} eager (torch without embeddings "
+           "and generator)", v.get("forward_ms"), fmt(v.get("forward_ms"), "ms") if v else why("forward", "base-f16"),
+           t.get("ms"), fmt(t.get("ms"), "ms") if t.get("ms") else why("forward", "torch"),
+           t["ms"] / v["forward_ms"] if v.get("forward_ms") and t.get("ms") else None)
+    # translation
+    v = res("translate", "opus", engine="vkformer")
+    t32, t16 = res("translate", "opus", engine="transformers", dtype="fp32"), res("translate", "opus", engine="transformers", dtype="fp16")
+    tps = lambda r: r.get("target_tokens_per_s")
+    target("translate", f"translation, batch {v.get('batch', '?')}, beam {v.get('beams', '?')}, {v.get('steps', '?')} "
+           f"steps, target tokens/s, vs Transformers fp32" + (f" on {t32['device']}" if t32 else ""), tps(v),
+           fmt(tps(v), "tok/s") if v else why("translate", "opus"), tps(t32),
+           fmt(tps(t32), "tok/s") if t32 else why("translate", "opus"),
+           tps(v) / tps(t32) if tps(v) and tps(t32) else None)
+    w("# vkformer GPU report\n")
+    dev = res("info", "info-json")
     try:
-        tuning.append(f"{p}: {json.load(open(os.path.join(out, p, 'tuning.out')))['tuning']['source']}")
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-if tuning:
-    print("- tile choice (file: from `vkformer tune`; built-in: not tuned) during " + ", ".join(tuning))
-if mm:
-    print("\n## bench matmul\n\n| dtype | m × n × k | kernel | ms | GFLOP/s | max rel err |\n|---|---|---|---|---|---|")
-    for (dt, m, n, k), r in sorted(mm.items()):
-        print(f"| {dt} | {m} × {n} × {k} | {r.get('kernel', '—')} | {r['ms']:.4g} | {r['gflops']:.4g} | {r.get('max_rel_err', '—')} |")
-if att:
-    ns = sorted({n for (_, n, _) in att})
-    for p in ("f32", "f16"):
-        vs = list(dict.fromkeys(v for (v, n, q) in att if q == p))
-        if not vs:
+        d = dev["devices"][dev["default"]]
+        w(f"Device: {d['name']} ({d['type']}, {d['driver_name']} {d['driver_info']}, Vulkan {d['api_version']}); "
+          f"cooperative matrix: {'KHR' if d.get('cooperative_matrix') else 'no'}"
+          f"{', NV2' if d.get('cooperative_matrix2') else ''}.")
+    except (KeyError, IndexError, TypeError):
+        w(f"Device: unknown ({why('info', 'info-json')}).")
+    w(f"Commit: {rep.get('commit', 'unknown')}. Date: {rep.get('date', '?')}. Build: {rep.get('build', '?')}.")
+    if small:
+        w("\n**A dry run (--small): tiny sizes on whatever driver ran it. The ratios mean nothing.**")
+    elapsed = rep.get("elapsed_s")
+    state = "finished" if rep.get("finished") else "did not finish (the figures are those of the last part packed)"
+    w(f"\nThe call {state}: {elapsed} s of its {rep.get('deadline_s')} s deadline"
+      + (f" (planned {rep.get('plan_total_s')} s)" if rep.get("plan_total_s") else "") + f". {files_note}")
+    w("\n## Targets (reported, never asserted by a test)\n")
+    w("ratio: how many times the baseline's speed vkformer reaches (GFLOP/s ÷ GFLOP/s, or baseline ms ÷ vkformer ms).\n")
+    w("| comparison | vkformer | baseline | ratio | target | verdict |\n|---|---|---|---|---|---|")
+    for r in rows:
+        w("| " + " | ".join(str(x).replace("|", "/") for x in r) + " |")
+    # also measured, no target
+    extra = []
+    t16r = tps(t16)
+    if t16r and tps(v):
+        extra.append(f"translation vs Transformers fp16: {tps(v) / t16r:.3g}× ({fmt(tps(v))} vs {fmt(t16r)} target tokens/s)")
+    for c, label in (("f16-auto", "fp16 matmul, built-in choice"), ("f16-coopmat", "fp16 matmul, coopmat (KHR)"),
+                     ("f16-coopmat2", "fp16 matmul, coopmat2 (NV)")):
+        r = res("coopmat", c, bench="matmul")
+        if r:
+            extra.append(f"{label}: {fmt(r.get('gflops'), 'GFLOP/s')} ({r.get('kernel')}, max rel err {r.get('max_rel_err')})")
+    for c, label in (("f32-tiled", "fp32 matmul, tiled"), ("f32-subgroup", "fp32 matmul, subgroup")):
+        r = res("matmul", c, bench="matmul")
+        if r:
+            extra.append(f"{label}: {fmt(r.get('gflops'), 'GFLOP/s')}")
+    r = res("attention", "fused-scalar", bench="attention")
+    if r:
+        extra.append(f"fused attention fp16, scalar kernel: {fmt(r.get('ms'), 'ms')}")
+    for c, key, tcmd, tb in (("f32-tuned", "fp32", "matmul", "matmul_fp32"), ("f16-tuned", "fp16", "coopmat", "matmul_fp16")):
+        r, t = res("tune", c, bench="matmul"), res(tcmd, "torch", bench=tb)
+        if r:
+            ratio = f", {r['gflops'] / (t['tflops'] * 1e3):.3g}× torch" if r.get("gflops") and t.get("tflops") else ""
+            extra.append(f"{key} matmul after `vkformer tune --quick`: {fmt(r.get('gflops'), 'GFLOP/s')} ({r.get('kernel')}){ratio}")
+    tune = res("tune", "tune")
+    if tune:
+        extra.append(f"tune winners: matmul {json.dumps(tune.get('matmul'))}, attention {json.dumps(tune.get('attention'))}")
+    # validation
+    vcount = sum(r.get("validation_lines", 0) for r in recs if r.get("gr") == "command" and r.get("cmd") == "check")
+    tests = (suite or {}).get("tests", [])
+    vcount += sum(t.get("validation_lines", 0) for t in tests)
+    if cmdrec("info", "check") or tests:
+        extra.append(f"validation messages (check and the suite, layer on): {vcount}")
+    if extra:
+        w("\nAlso measured:\n")
+        for e in extra:
+            w("- " + e)
+    # suite
+    w("\n## Suite (validation layer on)\n")
+    if not tests:
+        w("Not run: " + why("suite", "runner"))
+    else:
+        by = {}
+        for t in tests:
+            by.setdefault(t["status"], []).append(t)
+        w(f"{suite.get('driver_suite')} suite's tests on {suite.get('icd') or 'the default driver'}, "
+          f"{suite.get('jobs')} at a time, budget {suite.get('budget_s')} s, {suite.get('secs')} s used.\n")
+        w("| status | tests |\n|---|---|")
+        for s, ts in sorted(by.items(), key=lambda kv: ["fail", "timeout", "killed (budget)", "ok", "skipped",
+                                                          "not reached (budget)"].index(kv[0])
+                            if kv[0] in ["fail", "timeout", "killed (budget)", "ok", "skipped", "not reached (budget)"] else 9):
+            w(f"| {s} | " + ", ".join(f"{t['name']}" + (f" ({t['secs']} s)" if t.get("secs") else "") +
+                                     (f" [{t['validation_lines']} validation lines]" if t.get("validation_lines") else "")
+                                     for t in ts) + " |")
+    # parts
+    w("\n## Parts\n\n| part | planned s | deadline s | used s | commands | failed | status |\n|---|---|---|---|---|---|---|")
+    partrec = {}
+    for r in recs:
+        if r.get("gr") == "part":
+            partrec[r["part"]] = r
+    for p in rep.get("parts", list(partrec)):
+        r = partrec.get(p)
+        cmds = [c for c in recs if c.get("gr") == "command" and c.get("part") == p]
+        failed = [c for c in cmds if c.get("status") != "ok"]
+        if r is None:
+            w(f"| {p} | {rep.get('plan', {}).get(p, '?')} | — | — | {len(cmds)} | {len(failed)} | not reached: the call "
+              "ended before it (stopped from outside) |")
             continue
-        print(f"\n## bench attention ({p}, GPU ms; — skipped)\n\n| variant | " + " | ".join(f"n={n}" for n in ns) + " |")
-        print("|---|" + "---|" * len(ns))
-        for v in vs:
-            print(f"| {v} | " + " | ".join(fmt(att.get((v, n, p)), "") for n in ns) + " |")
-if models:
-    print("\n## bench model\n\n| case | forward ms | encode ms | step ms | peak MiB |\n|---|---|---|---|---|")
-    for k, r in sorted(models.items()):
-        print(f"| {k} | {r['forward_ms']:.4g} | {r['encode_ms']:.4g} | {r['step_ms']:.4g} | {r['peak_bytes'] / 2**20:.1f} |")
-translate = jlines("translate/*.out")
-if translate:
-    print("\n## tools/bench_translate.py (OPUS-MT en-de shapes; target tokens/s)\n\n| engine | device | batch | beams | "
-          "steps | median ms | target tokens/s |\n|---|---|---|---|---|---|---|")
-    for r in translate:
-        print(f"| {r.get('engine')} | {r.get('device')} | {r.get('batch')} | {r.get('beams')} | {r.get('steps')} | "
-              f"{fmt(r.get('median_ms'), '')} | {fmt(r.get('target_tokens_per_s'), '')} |")
-    e = {r.get("engine"): r for r in translate}
-    if "vkformer" in e and "transformers" in e:
-        print(f"\nvkformer / Transformers: {e['vkformer']['target_tokens_per_s'] / e['transformers']['target_tokens_per_s']:.2f}x "
-              "(CTranslate2 publishes 9.1x Transformers fp32 on one GPU)")
-if torch_rows:
-    print("\n## tools/bench_torch.py\n\n| bench | dtype | ms | note |\n|---|---|---|---|")
-    for r in torch_rows:
-        ms = r.get("ms", r.get("ms_per_token"))
-        print(f"| {r['bench']} | {r.get('dtype', '—')} | {fmt(ms, '')} | {r.get('skipped', r.get('dtype_note', r.get('impl', '')))} |")
+        st = r.get("status", "")
+        if r.get("note"):
+            st += ": " + r["note"]
+        w(f"| {p} | {r.get('planned_s')} | {r.get('budget_s')} | {r.get('secs')} | {len(cmds)} | {len(failed)} | "
+          f"{st.replace('|', '/')} |")
+    bad = [c for c in recs if c.get("gr") == "command" and c.get("status") != "ok"]
+    if bad:
+        w("\n## Commands that failed, timed out or did not run\n")
+        for c in bad:
+            w(f"- {c['part']}/{c['cmd']}: {c['status']} (exit {c['rc']}, {c['secs']} s of {c['limit']}): "
+              f"{c.get('last_error', '')[:200]}  \n  `{c['argv'][:300]}`")
+    # every figure
+    w("\n## Every measured record\n\n| part/command | what | figure |\n|---|---|---|")
+    for r in recs:
+        if r.get("gr") != "result":
+            continue
+        b = r.get("engine", r.get("bench", r.get("command", "?")))
+        if b == "matmul":
+            what, fig = f"{r.get('dtype')} {r.get('m')}×{r.get('n')}×{r.get('k')} {r.get('kernel')}", \
+                f"{fmt(r.get('gflops'), 'GFLOP/s')}, {fmt(r.get('ms'), 'ms')}, err {r.get('max_rel_err')}"
+        elif b in ("matmul_fp32", "matmul_fp16"):
+            what, fig = f"torch {b} {r.get('m')}³ on {r.get('device_name')}" + (" TF32" if r.get("tf32") else ""), \
+                r.get("skipped") or f"{fmt(r.get('tflops'), 'TFLOP/s')}, {fmt(r.get('ms'), 'ms')}"
+        elif b == "attention" and "variant" in r:
+            what, fig = f"{r.get('variant')} {r.get('precision')} {r.get('kernel')} n {r.get('n')}, " \
+                f"{r.get('batch')}×{r.get('heads')}×{r.get('head_dim')}", \
+                f"{fmt(r.get('ms'), 'ms')}, max abs err {r.get('max_abs_err')}" + (f" ({r['skipped']})" if r.get("skipped") else "")
+        elif b == "attention":
+            what, fig = f"torch {r.get('impl', '').split(':')[0]} {r.get('dtype')} n {r.get('n')}, " \
+                f"{r.get('batch')}×{r.get('heads')}×{r.get('head_dim')}", f"{fmt(r.get('ms'), 'ms')}"
+        elif b == "model":
+            what, fig = f"{r.get('preset')} b{r.get('batch')} {r.get('src_len')}/{r.get('tgt_len')}", \
+                f"forward {fmt(r.get('forward_ms'), 'ms')}, encode {fmt(r.get('encode_ms'), 'ms')}, " \
+                f"step {fmt(r.get('step_ms'), 'ms')}"
+        elif b == "transformer":
+            what, fig = f"torch nn.Transformer {r.get('dtype')} b{r.get('batch')} {r.get('src_len')}/{r.get('tgt_len')}", \
+                fmt(r.get("ms"), "ms")
+        elif b in ("vkformer", "transformers"):
+            what, fig = f"{b} {r.get('dtype', r.get('activations', ''))} batch {r.get('batch')} beam {r.get('beams')} " \
+                f"on {r.get('device')}", f"{fmt(r.get('target_tokens_per_s'), 'target tok/s')}, {fmt(r.get('median_ms'), 'ms')}"
+        elif b == "tune":
+            what, fig = "tune winners", f"matmul {r.get('matmul', {}).get('kernel') if r.get('matmul') else '—'}"
+        elif b == "info":
+            what, fig = "info", f"tuning: {r.get('tuning', {}).get('source')}"
+        else:
+            what, fig = b, ""
+        w(f"| {r['part']}/{r['cmd']} | {what} | {fig} |")
+    return o.getvalue()
+
+def cmd_summary(outdir, *more):
+    dirs = [outdir] + list(more)
+    recs = load(os.path.join(d, "results.jsonl") for d in dirs)
+    suite = None
+    for d in dirs:
+        try:
+            suite = json.load(open(os.path.join(d, "suite.json")))
+        except (OSError, ValueError):
+            pass
+    text = summary(recs, suite, f"Merged from {len(dirs)} folders." if more else "")
+    open(os.path.join(outdir, "summary.md"), "w").write(text)
+    print_targets(text)
+
+def print_targets(text):
+    show = False
+    for line in text.splitlines():
+        if line.startswith("## Targets"):
+            show = True
+        elif line.startswith("## ") and show:
+            break
+        if show and line.startswith("|"):
+            print(line)
+
+# ------------------------------------------------------------------ pack
+
+def cmd_pack(work, outdir, elapsed, final="0"):
+    """OUTDIR from WORK: at most MAX_FILES files (anything else into extra.tar.gz)."""
+    def put(name, data):
+        tmp = os.path.join(outdir, "." + name + ".tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, os.path.join(outdir, name))
+    append(work, [{"gr": "report", "elapsed_s": int(elapsed), "finished": final == "1"}])
+    recs = load([os.path.join(work, "records.jsonl")])
+    put("results.jsonl", open(os.path.join(work, "records.jsonl"), "rb").read())
+    suite = None
+    sj = os.path.join(work, "suite", "suite.json")
+    if os.path.exists(sj):
+        put("suite.json", open(sj, "rb").read())
+        suite = json.load(open(sj))
+    tf = os.path.join(work, "tunefile.json")
+    if os.path.exists(tf):
+        put("tunefile.json", open(tf, "rb").read())
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for dp, dns, fns in os.walk(work):
+            dns[:] = sorted(d for d in dns if os.path.join(dp, d) not in (os.path.join(work, "cache"), os.path.join(work, "models"), os.path.join(work, "root")))
+            for fn in sorted(fns):
+                p = os.path.join(dp, fn)
+                if fn == "report.py" or os.path.islink(p) or not os.path.isfile(p):
+                    continue
+                data = open(p, "rb").read()
+                if len(data) > 2 << 20:   # a runaway log: its head and tail
+                    data = data[:512 << 10] + b"\n[... %d bytes left out by gpu_report ...]\n" % (len(data) - (1536 << 10)) + data[-(1 << 20):]
+                ti = tarfile.TarInfo("gpu-report/" + os.path.relpath(p, work))
+                ti.size, ti.mtime = len(data), int(time.time())
+                tar.addfile(ti, io.BytesIO(data))
+    put("logs.tar.gz", buf.getvalue())
+    # the limit: anything else under OUTDIR goes into extra.tar.gz
+    def files():
+        return sorted(os.path.relpath(os.path.join(dp, f), outdir) for dp, _, fs in os.walk(outdir) for f in fs)
+    others = [f for f in files() if f not in OUT_FILES + ("extra.tar.gz", "summary.md")]
+    if others:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            ex = os.path.join(outdir, "extra.tar.gz")
+            if os.path.exists(ex):
+                with tarfile.open(ex) as old:
+                    for m in old.getmembers():
+                        if m.isfile() and m.name not in others:
+                            tar.addfile(m, old.extractfile(m))
+            for f in others:
+                tar.add(os.path.join(outdir, f), arcname=f)
+        put("extra.tar.gz", buf.getvalue())
+        for f in others:
+            os.remove(os.path.join(outdir, f))
+        for dp, dns, _ in sorted(os.walk(outdir), reverse=True):
+            if dp != outdir and not os.listdir(dp):
+                os.rmdir(dp)
+    n = len(files()) + 1 - os.path.exists(os.path.join(outdir, "summary.md"))
+    note = f"OUTDIR holds {n} files (limit {MAX_FILES})" + (f"; {len(others)} others packed into extra.tar.gz" if others else "") + "."
+    if n > MAX_FILES:
+        note += " **Over the limit: some will not come back.**"
+    put("summary.md", summary(recs, suite, note).encode())
+    print(f"gpu_report: packed {outdir}: {n} files, at {elapsed} s", file=sys.stderr)
+
+if __name__ == "__main__":
+    cmds = {"tag": cmd_tag, "event": cmd_event, "suite": cmd_suite, "pack": cmd_pack, "summary": cmd_summary}
+    cmds[sys.argv[1]](*sys.argv[2:])
 PY
-    local rc=$?
-    PART_RUN=1
-    [ $rc -ne 0 ] && PART_FAILED+=("summary.py=$rc")
-    part_end "wrote $OUTDIR/summary.md"
-    [ $rc -eq 0 ] && sed -n '/^## Targets/,/^## Parts/p' "$OUTDIR/summary.md" | grep '^|'
 }
 
 # ------------------------------------------------------------------ main
@@ -724,42 +982,82 @@ args=()
 for a in "$@"; do
     case $a in
         --fetch) fetch; exit $? ;;
+        --prepare) prepare; exit $? ;;
+        --plan) print_plan; exit 0 ;;
+        --summary) mode=summary ;;
         --small) small=1 ;;
         -h|--help) usage ;;
+        -*) echo "gpu_report: unknown option $a" >&2; exit 2 ;;
         *) args+=("$a") ;;
     esac
 done
 [ ${#args[@]} -ge 1 ] || usage
+if [ "${mode:-}" = summary ]; then
+    t=$(mktemp "${TMPDIR:-/tmp}/gpu-report-helper.XXXXXX") || exit 1
+    write_helper "$t"
+    python3 "$t" summary "${args[@]}"
+    rc=$?
+    rm -f "$t"
+    exit $rc
+fi
 OUTDIR=${args[0]}
 parts=()
 for a in "${args[@]:1}"; do
     for p in ${a//,/ }; do
-        if [ "$p" = all ]; then parts+=("${all_parts[@]}")
-        elif [[ " ${all_parts[*]} " == *" $p "* ]]; then parts+=("$p")
-        else echo "gpu_report: unknown part \"$p\" (known: ${all_parts[*]} all)" >&2; exit 2
+        if [ "$p" = all ]; then parts+=("${PLAN_PARTS[@]}")
+        elif [[ " ${PLAN_PARTS[*]} " == *" $p "* ]]; then parts+=("$p")
+        else echo "gpu_report: unknown part \"$p\" (known: ${PLAN_PARTS[*]} all)" >&2; exit 2
         fi
     done
 done
-[ ${#parts[@]} -ge 1 ] || parts=("${all_parts[@]}")
+[ ${#parts[@]} -ge 1 ] || parts=("${PLAN_PARTS[@]}")
+SECONDS=0 PACK_MS=0
+DEADLINE=${GPU_REPORT_DEADLINE:-$PLAN_DEADLINE}
 set_sizes
 VK=$build/vkformer
-
 mkdir -p "$OUTDIR" || exit 1
 OUTDIR=$(cd "$OUTDIR" && pwd)
-[ "${parts[*]}" != summary ] || [ ! -f "$OUTDIR/config.json" ] && write_config
-export VKFORMER_CACHE_DIR=${VKFORMER_CACHE_DIR:-$root/.cache/gpu-report}
-mkdir -p "$VKFORMER_CACHE_DIR"
+WORK=${GPU_REPORT_WORK:-$(mktemp -d /tmp/gpu-report.XXXXXX)} || exit 1
+mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
+case $WORK/ in "$OUTDIR"/*) echo "gpu_report: GPU_REPORT_WORK must not be inside OUTDIR" >&2; exit 2 ;; esac
+GL=${GPU_REPORT_GL:-$root/.gl} GLROOT=${GPU_REPORT_GL:-$root/.gl}/root
+write_helper "$WORK/report.py"
+export VKFORMER_CACHE_DIR=${VKFORMER_CACHE_DIR:-$WORK/cache}
+mkdir -p "$VKFORMER_CACHE_DIR" "$WORK/models"
 unset VKFORMER_VALIDATE   # on only where a part says so (info's check; the suite's tests set it)
 ICD=""
 TORCH_PY=$(find_torch_python) || TORCH_PY=""
-if [ "${parts[*]}" != summary ]; then
-    setup_vulkan
-    if [ ! -x "$build/vkformer" ]; then
-        echo "gpu_report: $build/vkformer is missing: build it (ninja -C build) and carry the build folder" >&2
-    fi
-    [[ " ${parts[*]} " == *" tune "* ]] || restore_tune_file
-fi
+# the first import of torch and transformers on a fresh machine reads gigabytes: warm the
+# page cache now, beside info and the suite (16 cores), not inside a timed part's limit
+[ -n "$TORCH_PY" ] && [ "$small" != 1 ] && (nice "$TORCH_PY" -c 'import torch, transformers' >/dev/null 2>&1 &)
+setup
+[ -x "$VK" ] || echo "gpu_report: $VK is missing: build it (ninja -C build) and carry the build folder" >&2
+commit=$(git -C "$root" rev-parse HEAD 2>/dev/null || cat "$root/.gl/commit" 2>/dev/null || echo unknown)
+plan_json=$(for i in "${!PLAN_PARTS[@]}"; do printf '"%s": %s, ' "${PLAN_PARTS[$i]}" "${PLAN_SECS[$i]}"; done)
+parts_json=$(printf '"%s", ' "${parts[@]}")
+py event "$WORK" gr=report small="$([ "$small" = 1 ] && echo true || echo false)" deadline_s="$DEADLINE" \
+    plan_total_s="$PLAN_DEADLINE" timeout_s="$TIMEOUT_S" plan="{${plan_json%, }}" parts="[${parts_json%, }]" \
+    commit="\"$commit\"" date="\"$(date -u +%FT%TZ)\"" build="\"$build\"" icd="\"${ICD:-}\"" \
+    torch_python="\"${TORCH_PY:-}\"" setup_s="$SECONDS" mm="$MM"
+echo "gpu_report: deadline ${DEADLINE}s, parts ${parts[*]}, work $WORK, out $OUTDIR (set-up took ${SECONDS}s)" >&2
 for p in "${parts[@]}"; do
-    "part_$p"
+    run_part "$p"
 done
+pack 1
+# the logs are in OUTDIR/logs.tar.gz; a folder this script made (the model folders, the
+# caches: ~300 MB with the OPUS shapes) goes, one named by GPU_REPORT_WORK stays
+[ -z "${GPU_REPORT_WORK:-}" ] && rm -rf "$WORK"
+echo "gpu_report: done in ${SECONDS}s of ${DEADLINE}s; $OUTDIR:" >&2
+ls -l "$OUTDIR" >&2
+python3 - "$OUTDIR/summary.md" <<'EOF'
+import sys
+show = False
+for line in open(sys.argv[1]):
+    if line.startswith("## Targets"):
+        show = True
+    elif line.startswith("## ") and show:
+        break
+    if show and line.startswith("|"):
+        print(line.rstrip())
+EOF
 exit 0
