@@ -138,7 +138,7 @@ vkf_status vkf_family_find(const char *path, const vkf_family **out_family, vkf_
 /* The vkformer file family (the fuzzer's dry run starts from it). */
 const vkf_family *vkf_family_vkformer(void);
 /* The families' tables (one per file). */
-extern const vkf_family vkf_family_marian;
+extern const vkf_family vkf_family_marian, vkf_family_m2m100, vkf_family_mbart;
 void vkf_family_model_free(const vkf_family *f, vkf_family_model *fm);
 /* Index of language `code` in fm's list, or -1. */
 int32_t vkf_family_language(const vkf_family_model *fm, const char *code);
@@ -146,6 +146,56 @@ int32_t vkf_family_language(const vkf_family_model *fm, const char *code);
 void vkf_family_language_examples(const vkf_family_model *fm, char *out, size_t capacity);
 /* Adds a language (code and token id) to fm's list. */
 vkf_status vkf_family_add_language(vkf_family_model *fm, const char *code, int32_t id);
+
+/* ------------------------------------------------------------------ vocabularies and spm text (vocab.c) */
+
+struct vkf_spm;
+/* A vocab.json: pieces by id and a sorted index for lookups by piece. */
+typedef struct vkf_vocab {
+    char **piece;                       /* (n) owned */
+    uint32_t *order;                    /* (n) owned: ids sorted by piece */
+    uint32_t n;
+    int32_t unk_id;                     /* "<unk>"'s id, or -1 */
+} vkf_vocab;
+/* JSON object piece -> id for ids 0..n-1, each once (n 0: as many as it holds). */
+vkf_status vkf_vocab_json(const char *file, json_t *j, uint32_t n, vkf_vocab *out);
+int32_t vkf_vocab_id(const vkf_vocab *v, const char *piece, size_t len);
+void vkf_vocab_free(vkf_vocab *v);
+/* "</s>" is eos, "<pad>" is pad and "<unk>" is there. */
+vkf_status vkf_vocab_check_specials(const char *file, const vkf_vocab *v, int32_t eos, int32_t pad);
+/* Every ordinary piece of the spm has an id in v. */
+vkf_status vkf_vocab_check_spm(const vkf_vocab *v, const char *vname, const struct vkf_spm *s, const char *name);
+/* dir/name loaded as a SentencePiece model. */
+vkf_status vkf_spm_open(const char *dir, const char *name, struct vkf_spm **out);
+/* text (len bytes) -> spm pieces -> ids: through vocab (NULL: the fairseq offset,
+ * spm id + 1), an unknown piece as unk_id; at most capacity ids. */
+vkf_status vkf_spm_ids(const struct vkf_spm *spm, const vkf_vocab *vocab, int32_t unk_id, const char *text, size_t len,
+                       int32_t *out_ids, uint32_t capacity, uint32_t *out_count);
+/* pieces -> text through the spm's decoder, U+2581 left as a space, ends stripped. */
+vkf_status vkf_spm_text(const struct vkf_spm *spm, const char *const *pieces, size_t n, char *out_text, size_t capacity);
+
+/* ------------------------------------------------------------------ multilingual text (multilingual.c) */
+
+/* fairseq's multilingual tokenizers (NLLB, M2M-100, mBART-50, mBART): an spm with
+ * the fairseq offset (vocab empty) or vocab.json, the languages in the family
+ * model's list, the source language before or after the text. */
+typedef struct vkf_multi_text {
+    struct vkf_spm *spm;                /* owned */
+    uint32_t n_spm;                     /* pieces of the spm */
+    vkf_vocab vocab;                    /* M2M-100's vocab.json; n 0: the fairseq offset */
+    bool lang_first;                    /* [lang] text </s>; false: text </s> [lang] */
+    int32_t bos_id, unk_id, mask_id;    /* mask_id -1: none */
+    bool langs_in_text;                 /* decoding keeps language tokens as "__xx__" (transformers 5.12's
+                                           M2M100Tokenizer does not count them as special) */
+} vkf_multi_text;
+void vkf_multi_text_free(vkf_multi_text *t);
+vkf_status vkf_multi_text_open_spm(const char *dir, const char *name, vkf_multi_text *t);
+/* text -> ids in source language `lang` (NULL: the model's default). */
+vkf_status vkf_multi_text_encode(const vkf_family_model *fm, const vkf_multi_text *t, const char *text,
+                                 const char *lang, int32_t *out_ids, uint32_t capacity, uint32_t *out_count);
+/* ids -> text, special and language tokens skipped. */
+vkf_status vkf_multi_text_decode(const vkf_family_model *fm, const vkf_multi_text *t, const int32_t *ids,
+                                 uint32_t count, char *out_text, size_t capacity);
 
 /* ------------------------------------------------------------------ Hugging Face folders (hf.c) */
 

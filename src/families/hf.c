@@ -42,7 +42,11 @@ vkf_status vkf_hf_read_json(const char *dir, const char *name, bool optional, js
         return vkf_fail(VKF_ERROR_BAD_MODEL, "%s is %llu bytes, more than the %u a JSON file here may have", name,
                         (unsigned long long)sb.st_size, VKF_HF_MAX_JSON);
     json_error_t err;
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    /* tokenizer_config.json holds model_max_length 1e30 written as an integer,
+     * past json_int_t: its numbers are read as reals (none of its keys vkformer
+     * reads is a number) */
+    size_t flags = JSON_REJECT_DUPLICATES | (strcmp(name, "tokenizer_config.json") == 0 ? JSON_DECODE_INT_AS_REAL : 0);
+    json_t *j = json_load_file(path, flags, &err);
     if (!j) return vkf_fail(VKF_ERROR_BAD_MODEL, "%s is not valid JSON: %s (line %d)", name, err.text, err.line);
     if (!json_is_object(j)) {
         json_decref(j);

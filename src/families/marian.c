@@ -15,27 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A vocabulary file: pieces by id, and ids sorted by piece for lookups. */
-typedef struct marian_vocab {
-    char **piece;                       /* (n) owned */
-    uint32_t *order;                    /* (n) owned */
-    uint32_t n;
-    int32_t unk_id;
-} marian_vocab;
-
 typedef struct marian {
     vkf_spm *src_spm, *tgt_spm;
-    marian_vocab src, tgt;              /* tgt: target_vocab.json, or unused when shared */
+    vkf_vocab src, tgt;              /* tgt: target_vocab.json, or unused when shared */
     bool separate_vocabs;
     bool shared_embeddings, tied;       /* share_encoder_decoder_embeddings, tie_word_embeddings */
 } marian;
-
-static void vocab_free(marian_vocab *v)
-{
-    for (uint32_t i = 0; v->piece && i < v->n; i++) free(v->piece[i]);
-    free(v->piece);
-    free(v->order);
-}
 
 static void marian_free(void *state)
 {
@@ -43,8 +28,8 @@ static void marian_free(void *state)
     if (!mm) return;
     vkf_spm_free(mm->src_spm);
     vkf_spm_free(mm->tgt_spm);
-    vocab_free(&mm->src);
-    vocab_free(&mm->tgt);
+    vkf_vocab_free(&mm->src);
+    vkf_vocab_free(&mm->tgt);
     free(mm);
 }
 
@@ -105,89 +90,6 @@ static vkf_status parse_config(marian *mm, json_t *c, vkf_arch_spec *s)
     return VKF_OK;
 }
 
-/* ------------------------------------------------------------------ vocab.json */
-
-static const marian_vocab *sort_vocab;
-
-static int by_piece(const void *a, const void *b)
-{
-    return strcmp(sort_vocab->piece[*(const uint32_t *)a], sort_vocab->piece[*(const uint32_t *)b]);
-}
-
-static int32_t piece_id(const marian_vocab *hf, const char *p, size_t len)
-{
-    uint32_t lo = 0, hi = hf->n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        const char *q = hf->piece[hf->order[mid]];
-        int c = strncmp(q, p, len);
-        if (c == 0) c = q[len] ? 1 : 0;
-        if (c == 0) return (int32_t)hf->order[mid];
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return -1;
-}
-
-/* vocab.json (or target_vocab.json): piece -> id for ids 0..n-1, each once. */
-static vkf_status parse_vocab(const char *file, json_t *v, uint32_t n, const vkf_arch_spec *s, marian_vocab *out)
-{
-    if ((uint32_t)json_object_size(v) != n)
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "%s has %zu entries; config.json says the vocabulary has %u", file,
-                        json_object_size(v), n);
-    out->piece = calloc(n, sizeof *out->piece);
-    out->order = malloc(n * sizeof *out->order);
-    if (!out->piece || !out->order) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for %s", file);
-    out->n = n;
-    const char *key;
-    json_t *val;
-    json_object_foreach(v, key, val) {
-        if (!json_is_integer(val) || json_integer_value(val) < 0 || json_integer_value(val) >= n)
-            return vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"%.64s\" maps to %s; ids must be integers 0..%u", file, key,
-                            json_is_integer(val) ? "an id out of range" : "a non-integer", n - 1);
-        uint32_t id = (uint32_t)json_integer_value(val);
-        if (out->piece[id]) return vkf_fail(VKF_ERROR_BAD_MODEL, "%s: id %u is given twice", file, id);
-        if (!(out->piece[id] = strdup(key))) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    }
-    for (uint32_t i = 0; i < n; i++) out->order[i] = i;
-    sort_vocab = out;
-    qsort(out->order, n, sizeof *out->order, by_piece);
-    sort_vocab = NULL;
-    const struct { const char *piece; int32_t id; const char *what; } specials[] = {
-        {"</s>", s->eos_id, "eos_token_id"}, {"<pad>", s->pad_id, "pad_token_id"}};
-    for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++)
-        if (piece_id(out, specials[i].piece, strlen(specials[i].piece)) != specials[i].id)
-            return vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"%s\" is not id %d, the config's %s", file, specials[i].piece,
-                            specials[i].id, specials[i].what);
-    out->unk_id = piece_id(out, "<unk>", 5);
-    if (out->unk_id < 0) return vkf_fail(VKF_ERROR_BAD_MODEL, "%s has no \"<unk>\"", file);
-    return VKF_OK;
-}
-
-/* Every ordinary piece of an spm must have an id in vocab.json, as in the folders
- * Marian's converter writes (vocab.json is the union of both models' pieces). */
-static vkf_status check_spm(const marian_vocab *hf, const char *vname, const vkf_spm *s, const char *name)
-{
-    for (uint32_t i = 0; i < vkf_spm_size(s); i++) {
-        int kind = 0;
-        const char *p = vkf_spm_piece(s, i, &kind);
-        if (p && kind == VKF_SPM_NORMAL && piece_id(hf, p, strlen(p)) < 0)
-            return vkf_fail(VKF_ERROR_BAD_MODEL, "%s disagrees with %s: its piece \"%.64s\" has no id", vname, name, p);
-    }
-    return VKF_OK;
-}
-
-static vkf_status load_spm(const char *dir, const char *name, vkf_spm **out)
-{
-    char path[4096], err[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    const char *what = NULL;
-    if (!vkf_hf_file(dir, name, &what)) return vkf_fail(VKF_ERROR_BAD_MODEL, "%s is %s (the SentencePiece model)", name, what);
-    *out = vkf_spm_load(path, err, sizeof err);
-    if (!*out) return vkf_fail(VKF_ERROR_BAD_MODEL, "%s", err);
-    return VKF_OK;
-}
-
 /* ------------------------------------------------------------------ open */
 
 static bool probe(const vkf_probe *p)
@@ -213,20 +115,23 @@ static vkf_status open_folder(const vkf_probe *p, const void *data, size_t size,
         st = vkf_fail(VKF_ERROR_BAD_MODEL, "config.json: vocab_size %u and decoder_vocab_size %u differ, but the "
                       "folder has no target_vocab.json", fm->spec.src_vocab, fm->spec.tgt_vocab);
     if (st == VKF_OK) st = vkf_hf_read_json(dir, "vocab.json", false, &vocab);
-    if (st == VKF_OK) st = parse_vocab("vocab.json", vocab, fm->spec.src_vocab, &fm->spec, &mm->src);
+    if (st == VKF_OK) st = vkf_vocab_json("vocab.json", vocab, fm->spec.src_vocab, &mm->src);
+    if (st == VKF_OK) st = vkf_vocab_check_specials("vocab.json", &mm->src, fm->spec.eos_id, fm->spec.pad_id);
     if (st == VKF_OK && mm->separate_vocabs) st = vkf_hf_read_json(dir, "target_vocab.json", false, &tvocab);
     if (st == VKF_OK && mm->separate_vocabs)
-        st = parse_vocab("target_vocab.json", tvocab, fm->spec.tgt_vocab, &fm->spec, &mm->tgt);
-    if (st == VKF_OK) st = load_spm(dir, "source.spm", &mm->src_spm);
-    if (st == VKF_OK) st = load_spm(dir, "target.spm", &mm->tgt_spm);
-    if (st == VKF_OK) st = check_spm(&mm->src, "vocab.json", mm->src_spm, "source.spm");
+        st = vkf_vocab_json("target_vocab.json", tvocab, fm->spec.tgt_vocab, &mm->tgt);
+    if (st == VKF_OK && mm->separate_vocabs)
+        st = vkf_vocab_check_specials("target_vocab.json", &mm->tgt, fm->spec.eos_id, fm->spec.pad_id);
+    if (st == VKF_OK) st = vkf_spm_open(dir, "source.spm", &mm->src_spm);
+    if (st == VKF_OK) st = vkf_spm_open(dir, "target.spm", &mm->tgt_spm);
+    if (st == VKF_OK) st = vkf_vocab_check_spm(&mm->src, "vocab.json", mm->src_spm, "source.spm");
     if (st == VKF_OK)
-        st = mm->separate_vocabs ? check_spm(&mm->tgt, "target_vocab.json", mm->tgt_spm, "target.spm")
-                                 : check_spm(&mm->src, "vocab.json", mm->tgt_spm, "target.spm");
+        st = mm->separate_vocabs ? vkf_vocab_check_spm(&mm->tgt, "target_vocab.json", mm->tgt_spm, "target.spm")
+                                 : vkf_vocab_check_spm(&mm->src, "vocab.json", mm->tgt_spm, "target.spm");
     json_decref(cfg), json_decref(vocab), json_decref(tvocab);
     VKF_TRY(st);
     /* a multilingual target: the vocabulary's >>xx<< codes, given in the source */
-    const marian_vocab *v = &mm->src;
+    const vkf_vocab *v = &mm->src;
     for (uint32_t i = 0; i < v->n; i++) {
         size_t len = strlen(v->piece[i]);
         if (len > 4 && strncmp(v->piece[i], ">>", 2) == 0 && strcmp(v->piece[i] + len - 2, "<<") == 0) {
@@ -283,98 +188,61 @@ static vkf_status load(vkf_loader *L, const vkf_family_model *fm)
 
 /* ------------------------------------------------------------------ text */
 
-typedef struct encode_state {
-    const marian_vocab *hf;
-    int32_t *ids;
-    uint32_t n, capacity;
-} encode_state;
-
-static int add_piece(const char *piece, size_t len, void *user)
-{
-    encode_state *e = user;
-    if (e->n >= e->capacity) return 1;
-    int32_t id = piece_id(e->hf, piece, len);
-    e->ids[e->n++] = id < 0 ? e->hf->unk_id : id; /* MarianTokenizer: unknown pieces are <unk> */
-    return 0;
-}
-
 /* MarianTokenizer: a leading ">>xx<<" language code is one token; the rest goes
  * through source.spm, each piece looked up in vocab.json (unknown: <unk>), eos last. */
 static vkf_status encode(const vkf_family_model *fm, const char *text, const char *lang, int32_t *out_ids,
                          uint32_t capacity, uint32_t *out_count)
 {
     const marian *mm = fm->state;
-    encode_state e = {&mm->src, out_ids, 0, capacity};
-    char code[96];
+    const vkf_vocab *v = &mm->src;
+    uint32_t n = 0;
     const char *rest = text;
     if (lang) {
         /* a target language of a multilingual model: its >>code<< token leads the source */
+        char code[96];
         snprintf(code, sizeof code, ">>%.80s<<", lang);
-        if (add_piece(code, strlen(code), &e)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u "
-                                                                "tokens", capacity ? capacity - 1 : 0);
+        int32_t id = vkf_vocab_id(v, code, strlen(code));
+        if (n < capacity) out_ids[n++] = id < 0 ? v->unk_id : id;
     }
     if (strncmp(text, ">>", 2) == 0) {
         const char *end = strstr(text + 2, "<<");
-        if (end) {
-            if (add_piece(text, (size_t)(end + 2 - text), &e))
-                return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity ? capacity - 1 : 0);
+        if (end && n < capacity) {
+            int32_t id = vkf_vocab_id(v, text, (size_t)(end + 2 - text));
+            out_ids[n++] = id < 0 ? v->unk_id : id;
             rest = end + 2;
         }
     }
-    char err[512];
-    int rc = vkf_spm_encode(mm->src_spm, rest, add_piece, &e, err, sizeof err);
-    if (rc < 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "tokenizing: %s", err);
-    if (rc > 0 || e.n >= capacity)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity ? capacity - 1 : 0);
-    out_ids[e.n++] = fm->spec.eos_id;
-    *out_count = e.n;
+    uint32_t pieces = 0;
+    if (capacity < n + 1) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity ? capacity - 1 : 0);
+    VKF_TRY(vkf_spm_ids(mm->src_spm, v, v->unk_id, rest, strlen(rest), out_ids + n, capacity - n - 1, &pieces));
+    n += pieces;
+    out_ids[n++] = fm->spec.eos_id;
+    *out_count = n;
     return VKF_OK;
 }
 
+/* MarianTokenizer.decode(skip_special_tokens=True): eos, pad and unk skipped, the
+ * rest mapped to their pieces and decoded by the target spm. */
 static vkf_status decode(const vkf_family_model *fm, const int32_t *ids, uint32_t count, char *out_text,
                          size_t capacity)
 {
     const marian *mm = fm->state;
-    const marian_vocab *hf = mm->separate_vocabs ? &mm->tgt : &mm->src;
+    const vkf_vocab *v = mm->separate_vocabs ? &mm->tgt : &mm->src;
     const char **pieces = malloc((count ? count : 1) * sizeof *pieces);
     if (!pieces) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     size_t n = 0;
     for (uint32_t i = 0; i < count; i++) {
-        if (ids[i] < 0 || (uint32_t)ids[i] >= hf->n) {
+        if (ids[i] < 0 || (uint32_t)ids[i] >= v->n) {
             free(pieces);
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "id %d is outside the target vocabulary", ids[i]);
         }
-        /* skip_special_tokens: eos, pad and unk, as MarianTokenizer.decode */
-        if (ids[i] == fm->spec.eos_id || ids[i] == fm->spec.pad_id || ids[i] == hf->unk_id) continue;
-        pieces[n++] = hf->piece[ids[i]];
+        if (ids[i] == fm->spec.eos_id || ids[i] == fm->spec.pad_id || ids[i] == v->unk_id) continue;
+        pieces[n++] = v->piece[ids[i]];
     }
-    char *text = NULL, err[512];
-    int rc = vkf_spm_decode(mm->tgt_spm, pieces, n, &text, err, sizeof err);
+    vkf_status st = vkf_spm_text(mm->tgt_spm, pieces, n, out_text, capacity);
     free(pieces);
-    if (rc < 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "detokenizing: %s", err);
-    /* as MarianTokenizer.convert_tokens_to_string: any "\u2581" left (pieces the
-     * spm does not know come back verbatim) becomes a space, and the ends are
-     * stripped of whitespace */
-    size_t w = 0;
-    for (size_t r = 0; text[r];) {
-        if ((unsigned char)text[r] == 0xe2 && (unsigned char)text[r + 1] == 0x96 && (unsigned char)text[r + 2] == 0x81)
-            text[w++] = ' ', r += 3;
-        else
-            text[w++] = text[r++];
-    }
-    text[w] = '\0';
-    size_t start = 0;
-    while (text[start] && strchr(" \t\n\r\f\v", text[start])) start++;
-    while (w > start && strchr(" \t\n\r\f\v", text[w - 1])) text[--w] = '\0';
-    memmove(text, text + start, w - start + 1);
-    size_t len = strlen(text);
-    vkf_status st = VKF_OK;
-    if (len + 1 > capacity) st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text needs more than %zu bytes", capacity);
-    else memcpy(out_text, text, len + 1);
-    free(text);
     return st;
 }
-
 
 const vkf_family vkf_family_marian = {
     .name = "marian",

@@ -11,6 +11,8 @@
 static const vkf_family *const families[] = {
     NULL, /* vkformer's own file, vkf_family_vkformer(): filled in below */
     &vkf_family_marian,
+    &vkf_family_m2m100,                 /* M2M-100 and NLLB-200 */
+    &vkf_family_mbart,                  /* mBART-50 and mBART */
 };
 
 const vkf_family *vkf_family_vkformer(void);

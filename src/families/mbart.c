@@ -1,0 +1,191 @@
+/* mBART (model_type mbart, MBartForConditionalGeneration), mBART-50 above all:
+ * folders as the hub stores them, config.json, generation_config.json,
+ * model.safetensors and sentencepiece.bpe.model under fairseq's offset with the
+ * language codes after it (en_XX) and <mask> last. The model: learned positions
+ * with an offset of 2 rows, a LayerNorm right after embeddings + positions
+ * (layernorm_embedding), pre-LN layers with final encoder and decoder norms,
+ * GELU, the embedding scale the config asks for, one shared embedding, and
+ * final_logits_bias. MBart50Tokenizer puts the source language before the text
+ * ([en_XX] text </s>); mBART-25's MBartTokenizer after it (text </s> [en_XX]).
+ * Generation starts from decoder_start_token_id (eos in mBART-50's config) with
+ * the target language forced as the first token. */
+#include "families/family.h"
+#include "families/tokenizer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const mbart50_codes[] = {
+    "ar_AR", "cs_CZ", "de_DE", "en_XX", "es_XX", "et_EE", "fi_FI", "fr_XX", "gu_IN", "hi_IN", "it_IT", "ja_XX",
+    "kk_KZ", "ko_KR", "lt_LT", "lv_LV", "my_MM", "ne_NP", "nl_XX", "ro_RO", "ru_RU", "si_LK", "tr_TR", "vi_VN",
+    "zh_CN", "af_ZA", "az_AZ", "bn_IN", "fa_IR", "he_IL", "hr_HR", "id_ID", "ka_GE", "km_KH", "mk_MK", "ml_IN",
+    "mn_MN", "mr_IN", "pl_PL", "ps_AF", "pt_XX", "sv_SE", "sw_KE", "ta_IN", "te_IN", "th_TH", "tl_XX", "uk_UA",
+    "ur_PK", "xh_ZA", "gl_ES", "sl_SI",
+};
+static const char *const mbart25_codes[] = {
+    "ar_AR", "cs_CZ", "de_DE", "en_XX", "es_XX", "et_EE", "fi_FI", "fr_XX", "gu_IN", "hi_IN", "it_IT", "ja_XX",
+    "kk_KZ", "ko_KR", "lt_LT", "lv_LV", "my_MM", "ne_NP", "nl_XX", "ro_RO", "ru_RU", "si_LK", "tr_TR", "vi_VN",
+    "zh_CN",
+};
+
+typedef struct mbart {
+    vkf_multi_text text;
+} mbart;
+
+static void mbart_free(void *state)
+{
+    mbart *m = state;
+    if (!m) return;
+    vkf_spm_free(m->text.spm);
+    vkf_vocab_free(&m->text.vocab);
+    free(m);
+}
+
+static bool probe(const vkf_probe *p)
+{
+    return p->is_dir && p->model_type && strcmp(p->model_type, "mbart") == 0;
+}
+
+static vkf_status parse_config(json_t *c, vkf_arch_spec *s)
+{
+    static const char F[] = "config.json";
+    int64_t d = 0, el = 0, dl = 0, eh = 1, dh = 1, ef = 0, df = 0, v = 0, mp = 0, pad = 0, eos = 0, bos = 0, start = 0;
+    VKF_TRY(vkf_hf_int(c, F, "d_model", 1, 65536, -1, &d));
+    VKF_TRY(vkf_hf_int(c, F, "encoder_layers", 1, 1024, -1, &el));
+    VKF_TRY(vkf_hf_int(c, F, "decoder_layers", 1, 1024, -1, &dl));
+    VKF_TRY(vkf_hf_int(c, F, "encoder_attention_heads", 1, 4096, -1, &eh));
+    VKF_TRY(vkf_hf_int(c, F, "decoder_attention_heads", 1, 4096, -1, &dh));
+    VKF_TRY(vkf_hf_int(c, F, "encoder_ffn_dim", 1, 1 << 20, -1, &ef));
+    VKF_TRY(vkf_hf_int(c, F, "decoder_ffn_dim", 1, 1 << 20, -1, &df));
+    VKF_TRY(vkf_hf_int(c, F, "vocab_size", 1, 1 << 24, -1, &v));
+    VKF_TRY(vkf_hf_int(c, F, "max_position_embeddings", 1, 1 << 16, -1, &mp));
+    VKF_TRY(vkf_hf_int(c, F, "pad_token_id", 0, v - 1, 1, &pad));
+    VKF_TRY(vkf_hf_int(c, F, "eos_token_id", 0, v - 1, 2, &eos));
+    VKF_TRY(vkf_hf_int(c, F, "bos_token_id", 0, v - 1, 0, &bos));
+    /* generate()'s decoder start: decoder_start_token_id, else bos */
+    VKF_TRY(vkf_hf_int(c, F, "decoder_start_token_id", 0, v - 1, bos, &start));
+    if (eh != dh || ef != df)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "config.json: the encoder and decoder differ in heads (%lld, %lld) or "
+                        "ffn_dim (%lld, %lld); vkformer runs models where they agree", (long long)eh, (long long)dh,
+                        (long long)ef, (long long)df);
+    if (d % eh) return vkf_fail(VKF_ERROR_BAD_MODEL, "config.json: d_model %lld is not divisible by %lld heads",
+                                (long long)d, (long long)eh);
+    bool scale = false, tied = true;
+    VKF_TRY(vkf_hf_bool(c, F, "scale_embedding", false, &scale));
+    VKF_TRY(vkf_hf_bool(c, F, "tie_word_embeddings", true, &tied));
+    if (!tied)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "config.json: tie_word_embeddings false: vkformer runs mBART models "
+                        "whose lm_head is the shared embedding");
+    VKF_TRY(vkf_hf_activation(c, F, &s->activation));
+    s->d_model = (uint32_t)d, s->heads = (uint32_t)eh, s->head_dim = (uint32_t)(d / eh);
+    s->encoder_layers = (uint32_t)el, s->decoder_layers = (uint32_t)dl, s->d_ff = (uint32_t)ef;
+    s->src_vocab = s->tgt_vocab = (uint32_t)v;
+    s->max_len = (uint32_t)mp;
+    s->pre_norm = true;
+    s->encoder_final_norm = s->decoder_final_norm = true;
+    s->embedding_norm = true;
+    s->norm = VKF_NORM_LAYER, s->norm_eps = 1e-5f;
+    s->positions = VKF_POS_LEARNED, s->position_offset = 2;
+    s->embed_scale = scale ? sqrtf((float)d) : 1.0f;
+    s->pad_id = (int32_t)pad, s->eos_id = (int32_t)eos, s->decoder_start_id = (int32_t)start;
+    return VKF_OK;
+}
+
+static vkf_status open_folder(const vkf_probe *p, const void *data, size_t size, vkf_loader *L, vkf_family_model *fm)
+{
+    (void)data, (void)size;
+    const char *dir = p->path;
+    mbart *m = calloc(1, sizeof *m);
+    if (!m) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    fm->state = m;
+    json_t *cfg = NULL, *tc = NULL;
+    vkf_status st = vkf_hf_read_json(dir, "config.json", false, &cfg);
+    if (st == VKF_OK) st = parse_config(cfg, &fm->spec);
+    if (st == VKF_OK) st = vkf_hf_generation(dir, cfg, fm);
+    if (st == VKF_OK) st = vkf_hf_read_json(dir, "tokenizer_config.json", true, &tc);
+    /* MBart50Tokenizer (the default) or mBART-25's MBartTokenizer */
+    json_t *cls = tc ? json_object_get(tc, "tokenizer_class") : NULL;
+    bool cc25 = json_is_string(cls) && strncmp(json_string_value(cls), "MBartTokenizer", 14) == 0;
+    snprintf(fm->name, sizeof fm->name, "mbart");
+    vkf_multi_text *t = &m->text;
+    if (st == VKF_OK) st = vkf_multi_text_open_spm(dir, "sentencepiece.bpe.model", t);
+    if (st == VKF_OK) {
+        t->lang_first = !cc25;
+        t->bos_id = 0, t->unk_id = 3;
+        const char *const *codes = cc25 ? mbart25_codes : mbart50_codes;
+        uint32_t n = cc25 ? sizeof mbart25_codes / sizeof *mbart25_codes : sizeof mbart50_codes / sizeof *mbart50_codes;
+        uint32_t base = t->n_spm + 1;
+        for (uint32_t i = 0; st == VKF_OK && i < n; i++) st = vkf_family_add_language(fm, codes[i], (int32_t)(base + i));
+        t->mask_id = (int32_t)(base + n);
+        if (st == VKF_OK && base + n + 1 > fm->spec.tgt_vocab)
+            st = vkf_fail(VKF_ERROR_BAD_MODEL, "the tokenizer's %u ids pass config.json's vocab_size %u", base + n + 1,
+                          fm->spec.tgt_vocab);
+    }
+    if (st == VKF_OK) {
+        json_t *src = tc ? json_object_get(tc, "src_lang") : NULL;
+        fm->default_src_lang = vkf_family_language(fm, json_is_string(src) ? json_string_value(src) : "en_XX");
+        if (fm->default_src_lang < 0)
+            st = vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer_config.json: src_lang is not one of the model's languages");
+    }
+    json_decref(cfg), json_decref(tc);
+    VKF_TRY(st);
+    fm->target_lang_required = true;
+    fm->has_text = true;
+    return vkf_hf_open_weights(dir, L);
+}
+
+static vkf_status load(vkf_loader *L, const vkf_family_model *fm)
+{
+    (void)fm;
+    vkf_arch_weights *w = L->w;
+    const vkf_arch_spec *c = L->spec;
+    uint32_t V = c->tgt_vocab;
+    static const char *const names[] = {"model.shared.weight", "model.encoder.embed_tokens.weight",
+                                        "model.decoder.embed_tokens.weight", "lm_head.weight"};
+    VKF_TRY(vkf_hf_tied_table(L, names, 4, c->src_vocab, &w->src_embed, NULL));
+    VKF_TRY(vkf_ld_share_table(&w->src_embed, &w->tgt_embed));
+    /* learned positions: max_position_embeddings + 2 rows each */
+    VKF_TRY(vkf_ld_positions(L, "model.encoder.embed_positions.weight", &w->pe));
+    VKF_TRY(vkf_ld_positions(L, "model.decoder.embed_positions.weight", &w->pe_dec));
+    VKF_TRY(vkf_hf_load_layers(L, "model."));
+    const vkf_st_tensor *bt = NULL;
+    const float *bias = NULL;
+    VKF_TRY(vkf_ld_find(L, "final_logits_bias", 1, V, &bt));
+    VKF_TRY(vkf_ld_floats(L, bt, &bias));
+    float *b = malloc((size_t)V * sizeof *b);
+    if (!b) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    memcpy(b, bias, (size_t)V * sizeof *b);
+    vkf_status st = vkf_ld_generator(L, true, NULL, b);
+    free(b);
+    VKF_TRY(st);
+    char hint[128];
+    snprintf(hint, sizeof hint, "config.json says %u encoder and %u decoder layers of an MBartForConditionalGeneration",
+             c->encoder_layers, c->decoder_layers);
+    return vkf_ld_check_unexpected(L, hint);
+}
+
+static vkf_status encode(const vkf_family_model *fm, const char *text, const char *lang, int32_t *out_ids,
+                         uint32_t capacity, uint32_t *out_count)
+{
+    const mbart *m = fm->state;
+    return vkf_multi_text_encode(fm, &m->text, text, lang, out_ids, capacity, out_count);
+}
+
+static vkf_status decode(const vkf_family_model *fm, const int32_t *ids, uint32_t count, char *out_text,
+                         size_t capacity)
+{
+    const mbart *m = fm->state;
+    return vkf_multi_text_decode(fm, &m->text, ids, count, out_text, capacity);
+}
+
+const vkf_family vkf_family_mbart = {
+    .name = "mbart",
+    .probe = probe,
+    .open = open_folder,
+    .load = load,
+    .encode = encode,
+    .decode = decode,
+    .free = mbart_free,
+};

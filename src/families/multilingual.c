@@ -1,0 +1,102 @@
+/* The text side of fairseq's multilingual translation models (NLLB-200,
+ * M2M-100, mBART-50, mBART): a SentencePiece model whose ids are either shifted by
+ * fairseq's offset (spm id + 1 behind <s> <pad> </s> <unk>: NLLB, mBART) or
+ * looked up in vocab.json (M2M-100), language tokens after the vocabulary, and
+ * the source language placed before the text ([lang] text </s>) or after it
+ * (text </s> [lang]: mBART-25, NLLB's legacy_behaviour), as the Hugging Face
+ * tokenizers place them. Decoding skips every special and language token. */
+#include "families/family.h"
+#include "families/tokenizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void vkf_multi_text_free(vkf_multi_text *t)
+{
+    if (!t) return;
+    vkf_spm_free(t->spm);
+    vkf_vocab_free(&t->vocab);
+    free(t);
+}
+
+vkf_status vkf_multi_text_open_spm(const char *dir, const char *name, vkf_multi_text *t)
+{
+    VKF_TRY(vkf_spm_open(dir, name, &t->spm));
+    t->n_spm = vkf_spm_size(t->spm);
+    return VKF_OK;
+}
+
+/* Whether id is one the tokenizer marks special: <s> <pad> </s> <unk>, <mask>. */
+static bool special(const vkf_family_model *fm, const vkf_multi_text *t, int32_t id)
+{
+    return id == t->bos_id || id == fm->spec.pad_id || id == fm->spec.eos_id || id == t->unk_id || id == t->mask_id;
+}
+
+/* The language index of id, or -1. */
+static int32_t language_of(const vkf_family_model *fm, int32_t id)
+{
+    for (uint32_t i = 0; i < fm->n_langs; i++)
+        if (fm->lang_ids[i] == id) return (int32_t)i;
+    return -1;
+}
+
+vkf_status vkf_multi_text_encode(const vkf_family_model *fm, const vkf_multi_text *t, const char *text,
+                                 const char *lang, int32_t *out_ids, uint32_t capacity, uint32_t *out_count)
+{
+    int32_t code = -1;
+    if (fm->n_langs) {
+        int32_t i = lang ? vkf_family_language(fm, lang) : fm->default_src_lang;
+        if (i < 0)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "unknown source language %s%.32s%s", lang ? "\"" : "",
+                            lang ? lang : "(none)", lang ? "\"" : "");
+        code = fm->lang_ids[i];
+    }
+    if (capacity < 3) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity);
+    uint32_t n = 0, pieces = 0;
+    if (code >= 0 && t->lang_first) out_ids[n++] = code;
+    VKF_TRY(vkf_spm_ids(t->spm, t->vocab.n ? &t->vocab : NULL, t->unk_id, text, strlen(text), out_ids + n,
+                        capacity - n - 2, &pieces));
+    n += pieces;
+    out_ids[n++] = fm->spec.eos_id;
+    if (code >= 0 && !t->lang_first) out_ids[n++] = code;
+    *out_count = n;
+    return VKF_OK;
+}
+
+vkf_status vkf_multi_text_decode(const vkf_family_model *fm, const vkf_multi_text *t, const int32_t *ids,
+                                 uint32_t count, char *out_text, size_t capacity)
+{
+    const char **pieces = malloc((count ? count : 1) * sizeof *pieces);
+    char (*langs)[40] = malloc((count ? count : 1) * sizeof *langs); /* "__xx__" of kept language tokens */
+    if (!pieces || !langs) {
+        free(pieces), free(langs);
+        return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    size_t n = 0;
+    vkf_status st = VKF_OK;
+    for (uint32_t i = 0; st == VKF_OK && i < count; i++) {
+        int32_t id = ids[i];
+        if (id < 0 || (uint32_t)id >= fm->spec.tgt_vocab) {
+            st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "id %d is outside the target vocabulary", id);
+            break;
+        }
+        if (special(fm, t, id)) continue; /* skip_special_tokens */
+        int32_t lang = language_of(fm, id);
+        if (lang >= 0) {
+            if (t->langs_in_text) {
+                snprintf(langs[i], sizeof langs[i], "__%.32s__", fm->lang_codes[lang]);
+                pieces[n++] = langs[i];
+            }
+            continue;
+        }
+        const char *p = NULL;
+        if (t->vocab.n) p = (uint32_t)id < t->vocab.n ? t->vocab.piece[id] : NULL;
+        else if (id >= 4 && (uint32_t)id - 1 < t->n_spm) p = vkf_spm_piece(t->spm, (uint32_t)id - 1, NULL);
+        /* ids past the tokenizer (a model's padding rows, "madeupword"s) decode to nothing */
+        if (p) pieces[n++] = p;
+    }
+    if (st == VKF_OK) st = vkf_spm_text(t->spm, pieces, n, out_text, capacity);
+    free(pieces), free(langs);
+    return st;
+}
