@@ -43,7 +43,7 @@ layout(push_constant) uniform Push {
 layout(set = 0, binding = 0) readonly buffer BufQ { ACT_T q[]; };
 layout(set = 0, binding = 1) readonly buffer BufK { ACT_T k[]; };
 layout(set = 0, binding = 2) readonly buffer BufV { ACT_T v[]; };
-layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch) or state (1)
+layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch / kv_div) or state (1)
 layout(set = 0, binding = 4) buffer BufScratch { float scores[]; };       // (batch * heads, max_keys)
 layout(set = 0, binding = 5) writeonly buffer BufOut { ACT_T outv[]; };
 layout(set = 0, binding = 6) readonly buffer BufRandom { int random_blocks[]; };  // (query blocks, R) or the dummy
@@ -82,7 +82,7 @@ void rows_main()
     const uint bh = linear_workgroup() * WG + gl_LocalInvocationID.x;
     if (bh >= pc.rows) return;
     const uint b = bh / pc.heads, h = bh % pc.heads;
-    int n_signed = pc.length_from_state != 0u ? lengths[0] + 1 : lengths[b];
+    int n_signed = pc.length_from_state != 0u ? lengths[0] + 1 : lengths[b / pc.kv_div];
     const uint n = uint(clamp(n_signed, 0, int(pc.max_keys)));
     const uint qb = pc.q_offset + b * pc.q_batch + h * HD;
     const uint kb = pc.k_offset + h * HD, vb = pc.v_offset + h * HD;
@@ -116,7 +116,7 @@ void main()
     const uint bh = linear_workgroup();
     const uint b = bh / pc.heads, h = bh % pc.heads;
     const uint tid = gl_LocalInvocationID.x;
-    int n_signed = pc.length_from_state != 0u ? lengths[0] + 1 : lengths[b];
+    int n_signed = pc.length_from_state != 0u ? lengths[0] + 1 : lengths[b / pc.kv_div];
     const uint n = uint(clamp(n_signed, 0, int(pc.max_keys)));
     const uint qb = pc.q_offset + b * pc.q_batch + h * pc.head_dim;
     const uint kb = pc.k_offset + h * pc.head_dim, vb = pc.v_offset + h * pc.head_dim;

@@ -266,15 +266,23 @@ def _bad_ids(model):
 
 def _forced_eos(model):
     gc = getattr(model, "generation_config", {}) or {}
-    return gc.get("forced_eos_token_id", model.config.get("forced_eos_token_id", model.eos))
+    # opus-mt folders force eos even where only config.json says so (default: eos); other families
+    # (tests/seq2seq_ref.py) set forced_eos_default None
+    return gc.get("forced_eos_token_id", model.config.get("forced_eos_token_id",
+                                                          getattr(model, "forced_eos_default", model.eos)))
 
 
 def process(model, scores, cur_len, max_length):
-    """transformers' logits processors of an opus-mt generation_config, in order: NoBadWords (pad -> -inf),
-    ForcedEOS (at cur_len == max_length - 1), LogitNormalization (renormalize_logits)."""
+    """transformers' logits processors of a generation_config, in order: NoBadWords (pad -> -inf),
+    ForcedBOS (model.forced_bos at cur_len == 1: every other token -inf, it 0), ForcedEOS (at
+    cur_len == max_length - 1), LogitNormalization (renormalize_logits)."""
     scores = scores.clone()
     for b in _bad_ids(model):
         scores[:, b] = -float("inf")
+    fb = getattr(model, "forced_bos", None)
+    if fb is not None and cur_len == 1:
+        scores = torch.full_like(scores, -float("inf"))
+        scores[:, fb] = 0.0
     fe = _forced_eos(model)
     if fe is not None and cur_len == max_length - 1:
         scores = torch.full_like(scores, -float("inf"))

@@ -94,7 +94,7 @@ vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src
                             hids + (size_t)b * (K + 1) * steps, false};
     /* every row's source length; start: bos, beam 0 of each source alone (the others at -1e9) */
     for (uint32_t r = 0; st == VKF_OK && r < R; r++) {
-        parent[r] = (int32_t)src->lengths[r / K];
+        parent[r] = r < B ? (int32_t)src->lengths[r] : 0; /* cross-attention lengths: one per source (kv_div) */
         tok[r] = a->spec.decoder_start_id;
         score[r] = r % K ? -1e9f : 0.0f;
     }

@@ -46,9 +46,6 @@ vkf_status vkf_decode_check_options(const vkf_arch *a, const vkf_generate_option
                           o->forced_bos_id == a->spec.eos_id))
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "forced_bos_id %d is outside the target vocabulary or is eos",
                         o->forced_bos_id);
-    if (!o->sample && a->cross_attn.kind == VKF_ATTN_LOWRANK)
-        return vkf_fail(VKF_ERROR_UNSUPPORTED, "beam search does not take lowrank cross-attention yet; use greedy "
-                        "decoding (vkf_model_generate) or dense cross-attention");
     return VKF_OK;
 }
 

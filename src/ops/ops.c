@@ -660,7 +660,7 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
     VKF_TRY(vkf_check_tensor(cmd, d->q, act, 1, fn, "q"));
     VKF_TRY(check_activation(cmd, d->k, act, 1, fn, "k", "q"));
     VKF_TRY(check_activation(cmd, d->v, act, 1, fn, "v", "q"));
-    VKF_TRY(vkf_check_tensor(cmd, d->lengths, VKF_DTYPE_I32, d->length_from_state ? 1 : d->batch, fn, "lengths"));
+    VKF_TRY(vkf_check_tensor(cmd, d->lengths, VKF_DTYPE_I32, d->length_from_state ? 1 : kv_rows, fn, "lengths"));
     VKF_TRY(vkf_check_tensor(cmd, d->scratch, VKF_DTYPE_F32, (uint64_t)d->batch * d->heads * d->max_keys, fn, "scratch"));
     VKF_TRY(check_activation(cmd, d->out, act, d->batch * dm, fn, "out", "q"));
     vkf_push_attention_decode p = {

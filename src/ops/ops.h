@@ -54,7 +54,7 @@ typedef struct vkf_attention_decode_desc {
     uint32_t window, stride;            /* the query's row is state[0] */
     vkf_bigbird bigbird;                /* BIGBIRD (causal): parameters, and the random blocks of */
     const vkf_tensor *random_blocks;    /* query blocks 0 .. ceil(max_keys / B) - 1, (blocks, R) I32 */
-    uint32_t kv_div;                    /* > 1: query row b reads the K/V (and length) of row b / kv_div, so a
+    uint32_t kv_div;                    /* > 1: query row b reads the K/V and length of row b / kv_div, so a
                                            source's beams share its cross-attention keys; 0 or 1: row b */
     const vkf_tensor *row_index;        /* (batch, max_keys) I32 or NULL, only with length_from_state: key j of
                                            row b is in row row_index[b][j] of k and v (beam search: a beam's

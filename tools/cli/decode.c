@@ -157,9 +157,9 @@ static bool use_generate_with(const options *o, const vkf_model *model)
     return BEAM_GIVEN(o) || SAMPLE(o) || o->target_lang || defaults;
 }
 
-/* --source-lang and --target-lang name codes the model knows, and a model that
- * needs a target language gets one: else a usage error listing a few codes. */
-static int check_languages(const options *o, const vkf_model *model)
+/* --source-lang and --target-lang name codes the model knows, and (translate) a
+ * model that needs a target language gets one: else a usage error listing a few codes. */
+static int check_languages(const options *o, const vkf_model *model, bool require_target)
 {
     if (o->source_lang) {
         bool known = false;
@@ -176,7 +176,7 @@ static int check_languages(const options *o, const vkf_model *model)
     }
     vkf_generate_options g;
     vkf_generate_options_init(&g);
-    if (vkf_model_set_target_language(model, o->target_lang, &g) != VKF_OK)
+    if ((o->target_lang || require_target) && vkf_model_set_target_language(model, o->target_lang, &g) != VKF_OK)
         return cli_usage_error(o, "%s%s", o->target_lang ? "--target-lang: " : "", vkf_last_error());
     return -1;
 }
@@ -324,8 +324,16 @@ static int run_generate(const options *o)
     vkf_context *ctx = NULL;
     vkf_model *model = NULL;
     if (code == 0) code = open_model(o, &ctx, &model);
-    vkf_model_config cfg;
     if (code == 0) {
+        int usage = check_languages(o, model, false);
+        if (usage >= 0) {
+            vkf_model_destroy(model);
+            code = close_context(ctx, usage);
+            model = NULL;
+        }
+    }
+    vkf_model_config cfg;
+    if (code == 0 && model) {
         vkf_model_get_config(model, &cfg);
         for (uint32_t i = 0; !o->raw_ids && i < n; i++) /* end each source with eos, as translate does */
             if (lens[i] == 0 || ids[i][lens[i] - 1] != cfg.eos_id) {
@@ -443,7 +451,7 @@ static int translate_file(const options *o)
         lines_close(&r);
         return code;
     }
-    int usage = check_languages(o, model);
+    int usage = check_languages(o, model, true);
     if (usage >= 0) {
         lines_close(&r);
         vkf_model_destroy(model);
@@ -583,7 +591,7 @@ static int run_translate(const options *o, const char *text)
     vkf_model *model;
     int code = open_model(o, &ctx, &model);
     if (code) return code;
-    int usage = check_languages(o, model);
+    int usage = check_languages(o, model, true);
     if (usage >= 0) {
         vkf_model_destroy(model);
         return close_context(ctx, usage);
@@ -625,6 +633,8 @@ int cmd_generate(int argc, char **argv)
         {"--src", CLI_REPEAT, CLI_OFF(src), 0, 0, "IDS", "a source's token ids, comma-separated; repeatable (a batch)",
          NULL},
         {"--raw-ids", CLI_FLAG, CLI_OFF(raw_ids), 0, 0, NULL, "the ids exactly as given (no eos appended)", NULL},
+        {"--target-lang", CLI_STRING, CLI_OFF(target_lang), 0, 0, "L", "the target language (forced as the first "
+         "generated token)", NULL},
         DECODE_COMMAND_OPTIONS,
         CLI_END,
     };

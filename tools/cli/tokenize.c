@@ -21,7 +21,7 @@ static int tokenize_one(const options *o, vkf_model *model, const vkf_model_conf
     } else {
         uint32_t n = 0;
         int32_t *ids = xmalloc(((size_t)cfg->max_len + 1) * sizeof *ids);
-        st = vkf_model_encode_text(model, item, ids, cfg->max_len, &n);
+        st = vkf_model_encode_text_with(model, item, o->source_lang, o->target_lang, ids, cfg->max_len, &n);
         for (uint32_t j = 0; st == VKF_OK && j < n; j++) printf("%s%d", j ? "," : "", ids[j]);
         if (st == VKF_OK) printf("\n");
         free(ids);
@@ -92,6 +92,10 @@ int cmd_tokenize(int argc, char **argv)
     static const cli_option table[] = {
         CLI_MODEL_PATH,
         {"--decode", CLI_FLAG, CLI_OFF(decode), 0, 0, NULL, "target ids to text (IDS: comma-separated)", NULL},
+        {"--source-lang", CLI_STRING, CLI_OFF(source_lang), 0, 0, "L", "the source language as the tokenizer names it "
+         "(default: the tokenizer's)", NULL},
+        {"--target-lang", CLI_STRING, CLI_OFF(target_lang), 0, 0, "L", "a target language that is a token of the "
+         "source (Marian's >>L<<)", NULL},
         {"--input", CLI_STRING, CLI_OFF(input), 0, 0, "FILE|-", "one text (or id list) per line (- : stdin)", NULL},
         CLI_COMMON_OPTIONS,
         CLI_END,

@@ -1,0 +1,240 @@
+#!/usr/bin/python3
+"""M2M-100, NLLB-200 and mBART-50 folders against the PyTorch reference (tests/seq2seq_ref.py).
+
+usage: test_seq2seq.py VKFORMER [--quick]
+
+For each family, on random-weight hub-layout folders written by tests/gen_seq2seq.py:
+  - forward logits (teacher forcing, ids as given, pad ids inside included) within 1e-3 of the
+    reference, f32 files and f16 files, the embedding under one name and under every tied alias;
+  - greedy and beam-4 generation with the target language forced (translate --json): ids identical;
+  - tokenization: `tokenize` ids and `tokenize --decode` text equal the reference tokenizer's on mixed
+    strings (scripts, emoji, whitespace runs, unknown characters), with and without --source-lang;
+  - every attention variant runs on every family (dense-naive's logits equal dense's);
+  - misuse: unknown languages and a missing target language are usage errors (exit 2) naming valid
+    codes; malformed folders are refused with one line naming the problem (exit 1), never a signal.
+The device is whatever VK_ICD_FILENAMES selects; the validation layer is on (VKFORMER_VALIDATE=1).
+"""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import numpy as np  # noqa: E402
+
+import gen_seq2seq  # noqa: E402
+import marian_ref  # noqa: E402
+import seq2seq_ref  # noqa: E402
+from vkf_testlib import bad, ids_arg, ok, parse_ids  # noqa: E402
+import vkf_testlib  # noqa: E402
+
+FORWARD_ATOL = 1e-3
+LANGS = {"m2m_100": ("en", "fr", "__fr__"), "nllb": ("eng_Latn", "fra_Latn", "fra_Latn"),
+         "mbart": ("en_XX", "ro_RO", "ro_RO")}
+STRINGS = ["the house sees a big dog", "la maison voit le soleil aujourd'hui", "дом и кошка", "家 猫 見る",
+           "  spaces   between  ", "tabs  and   spaces", "emoji 🙂 and ✨", "ümlaut Stadt groß", "x",
+           "UNKNOWN zzz qqq 42", "the the the the the the the the"]
+
+
+class Run:
+    def __init__(self, p):
+        self.returncode, self.stdout = p.returncode, p.stdout
+        # SwiftShader prints its own "WARNING: UNSUPPORTED" lines; they are not vkformer's
+        self.stderr = "\n".join(l for l in p.stderr.splitlines() if "WARNING: UNSUPPORTED" not in l)
+
+
+def run(args, timeout=300, stdin=None):
+    env = dict(os.environ, VKFORMER_VALIDATE="1")
+    return Run(subprocess.run([vkf_testlib.VKFORMER] + args, capture_output=True, text=True, timeout=timeout,
+                              input=stdin, env=env))
+
+
+def forward(path, src, tgt, tmp):
+    out = os.path.join(tmp, "logits.npy")
+    p = run(["forward", "--model", path, "--src", ids_arg(src), "--tgt", ids_arg(tgt), "--out", out])
+    if p.returncode != 0:
+        return None, p.stderr.strip()
+    return np.load(out), ""
+
+
+def check_forward(label, path, ref, rng, tmp, V):
+    worst = 0.0
+    for s_len, t_len in ((1, 1), (7, 5), (20, 13)):
+        src = [int(x) for x in rng.integers(3, V, s_len)]
+        tgt = [2] + [int(x) for x in rng.integers(3, V, t_len - 1)]
+        if t_len > 3:
+            tgt[2] = ref.pad                      # a pad inside the target: fairseq's positions skip it
+        if s_len > 3:
+            src[1] = ref.pad
+        got, err = forward(path, src, tgt, tmp)
+        if got is None:
+            bad("%s forward %dx%d" % (label, s_len, t_len), err)
+            return
+        want = marian_ref.forward_logits(ref, src, tgt)
+        err = float(np.abs(got - want).max())
+        worst = max(worst, err)
+        if err > FORWARD_ATOL:
+            bad("%s forward %dx%d" % (label, s_len, t_len), "max abs diff %.3g" % err)
+            return
+    ok("%s forward logits (worst %.2g)" % (label, worst))
+
+
+def check_generate(label, path, tok, family, texts):
+    src_lang, tgt_lang, tgt_token = LANGS[family]
+    lang_id = tok.lang_id[tgt_lang if family != "m2m_100" else "fr"]
+    ref = seq2seq_ref.load_folder(path, lang_id)
+    for beams in (1, 4):
+        p = run(["translate", "--model", path, "--source-lang", src_lang, "--target-lang", tgt_lang, "--beam",
+                 str(beams), "--max-new", "12", "--input", "-", "--json"], stdin="\n".join(texts) + "\n")
+        if p.returncode != 0:
+            bad("%s translate --beam %d" % (label, beams), p.stderr.strip())
+            continue
+        recs = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+        for text, r in zip(texts, recs):
+            src = tok.encode(text, src_lang)
+            if r["src"] != src:
+                bad("%s source ids of %r" % (label, text), "%s, reference %s" % (r["src"], src))
+                break
+            want = marian_ref.greedy(ref, src, 12) if beams == 1 else marian_ref.beam_search(ref, src, beams, 12)[0]
+            if r["ids"] != want:
+                bad("%s %s of %r" % (label, "greedy" if beams == 1 else "beam", text), "%s, reference %s" % (r["ids"], want))
+                break
+            if r["translation"] != tok.decode(want):
+                bad("%s text of %r" % (label, text), "%r, reference %r" % (r["translation"], tok.decode(want)))
+                break
+        else:
+            ok("%s translate --beam %d: %d texts, ids and text as the reference" % (label, beams, len(texts)))
+
+
+def check_tokenizer(label, path, tok, family, rng):
+    src_lang = LANGS[family][0]
+    texts = STRINGS + ["tabs\tinside\ta line"] + gen_seq2seq.corpus(7, 40)
+    for lang_args, lang in (([], None), (["--source-lang", src_lang], src_lang)):
+        p = run(["tokenize", "--model", path, "--input", "-"] + lang_args, stdin="\n".join(texts) + "\n")
+        if p.returncode != 0:
+            bad("%s tokenize %s" % (label, lang_args), p.stderr.strip())
+            return
+        for text, line in zip(texts, p.stdout.splitlines()):
+            want = tok.encode(text, lang)
+            if parse_ids(line) != want:
+                bad("%s tokenize %r" % (label, text), "%s, reference %s" % (line, want))
+                return
+    V = len(tok.lang_id) + tok.n_spm
+    lists = [[int(x) for x in rng.integers(0, V, rng.integers(1, 12))] for _ in range(30)]
+    lists.append(list(tok.lang_id.values())[:5] + [2, 1, 0, 3])
+    p = run(["tokenize", "--model", path, "--decode", "--input", "-"], stdin="\n".join(ids_arg(i) for i in lists) + "\n")
+    if p.returncode != 0:
+        bad("%s tokenize --decode" % label, p.stderr.strip())
+        return
+    for ids, line in zip(lists, p.stdout.split("\n")):
+        if line != tok.decode(ids):
+            bad("%s decode %s" % (label, ids), "%r, reference %r" % (line, tok.decode(ids)))
+            return
+    ok("%s tokenizer: %d texts encoded, %d id lists decoded as the reference" % (label, 2 * len(texts), len(lists)))
+
+
+def check_variants(label, path, tmp, V, rng):
+    src = [int(x) for x in rng.integers(3, V, 30)]
+    tgt = [2] + [int(x) for x in rng.integers(3, V, 9)]
+    base, err = forward(path, src, tgt, tmp)
+    if base is None:
+        bad("%s forward" % label, err)
+        return
+    for variant in ("dense-naive", "local:4", "strided:2:3", "bigbird:4:1:1", "lsh:2:8", "lowrank:8"):
+        out = os.path.join(tmp, "v.npy")
+        p = run(["forward", "--model", path, "--src", ids_arg(src), "--tgt", ids_arg(tgt), "--out", out,
+                 "--attention", variant])
+        if p.returncode != 0:
+            bad("%s --attention %s" % (label, variant), p.stderr.strip())
+            continue
+        got = np.load(out)
+        if not np.all(np.isfinite(got)):
+            bad("%s --attention %s" % (label, variant), "non-finite logits")
+        elif variant == "dense-naive" and float(np.abs(got - base).max()) > 1e-4:
+            bad("%s dense-naive against dense" % label, "max abs diff %.3g" % float(np.abs(got - base).max()))
+        else:
+            ok("%s --attention %s" % (label, variant))
+    # beam search through lowrank cross-attention: with K past the source length the projection is a
+    # permutation, so the ids equal dense attention's
+    target = LANGS[os.path.basename(path).split("-")[0]][1]
+    outs = []
+    for cross in ("dense", "lowrank:64", "lowrank:3"):
+        p = run(["translate", "--model", path, "--target-lang", target, "--cross-attention", cross, "--beam", "4",
+                 "--max-new", "8", "--json", "the house sees a big dog"])
+        if p.returncode != 0:
+            bad("%s beam search with --cross-attention %s" % (label, cross), p.stderr.strip())
+            return
+        outs.append(json.loads(p.stdout.splitlines()[0])["ids"])
+    if outs[0] != outs[1]:
+        bad("%s beam search: lowrank:64 (a permutation) against dense" % label, "%s against %s" % (outs[1], outs[0]))
+    else:
+        ok("%s beam search with lowrank cross-attention (K >= length equals dense; K 3 runs)" % label)
+
+
+def check_misuse(label, path, family):
+    src_lang, tgt_lang, _ = LANGS[family]
+    cases = [
+        (["translate", "--model", path, "the house"], 2, "target language"),
+        (["translate", "--model", path, "--target-lang", "xx_Fake", "the house"], 2, "codes"),
+        (["translate", "--model", path, "--target-lang", tgt_lang, "--source-lang", "zz", "the house"], 2, "--source-lang"),
+    ]
+    for args, code, word in cases:
+        p = run(args)
+        lines = p.stderr.strip().splitlines()
+        if p.returncode != code or len(lines) != 1 or word not in lines[0]:
+            bad("%s %s" % (label, " ".join(args[3:])), "exit %d, stderr %r" % (p.returncode, p.stderr))
+        else:
+            ok("%s refuses %s: %s" % (label, " ".join(args[3:-1]), lines[0][:80]))
+
+
+def check_malformed(tmp):
+    for family in ("nllb", "mbart", "m2m_100"):
+        for kind in gen_seq2seq.MALFORMED:
+            if kind == "bad-src-lang" and family == "m2m_100":
+                continue
+            path = os.path.join(tmp, "bad-%s-%s" % (family, kind))
+            words = gen_seq2seq.make_malformed(path, family, kind)
+            target = LANGS[family][1]
+            p = run(["translate", "--model", path, "--target-lang", target, "the house"])
+            lines = p.stderr.strip().splitlines()
+            if p.returncode < 0 or p.returncode not in (1, 2) or len(lines) != 1 or not any(w in lines[0] for w in words):
+                bad("%s malformed %s" % (family, kind), "exit %d, stderr %r" % (p.returncode, p.stderr))
+            else:
+                ok("%s malformed %s: %s" % (family, kind, lines[0][:90]))
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    vkf_testlib.VKFORMER = sys.argv[1]
+    quick = "--quick" in sys.argv
+    rng = np.random.default_rng(3)
+    texts = STRINGS[:6] + gen_seq2seq.corpus(11, 4 if quick else 10)
+    with tempfile.TemporaryDirectory(prefix="vkf-seq2seq-") as tmp:
+        for family in ("m2m_100", "nllb", "mbart"):
+            for variant, opts in (("hub", {}), ("aliases-f16", {"names": "all", "dtype": "f16", "seed": 2})):
+                path = os.path.join(tmp, "%s-%s" % (family, variant))
+                info = gen_seq2seq.make_folder(path, family, **opts)
+                label = "%s (%s)" % (family, variant)
+                tok = seq2seq_ref.Tokenizer(path)
+                ref = seq2seq_ref.load_folder(path)
+                if opts.get("dtype") == "f16":   # the reference on the file's values
+                    ref.w = {k: v for k, v in ref.w.items()}
+                check_forward(label, path, ref, rng, tmp, info["vocab_size"])
+                if variant == "hub":
+                    check_generate(label, path, tok, family, texts)
+                    check_tokenizer(label, path, tok, family, rng)
+                    check_variants(label, path, tmp, info["vocab_size"], rng)
+                    check_misuse(label, path, family)
+        check_malformed(tmp)
+    print("test_seq2seq: %d passed, %d failed" % (vkf_testlib.passed, vkf_testlib.failed))
+    sys.exit(1 if vkf_testlib.failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Holds tests/seq2seq_ref.py (the tests' reference of M2M-100, NLLB-200 and mBART-50) against the real
+Hugging Face transformers, on folders tests/gen_seq2seq.py writes.
+
+usage: ../shared/tools/hf_python.sh tools/check_seq2seq_hf.py [--strings N] [--out DIR]
+
+For each family: the reference's logits against the transformers model's (teacher forcing, pad ids
+inside), greedy and beam-4 generate() ids with forced_bos_token_id = the target language, and the
+tokenizer on N strings (default 2000: scripts, emoji, whitespace runs, digits, punctuation):
+  - M2M-100 and mBART-50: AutoTokenizer on the folder (the slow files transformers 5.x converts), ids
+    with src_lang set, and decode(skip_special_tokens=True) of random id lists, equal to the reference;
+  - NLLB: transformers 5.12 converts a folder holding only sentencepiece.bpe.model with <mask> ahead of
+    the 202 language codes (every code one id later than fairseq and the hub's tokenizer.json place
+    it), so ids are compared for the text pieces (equal) and the language ids are reported apart.
+Prints one line per check and a summary; exit 1 on any mismatch.
+"""
+import argparse
+import os
+import random
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import gen_seq2seq  # noqa: E402
+import marian_ref  # noqa: E402
+import seq2seq_ref  # noqa: E402
+
+LANGS = {"m2m_100": ("en", "fr", "__fr__"), "nllb": ("eng_Latn", "fra_Latn", "fra_Latn"),
+         "mbart": ("en_XX", "ro_RO", "ro_RO")}
+failures = 0
+
+
+def report(ok, what):
+    global failures
+    failures += 0 if ok else 1
+    print("%s %s" % ("ok  " if ok else "FAIL", what))
+
+
+def strings(n, seed=9):
+    r = random.Random(seed)
+    pool = gen_seq2seq.WORDS + ["🙂", "✨", "42", "3.14", "—", "«", "»", "naïve", "Straße", "ﬁ", "①", "Ｆｕｌｌ", "\u00a0"]
+    out = []
+    for _ in range(n):
+        k = r.randint(1, 12)
+        s = ""
+        for _ in range(k):
+            s += r.choice(pool) + r.choice([" ", " ", "  ", "", ", ", ". "])
+        out.append(s if r.random() < 0.8 else "  " + s + "   ")
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strings", type=int, default=2000)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    import transformers
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    print("transformers %s, torch %s" % (transformers.__version__, torch.__version__))
+    tmp = a.out or tempfile.mkdtemp(prefix="check-seq2seq-")
+    texts = strings(a.strings)
+    rng = np.random.default_rng(5)
+    for family in ("m2m_100", "nllb", "mbart"):
+        path = os.path.join(tmp, family)
+        info = gen_seq2seq.make_folder(path, family)
+        V = info["vocab_size"]
+        src_lang, tgt_lang, tgt_token = LANGS[family]
+        hf = AutoModelForSeq2SeqLM.from_pretrained(path).eval()
+        ref = seq2seq_ref.load_folder(path)
+        worst = 0.0
+        for s_len, t_len in ((1, 1), (9, 6), (30, 17)):
+            src = [int(x) for x in rng.integers(3, V, s_len)]
+            tgt = [2] + [int(x) for x in rng.integers(3, V, t_len - 1)]
+            if t_len > 3:
+                tgt[2] = 1
+            with torch.no_grad():
+                want = hf(input_ids=torch.tensor([src]), decoder_input_ids=torch.tensor([tgt])).logits[0].numpy()
+            got = marian_ref.forward_logits(ref, src, tgt)
+            worst = max(worst, float(np.abs(got - want).max()))
+        report(worst < 1e-4, "%s logits: worst |reference - transformers| %.3g" % (family, worst))
+        tok = seq2seq_ref.Tokenizer(path)
+        lang_id = tok.lang_id[tgt_lang if family != "m2m_100" else "fr"]
+        ref = seq2seq_ref.load_folder(path, lang_id)
+        same = 0
+        for text in texts[:20]:
+            src = tok.encode(text, src_lang)
+            for beams in (1, 4):
+                g = hf.generate(input_ids=torch.tensor([src]), num_beams=beams, max_new_tokens=12,
+                                forced_bos_token_id=lang_id)[0].tolist()[1:]
+                if g and g[-1] == 2:
+                    g = g[:-1]
+                mine = marian_ref.greedy(ref, src, 12) if beams == 1 else marian_ref.beam_search(ref, src, beams, 12)[0]
+                same += g == mine
+        report(same == 40, "%s generate: %d of 40 (20 sources, greedy and beam 4) identical" % (family, same))
+        hft = AutoTokenizer.from_pretrained(path, src_lang=src_lang)
+        enc_same = dec_same = 0
+        piece_only = family == "nllb"
+        for text in texts:
+            want = hft(text).input_ids
+            mine = tok.encode(text, src_lang)
+            if piece_only:
+                enc_same += hft.convert_ids_to_tokens(want)[1:] == [
+                    ("</s>" if i == 2 else tok.sp.id_to_piece(i - 1) if i >= 4 else "<unk>") for i in mine[1:]]
+            else:
+                enc_same += want == mine
+        if piece_only:
+            report(enc_same == len(texts), "%s tokenizer: %d of %d texts give the same pieces; language id of %s: "
+                   "transformers %d, fairseq/hub %d" % (family, enc_same, len(texts), src_lang,
+                                                       hft.convert_tokens_to_ids(src_lang), tok.lang_id[src_lang]))
+        else:
+            report(enc_same == len(texts), "%s tokenizer: %d of %d texts give the same ids" % (family, enc_same, len(texts)))
+            lists = [[int(x) for x in rng.integers(0, len(hft), rng.integers(1, 15))] for _ in range(500)]
+            for ids in lists:
+                dec_same += hft.decode(ids, skip_special_tokens=True) == tok.decode(ids)
+            report(dec_same == len(lists), "%s decode: %d of %d id lists give the same text" % (family, dec_same, len(lists)))
+    print("check_seq2seq_hf: %s" % ("every check passed" if not failures else "%d checks failed" % failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
