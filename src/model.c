@@ -347,13 +347,16 @@ vkf_status vkf_model_encode_text(const vkf_model *m, const char *text, int32_t *
 /* Index of `code` in the model's languages, or a one-line error listing a few. */
 static vkf_status language(const vkf_model *m, const char *code, const char *what, int32_t *out)
 {
+    char q[VKF_QUOTE_SIZE];
     if (m->fm.n_langs == 0)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the model has no language codes (%s \"%.64s\" given)", what, code);
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the model has no language codes (%s %s given)", what,
+                        vkf_quote(q, sizeof q, code, (size_t)-1));
     *out = vkf_family_language(&m->fm, code);
     if (*out >= 0) return VKF_OK;
     char examples[256];
     vkf_family_language_examples(&m->fm, examples, sizeof examples);
-    return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "unknown %s \"%.64s\"; the model's codes: %s", what, code, examples);
+    return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "unknown %s %s; the model's codes: %s", what,
+                    vkf_quote(q, sizeof q, code, (size_t)-1), examples);
 }
 
 vkf_status vkf_model_encode_text_with(const vkf_model *m, const char *text, const char *source_lang,

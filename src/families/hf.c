@@ -102,9 +102,11 @@ vkf_status vkf_hf_activation(json_t *o, const char *file, vkf_activation *out)
     if (strcmp(a, "swish") == 0 || strcmp(a, "silu") == 0) *out = VKF_ACTIVATION_SILU;
     else if (strcmp(a, "gelu") == 0) *out = VKF_ACTIVATION_GELU;
     else if (strcmp(a, "relu") == 0) *out = VKF_ACTIVATION_RELU;
-    else
-        return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: activation_function \"%.64s\" is not supported (swish, silu, gelu and "
-                        "relu are)", file, a);
+    else {
+        char q[VKF_QUOTE_SIZE];
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: activation_function %s is not supported (swish, silu, gelu and "
+                        "relu are)", file, vkf_quote(q, sizeof q, a, (size_t)-1));
+    }
     return VKF_OK;
 }
 
@@ -152,9 +154,11 @@ vkf_status vkf_hf_generation(const char *dir, json_t *config, vkf_family_model *
     if (st == VKF_OK) st = one_id(g, F, "eos_token_id", s->tgt_vocab, &eos);
     if (st == VKF_OK && eos < 0) eos = s->eos_id;
     json_t *es = json_object_get(g, "early_stopping");
-    if (st == VKF_OK && es && json_is_string(es))
-        st = vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: early_stopping \"%.32s\" is not supported (true or false are)", F,
-                      json_string_value(es));
+    if (st == VKF_OK && es && json_is_string(es)) {
+        char q[VKF_QUOTE_SIZE];
+        st = vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: early_stopping %s is not supported (true or false are)", F,
+                      vkf_quote(q, sizeof q, json_string_value(es), (size_t)-1));
+    }
     if (st == VKF_OK) st = vkf_hf_bool(g, F, "early_stopping", false, &o->early_stopping);
     if (st == VKF_OK) st = vkf_hf_bool(g, F, "do_sample", false, &sample);
     if (st == VKF_OK && sample)
@@ -215,7 +219,7 @@ vkf_status vkf_hf_open_weights(const char *dir, vkf_loader *L)
     if (!vkf_hf_file(dir, "model.safetensors", &what)) {
         if (strcmp(what, "missing") == 0 && vkf_hf_file(dir, "pytorch_model.bin", NULL))
             return vkf_fail(VKF_ERROR_BAD_MODEL, "model.safetensors is missing; the folder has pytorch_model.bin: "
-                            "convert it once with /usr/bin/python3 tools/convert_hf.py %.200s", dir);
+                            "convert it once with /usr/bin/python3 tools/convert_hf.py FOLDER");
         return vkf_fail(VKF_ERROR_BAD_MODEL, "model.safetensors is %s", what);
     }
     char path[4096];

@@ -349,7 +349,11 @@ vkf_status vkf_ld_check_unexpected(const vkf_loader *L, const char *hint)
         const char *name = vkf_st_at(L->file, i)->name;
         bool known = false;
         for (uint32_t k = 0; k < L->expected.count && !known; k++) known = strcmp(L->expected.names[k], name) == 0;
-        if (!known) return vkf_fail(VKF_ERROR_BAD_MODEL, "unexpected tensor \"%s\" (%s)", name, hint);
+        if (!known) {
+            char q[VKF_QUOTE_SIZE];
+            return vkf_fail(VKF_ERROR_BAD_MODEL, "unexpected tensor %s (%s)", vkf_quote(q, sizeof q, name, (size_t)-1),
+                            hint);
+        }
     }
     return VKF_OK;
 }

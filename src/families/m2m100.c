@@ -174,9 +174,11 @@ static vkf_status open_folder(const vkf_probe *p, const void *data, size_t size,
             memmove(code, code + 2, len - 4), code[len - 4] = '\0';
         const char *src = code;
         fm->default_src_lang = vkf_family_language(fm, src);
-        if (fm->default_src_lang < 0)
-            st = vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer_config.json: src_lang \"%.32s\" is not one of the model's "
-                          "languages", src);
+        if (fm->default_src_lang < 0) {
+            char q[VKF_QUOTE_SIZE];
+            st = vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer_config.json: src_lang %s is not one of the model's languages",
+                          vkf_quote(q, sizeof q, src, (size_t)-1));
+        }
     }
     json_decref(cfg), json_decref(tc), json_decref(vocab);
     VKF_TRY(st);

@@ -47,9 +47,11 @@ vkf_status vkf_multi_text_encode(const vkf_family_model *fm, const vkf_multi_tex
     int32_t code = -1;
     if (fm->n_langs) {
         int32_t i = lang ? vkf_family_language(fm, lang) : fm->default_src_lang;
-        if (i < 0)
-            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "unknown source language %s%.32s%s", lang ? "\"" : "",
-                            lang ? lang : "(none)", lang ? "\"" : "");
+        if (i < 0) {
+            char q[VKF_QUOTE_SIZE];
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "unknown source language %s",
+                            lang ? vkf_quote(q, sizeof q, lang, (size_t)-1) : "(none)");
+        }
         code = fm->lang_ids[i];
     }
     if (capacity < 3) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity);

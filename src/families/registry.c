@@ -52,8 +52,9 @@ vkf_status vkf_family_find(const char *path, const vkf_family **out_family, vkf_
         size_t len = strlen(names);
         snprintf(names + len, sizeof names - len, "%s%s", i > 1 ? ", " : "", families[i]->name);
     }
-    vkf_status st = vkf_fail(VKF_ERROR_UNSUPPORTED, "config.json: model_type \"%.64s\" is not supported (vkformer reads "
-                             "%s folders)", p.model_type, names);
+    char q[VKF_QUOTE_SIZE];
+    vkf_status st = vkf_fail(VKF_ERROR_UNSUPPORTED, "config.json: model_type %s is not supported (vkformer reads "
+                             "%s folders)", vkf_quote(q, sizeof q, p.model_type, (size_t)-1), names);
     free(*out_model_type);
     *out_model_type = NULL;
     return st;

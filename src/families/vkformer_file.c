@@ -276,7 +276,11 @@ static vkf_status encode(const vkf_family_model *fm, const char *text, const cha
                          uint32_t capacity, uint32_t *out_count)
 {
     const vkformer_text *tx = fm->state;
-    if (lang) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "a vkformer file has no languages (\"%.32s\" given)", lang);
+    if (lang) {
+        char q[VKF_QUOTE_SIZE];
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "a vkformer file has no languages (%s given)",
+                        vkf_quote(q, sizeof q, lang, (size_t)-1));
+    }
     if (!fm->has_text)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "the model has no vocabularies (src_vocab, tgt_vocab): give ids instead");
     uint32_t n = 0;
@@ -294,7 +298,11 @@ static vkf_status encode(const vkf_family_model *fm, const char *text, const cha
             while (s[len] && !isspace((unsigned char)s[len])) len++;
         }
         int id = find_token(tx->src_vocab, tx->src_vocab_size, s, len);
-        if (id < 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "\"%.*s\" is not in the model's source vocabulary", (int)len, s);
+        if (id < 0) {
+            char q[VKF_QUOTE_SIZE];
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s is not in the model's source vocabulary",
+                            vkf_quote(q, sizeof q, s, len));
+        }
         if (n >= capacity) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity);
         out_ids[n++] = id;
         s += len;

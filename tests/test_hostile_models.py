@@ -1,0 +1,200 @@
+#!/usr/bin/python3
+"""Hostile Hugging Face model folders of every family (Marian, M2M-100, NLLB, mBART): each case must end
+with exit 1 or 2 and exactly one line on stderr, printable (no control character, no ESC, valid UTF-8),
+within the time limit: never a signal, a hang, a second forged line, or a silent success.
+
+usage: test_hostile_models.py VKFORMER [--list]
+
+The cases, by class (docs/reliability.md counts them):
+  config     values with newline/ESC/BEL/CR/bidi controls, wrong JSON types, numbers out of range or past
+             64 bits, negative or zero sizes, ids outside the vocabulary, not an object, truncated JSON;
+  generation generation_config.json with huge or wrong-typed values, bans of eos, unknown early_stopping;
+  tokenizer  tokenizer_config.json with control characters or unknown languages; vocab.json of the wrong
+             type, duplicate or out-of-range ids; SentencePiece files of random bytes, truncated, or empty;
+  files      a FIFO, a directory, a dangling symlink or an empty file where a file should be;
+  tensors    tied embeddings that differ, an unexpected tensor whose name holds control characters,
+             shapes that disagree with the config, a truncated model.safetensors.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import gen_marian  # noqa: E402
+import gen_seq2seq  # noqa: E402
+
+TIMEOUT = 120
+FORGE = "vkformer: OK\n\x1b[2J\x07\r\u202e"
+TARGET = {"marian": None, "m2m_100": "fr", "nllb": "fra_Latn", "mbart": "ro_RO"}
+SPM = {"marian": "source.spm", "m2m_100": "sentencepiece.bpe.model", "nllb": "sentencepiece.bpe.model",
+       "mbart": "sentencepiece.bpe.model"}
+
+
+def make(family, path):
+    if family == "marian":
+        gen_marian.make_folder(path)
+    else:
+        gen_seq2seq.make_folder(path, family)
+
+
+def edit_json(path, name, fn):
+    p = os.path.join(path, name)
+    with open(p) as f:
+        j = json.load(f)
+    fn(j)
+    with open(p, "w") as f:
+        json.dump(j, f)
+
+
+def setter(key, value):
+    return lambda j: j.__setitem__(key, value)
+
+
+def replace_file(kind):
+    def fn(path, name):
+        p = os.path.join(path, name)
+        os.remove(p)
+        if kind == "fifo":
+            os.mkfifo(p)
+        elif kind == "dir":
+            os.mkdir(p)
+        elif kind == "dangling":
+            os.symlink(os.path.join(path, "nowhere"), p)
+        elif kind == "empty":
+            open(p, "wb").close()
+        elif kind == "random":
+            with open(p, "wb") as f:
+                f.write(os.urandom(3000))
+        elif kind == "truncated":
+            pass
+    return fn
+
+
+def cases(family):
+    """(name, function(path)) pairs for a family's folder."""
+    out = []
+    cfg = lambda k, v: ("config %s=%r" % (k, v), lambda p: edit_json(p, "config.json", setter(k, v)))  # noqa: E731
+    for v in ("mar\nian", "\x1b[31mred", "bell\x07", "cr\rlf", "\u202eevil", FORGE, 7, None, ["marian"]):
+        out.append(cfg("model_type", v))
+    for v in (FORGE, 7, "softsign2"):
+        out.append(cfg("activation_function", v))
+    for k, v in (("d_model", "32"), ("d_model", 10 ** 12), ("d_model", -32), ("d_model", 0), ("encoder_layers", 0),
+                 ("decoder_layers", 10 ** 6), ("vocab_size", 0), ("vocab_size", 2 ** 40), ("max_position_embeddings", 0),
+                 ("max_position_embeddings", 10 ** 9), ("pad_token_id", 10 ** 7), ("eos_token_id", -1),
+                 ("eos_token_id", 2.5), ("encoder_attention_heads", 7), ("encoder_ffn_dim", "big"),
+                 ("decoder_start_token_id", 10 ** 9), ("scale_embedding", "yes"), ("tie_word_embeddings", 1)):
+        out.append(cfg(k, v))
+    out.append(("config not an object", lambda p: open(os.path.join(p, "config.json"), "w").write("[1, 2]")))
+    out.append(("config truncated", lambda p: open(os.path.join(p, "config.json"), "w").write('{"model_type": "m')))
+    gen = lambda k, v: ("generation %s=%r" % (k, v), lambda p: edit_json(p, "generation_config.json", setter(k, v)))  # noqa: E731
+    for k, v in (("length_penalty", 1e308), ("length_penalty", "long"), ("num_beams", 1000), ("max_length", -1),
+                 ("bad_words_ids", "pad"), ("bad_words_ids", [[2]] if family != "marian" else [[0]]),
+                 ("early_stopping", FORGE), ("forced_bos_token_id", 10 ** 9), ("eos_token_id", [2, 3, 10 ** 9]),
+                 ("repetition_penalty", -1), ("num_return_sequences", 0)):
+        out.append(gen(k, v))
+    if family != "marian":
+        for v in (FORGE, "xx_YY"):
+            out.append(("tokenizer_config src_lang=%r" % v,
+                        lambda p, v=v: edit_json(p, "tokenizer_config.json", setter("src_lang", v))))
+    if family in ("marian", "m2m_100"):
+        vocab_cases = (("vocab.json a list", lambda j: None, "[1, 2, 3]"),
+                       ("vocab.json ids out of range", lambda j: j.__setitem__(FORGE, 10 ** 6), None),
+                       ("vocab.json duplicate id", lambda j: j.__setitem__(FORGE, 0), None),
+                       ("vocab.json string id", lambda j: j.__setitem__("x", "1"), None))
+        for name, fn, raw in vocab_cases:
+            if raw:
+                out.append((name, lambda p, raw=raw: open(os.path.join(p, "vocab.json"), "w").write(raw)))
+            else:
+                out.append((name, lambda p, fn=fn: edit_json(p, "vocab.json", fn)))
+    for kind in ("fifo", "dir", "dangling", "empty"):
+        for name in ("config.json", "model.safetensors", SPM[family]) + (("vocab.json",) if family in ("marian", "m2m_100") else ()):
+            out.append(("%s is a %s" % (name, kind), lambda p, kind=kind, name=name: replace_file(kind)(p, name)))
+    out.append(("%s of random bytes" % SPM[family], lambda p: replace_file("random")(p, SPM[family])))
+
+    def truncate(name, frac):
+        def fn(p):
+            q = os.path.join(p, name)
+            size = os.path.getsize(q)
+            with open(q, "r+b") as f:
+                f.truncate(int(size * frac))
+        return fn
+    out.append(("%s cut in half" % SPM[family], truncate(SPM[family], 0.5)))
+    out.append(("model.safetensors cut in half", truncate("model.safetensors", 0.5)))
+    out.append(("model.safetensors cut to 7 bytes", truncate("model.safetensors", 0.0000001)))
+
+    def weights(fn):
+        def g(p):
+            w = gen_marian.read_safetensors(os.path.join(p, "model.safetensors"))
+            fn(w)
+            gen_marian.write_safetensors(os.path.join(p, "model.safetensors"), w)
+        return g
+    out.append(("tied embeddings that differ", weights(
+        lambda w: w.__setitem__("lm_head.weight", w["model.shared.weight"] * 2))))
+    out.append(("three tied tensors that differ", weights(lambda w: (
+        w.__setitem__("model.encoder.embed_tokens.weight", w["model.shared.weight"] + 1),
+        w.__setitem__("model.decoder.embed_tokens.weight", w["model.shared.weight"] - 1)))))
+    out.append(("an unexpected tensor named with controls", weights(
+        lambda w: w.__setitem__("model.extra\n\x1b[31mtensor", w["model.shared.weight"][:2]))))
+    out.append(("fc1 with a wrong shape", weights(
+        lambda w: w.__setitem__("model.encoder.layers.0.fc1.weight", w["model.encoder.layers.0.fc1.weight"][:, :-1]))))
+    return out
+
+
+def printable_line(s):
+    return all(c == "\n" or (ord(c) >= 0x20 and ord(c) != 0x7f and not 0x80 <= ord(c) < 0xa0 and c not in "\u202e\u2028\u2029")
+               for c in s)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    vkformer = sys.argv[1]
+    env = dict(os.environ, VKFORMER_VALIDATE="1")
+    passed = failed = 0
+    counts = {}
+    with tempfile.TemporaryDirectory(prefix="vkf-hostile-models-") as tmp:
+        for family in ("marian", "m2m_100", "nllb", "mbart"):
+            clean = os.path.join(tmp, family + "-clean")
+            make(family, clean)
+            for name, fn in cases(family):
+                path = os.path.join(tmp, "case")
+                shutil.rmtree(path, ignore_errors=True)
+                shutil.copytree(clean, path, symlinks=True)
+                fn(path)
+                args = [vkformer, "translate", "--model", path, "--max-new", "4"]
+                if TARGET[family]:
+                    args += ["--target-lang", TARGET[family]]
+                try:
+                    p = subprocess.run(args + ["the house"], capture_output=True, timeout=TIMEOUT, env=env,
+                                       stdin=subprocess.DEVNULL)
+                except subprocess.TimeoutExpired:
+                    print("FAIL %s: %s: no answer within %d s" % (family, name, TIMEOUT))
+                    failed += 1
+                    continue
+                try:
+                    err = p.stderr.decode("utf-8")
+                except UnicodeDecodeError:
+                    err = None
+                lines = [l for l in (err or "").splitlines() if "WARNING: UNSUPPORTED" not in l]
+                good = p.returncode in (1, 2) and err is not None and len(lines) == 1 and printable_line(lines[0])
+                key = name.split(" ")[0]
+                counts[key] = counts.get(key, 0) + 1
+                if good:
+                    passed += 1
+                else:
+                    failed += 1
+                    print("FAIL %s: %s: exit %d, stderr %r" % (family, name, p.returncode, p.stderr[:300]))
+    print("test_hostile_models: %d passed, %d failed (%s)" % (passed, failed,
+          ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
