@@ -25,7 +25,7 @@ LAYERS='
 runtime: runtime_context runtime_device runtime_memory runtime_pipeline runtime_pipeline_cache runtime_record runtime_status runtime_tuning runtime_volk_build
 ops: ops_ops ops_decode_ops
 attention: attention_attention attention_attention_lsh attention_attention_op
-model: families_charsmap families_marian families_safetensors families_tokenizer_spm model generate tune
+model: families_charsmap families_marian families_safetensors families_tokenizer_json families_tokenizer_spm model generate tune
 '
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/check_layering.XXXXXX") || exit 2
