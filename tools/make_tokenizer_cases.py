@@ -29,8 +29,9 @@ run as the files. Output, in OUT:
 tests/unpack_tokenizer_cases.py turns them back into plain JSON at build time.
 
 Kinds (see docs/tokenizers.md):
-  nllb        sentencepiece BPE -> NllbTokenizerFast (BPE, Precompiled+Replace,
-              Metaspace, template with a language code)
+  nllb        sentencepiece BPE (nmt_nfkc) -> NllbTokenizerFast with its 202
+              language codes (BPE, Precompiled+Replace, Metaspace, template with
+              fra_Latn)
   mbart50     sentencepiece unigram -> MBart50TokenizerFast (Unigram, Precompiled)
   t5          sentencepiece unigram -> T5TokenizerFast (WhitespaceSplit+Metaspace,
               <extra_id_N>)
@@ -347,7 +348,11 @@ def build_all(tmp, lines):
     out = {}
     # nllb: sentencepiece BPE through NllbTokenizerFast
     d = folder_with(tmp, "nllb", "sentencepiece.bpe.model", train_spm(lines, "bpe", 1000))
-    out["nllb"] = saved_json(transformers.NllbTokenizerFast.from_pretrained(d, src_lang="fra_Latn"), tmp, "nllb")
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
+    # (a folder with only the .model gets the 202 language codes only when asked)
+    nllb = transformers.NllbTokenizerFast.from_pretrained(d, src_lang="fra_Latn",
+                                                          additional_special_tokens=FAIRSEQ_LANGUAGE_CODES)
+    out["nllb"] = saved_json(nllb, tmp, "nllb")
     # mbart50: sentencepiece unigram through MBart50TokenizerFast
     rules = small_rules(tmp)
     d = folder_with(tmp, "mbart50", "sentencepiece.bpe.model",
