@@ -452,7 +452,7 @@ static int onig_ready;
  * from a file that backtracks past them fails the encode (VKF_ERROR_TOO_LARGE)
  * instead of running for hours. The match limit is Oniguruma's own default. */
 #define RX_RETRY_LIMIT_IN_MATCH 10000000ul
-#define RX_RETRY_LIMIT_IN_SEARCH 50000000ul
+#define RX_RETRY_LIMIT_IN_SEARCH 10000000ul
 /* Oniguruma parses with recursion: nesting deeper than this is refused. */
 #define RX_PARSE_DEPTH 64
 
