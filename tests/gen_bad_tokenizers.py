@@ -110,6 +110,9 @@ def main():
            lambda t: t.update(normalizer={"type": "Strip", "strip_left": "yes", "strip_right": True}))
     broken("replace-bad-regex", "normalizer.pattern.Regex \"(\" does not compile",
            lambda t: t.update(normalizer={"type": "Replace", "pattern": {"Regex": "("}, "content": " "}))
+    broken("split-regex-deep", "pattern.Regex does not compile: nest deeper than 32",
+           lambda t: t.update(pre_tokenizer={"type": "Split", "pattern": {"Regex": "(" * 40 + "a" + ")" * 40},
+                                             "behavior": "Isolated", "invert": False}))
     broken("replace-no-pattern-kind", "normalizer.pattern neither",
            lambda t: t.update(normalizer={"type": "Replace", "pattern": {"Glob": "*"}, "content": " "}))
     broken("replace-no-content", "normalizer.content is missing",

@@ -453,14 +453,26 @@ static int onig_ready;
  * instead of running for hours. The match limit is Oniguruma's own default. */
 #define RX_RETRY_LIMIT_IN_MATCH 10000000ul
 #define RX_RETRY_LIMIT_IN_SEARCH 10000000ul
-/* Oniguruma parses with recursion: nesting deeper than this is refused. */
-#define RX_PARSE_DEPTH 64
+/* Oniguruma parses with recursion: groups and classes nested deeper than this are
+ * refused before it sees them (its own limit is process-wide state, left alone). */
+#define RX_MAX_NESTING 32
 
 static void onig_setup(void)
 {
     OnigEncoding enc[1] = {ONIG_ENCODING_UTF8};
     onig_ready = onig_initialize(enc, 1) == ONIG_NORMAL;
-    if (onig_ready) onig_set_parse_depth_limit(RX_PARSE_DEPTH);
+}
+
+/* The deepest nesting of ( and [ in a pattern (escapes skipped). */
+static int rx_nesting(const char *pat, size_t len)
+{
+    int depth = 0, deepest = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (pat[i] == '\\') i++;
+        else if (pat[i] == '(' || pat[i] == '[') deepest = ++depth > deepest ? depth : deepest;
+        else if ((pat[i] == ')' || pat[i] == ']') && depth > 0) depth--;
+    }
+    return deepest;
 }
 
 typedef struct rx {
@@ -475,6 +487,10 @@ static bool rx_compile(rx *r, const char *pat, size_t len, char *why, size_t why
     pthread_once(&onig_once, onig_setup);
     if (!onig_ready) {
         snprintf(why, why_size, "Oniguruma failed to initialize");
+        return false;
+    }
+    if (rx_nesting(pat, len) > RX_MAX_NESTING) {
+        snprintf(why, why_size, "groups or classes nest deeper than %d", RX_MAX_NESTING);
         return false;
     }
     OnigErrorInfo einfo;
