@@ -3,7 +3,7 @@
 
 usage: /usr/bin/python3 tests/gen_seq2seq.py OUT_DIR m2m_100|nllb|mbart [--d-model 32] [--layers 2]
            [--heads 4] [--ffn 64] [--seed 1] [--max-positions 64] [--dtype f32|f16] [--names hub|all]
-           [--malformed KIND]
+           [--vocab-size N] [--malformed KIND]
 
 Each folder holds what the facebook/* repositories hold (tokenizer.json aside: tests/test_seq2seq.py
 covers it with the folders transformers 5.x save_pretrained writes):
@@ -71,7 +71,7 @@ def train_bpe(sentences, vocab_size):
 
 
 def make_folder(out, family, d_model=32, layers=2, heads=4, ffn=64, seed=1, max_positions=64, dtype="f32",
-                names="hub", spm_vocab=120):
+                names="hub", spm_vocab=120, vocab_size=0):
     import sentencepiece as spm
     os.makedirs(out, exist_ok=True)
     proto = train_bpe(corpus(seed), spm_vocab)
@@ -100,6 +100,7 @@ def make_folder(out, family, d_model=32, layers=2, heads=4, ffn=64, seed=1, max_
     else:
         V = n_spm + 1 + len(codes["mbart50"]) + 1 + 2
         tc.update({"tokenizer_class": "MBart50Tokenizer", "src_lang": "en_XX", "tgt_lang": None})
+    V = max(V, vocab_size)                                 # --vocab-size: a real model's padded vocabulary
     with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
         json.dump(tc, f, indent=2)
     cfg = {
@@ -226,12 +227,14 @@ def main(argv):
     ap.add_argument("--max-positions", type=int, default=64)
     ap.add_argument("--dtype", default="f32", choices=("f32", "f16"))
     ap.add_argument("--names", default="hub", choices=("hub", "all"))
+    ap.add_argument("--vocab-size", type=int, default=0, help="at least this vocabulary (NLLB-200: 256206)")
     ap.add_argument("--malformed")
     a = ap.parse_args(argv)
     if a.malformed:
         print(" ".join(make_malformed(a.out, a.family, a.malformed)))
     else:
-        make_folder(a.out, a.family, a.d_model, a.layers, a.heads, a.ffn, a.seed, a.max_positions, a.dtype, a.names)
+        make_folder(a.out, a.family, a.d_model, a.layers, a.heads, a.ffn, a.seed, a.max_positions, a.dtype, a.names,
+                    vocab_size=a.vocab_size)
 
 
 if __name__ == "__main__":

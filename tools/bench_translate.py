@@ -8,7 +8,8 @@ for that on one GPU. This script runs both engines on the same random-weight fol
 the same random sources, every source decoding exactly --max-new steps (min_new_tokens =
 max_new_tokens), and prints tokens/s and the ratio.
 
-usage: /usr/bin/python3 tools/bench_translate.py [--vkformer build/vkformer] [--model DIR]
+usage: /usr/bin/python3 tools/bench_translate.py [--vkformer build/vkformer] [--model DIR] [--family marian|nllb]
+           [--precision auto|f32|f16|int8]
            [--batch 32] [--beam 4] [--src-len 32] [--max-new 64] [--repeat 3]
            [--device cuda|cpu] [--transformers-dtype fp32[,fp16]] [--transformers-python CMD]
            [--no-transformers] [--json]
@@ -47,13 +48,17 @@ OPUS_SHAPE = ["--d-model", "512", "--layers", "6", "--heads", "8", "--ffn", "204
               "--max-positions", "512", "--pad-vocab-to", "58101", "--seed", "1"]
 
 
+# NLLB-200-distilled-600M: d_model 1024, 12 + 12 layers, 16 heads, d_ff 4096, vocabulary 256,206
+NLLB_SHAPE = ["--d-model", "1024", "--layers", "12", "--heads", "16", "--ffn", "4096", "--max-positions", "1024",
+              "--vocab-size", "256206", "--seed", "1"]
+
 SMALL_SHAPE = ["--d-model", "64", "--layers", "2", "--heads", "4", "--ffn", "128", "--activation", "swish",
                "--max-positions", "64", "--seed", "1"]
 
 
-def default_model():
+def default_model(family="marian"):
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "vkformer", "opus-mt-en-de-shape")
+    return os.path.join(cache, "vkformer", "opus-mt-en-de-shape" if family == "marian" else "nllb-200-600m-shape")
 
 
 def _importable(name):
@@ -64,11 +69,12 @@ def _importable(name):
         return False
 
 
-def make_model(path, small):
+def make_model(path, small, family="marian"):
     if os.path.isfile(os.path.join(path, "model.safetensors")):
         return
     print("bench_translate: writing a random-weight %s folder to %s" % ("small Marian" if small else
-                                                                        "OPUS-MT en-de shaped", path), file=sys.stderr)
+                                                                        "OPUS-MT en-de shaped" if family == "marian"
+                                                                        else "NLLB-200-600M shaped", path), file=sys.stderr)
     missing = [m for m in ("torch", "numpy", "sentencepiece") if not _importable(m)]
     if missing:
         sys.exit("bench_translate: writing the folder needs %s in this Python (%s); on Debian: apt-get install "
@@ -78,8 +84,12 @@ def make_model(path, small):
     if os.path.isdir(tmp):
         import shutil
         shutil.rmtree(tmp)
-    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gen_marian.py"), tmp] +
-                   (SMALL_SHAPE if small else OPUS_SHAPE), check=True)
+    if family == "nllb":
+        subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gen_seq2seq.py"), tmp, "nllb"] + NLLB_SHAPE,
+                       check=True)
+    else:
+        subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gen_marian.py"), tmp] +
+                       (SMALL_SHAPE if small else OPUS_SHAPE), check=True)
     os.rename(tmp, path)
 
 
@@ -101,17 +111,17 @@ def sources(model_dir, batch, src_len, seed):
 
 
 def run_transformers(a):
-    """Times MarianMTModel.generate on the ids of --ids, once per dtype of
+    """Times the folder's model (AutoModelForSeq2SeqLM).generate on the ids of --ids, once per dtype of
     --transformers-dtype; prints one JSON line per dtype as soon as it is measured."""
     import torch
     import transformers
-    from transformers import MarianMTModel
+    from transformers import AutoModelForSeq2SeqLM
     with open(a.ids) as f:
         src = [[int(t) for t in line.split(",")] for line in f if line.strip()]
     device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cpu":
         torch.set_num_threads(os.cpu_count() or 1)  # every core, as vkformer's CPU drivers use
-    model = MarianMTModel.from_pretrained(a.model).to(device=device, dtype=torch.float32).eval()
+    model = AutoModelForSeq2SeqLM.from_pretrained(a.model).to(device=device, dtype=torch.float32).eval()
     ids = torch.tensor(src, dtype=torch.long, device=device)
     mask = torch.ones_like(ids)
     kw = dict(max_new_tokens=a.max_new, min_new_tokens=a.max_new)
@@ -157,6 +167,9 @@ def main():
     p.add_argument("--no-transformers", action="store_true")
     p.add_argument("--json", action="store_true")
     p.add_argument("--small", action="store_true", help="a small random Marian folder instead (a dry run)")
+    p.add_argument("--family", default="marian", choices=("marian", "nllb"),
+                   help="the folder written when --model is not there: OPUS-MT en-de or NLLB-200-600M shaped")
+    p.add_argument("--precision", help="vkformer's --precision (auto, f32, f16, int8)")
     p.add_argument("--transformers-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--ids", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -169,10 +182,10 @@ def main():
         run_transformers(a)
         return 0
 
-    a.model = os.path.abspath(a.model or default_model() + ("-small" if a.small else ""))
+    a.model = os.path.abspath(a.model or default_model(a.family) + ("-small" if a.small else ""))
     if os.path.exists(a.model) and not os.path.isdir(a.model):
         p.error("--model %s is not a folder" % a.model)
-    make_model(a.model, a.small)  # a folder that is not there yet is written
+    make_model(a.model, a.small, a.family)  # a folder that is not there yet is written
     src = sources(a.model, a.batch, a.src_len, a.seed)
     fd, ids_path = tempfile.mkstemp(prefix="vkformer-bench-ids-", suffix=".txt", dir="/tmp")
     with os.fdopen(fd, "w") as f:
@@ -183,6 +196,8 @@ def main():
                "--repeat", str(a.repeat), "--json"]
         if a.beam:
             cmd += ["--beam", str(a.beam)]
+        if a.precision:
+            cmd += ["--precision", a.precision]
         print("bench_translate: " + " ".join(map(shlex.quote, cmd)), file=sys.stderr)
         r = subprocess.run(cmd, stdout=subprocess.PIPE, universal_newlines=True)
         if r.returncode:

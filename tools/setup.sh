@@ -29,9 +29,11 @@ done
 # Debian 12 packages: compiler and build tools, the Vulkan headers, volk (Vulkan is
 # loaded at run time), glslc (GLSL -> SPIR-V at build time), the validation layer,
 # lavapipe (Mesa's CPU Vulkan driver), vulkaninfo, jansson (model-file headers),
-# and SentencePiece (the tokenizers of Marian models; g++ for its C++ shim).
+# SentencePiece (the tokenizers of Marian models; g++ for its C++ shim), and Oniguruma and
+# utf8proc (regexes and Unicode of Hugging Face tokenizer.json files).
 packages=(gcc g++ libc6-dev pkg-config meson ninja-build glslc libvulkan-dev libvulkan-volk-dev libvulkan1
-          vulkan-validationlayers mesa-vulkan-drivers vulkan-tools libjansson-dev libsentencepiece-dev python3)
+          vulkan-validationlayers mesa-vulkan-drivers vulkan-tools libjansson-dev libsentencepiece-dev libonig-dev
+          libutf8proc-dev python3)
 if [ "$with_swiftshader" = 1 ]; then
     # The tests compare whole models with PyTorch (Debian's, run by /usr/bin/python3),
     # the SentencePiece shim with Python's sentencepiece, and draw bench attention's

@@ -3,6 +3,11 @@
  * system's libsentencepiece (Debian 12: 0.1.97). Internal, not public: every
  * symbol here is hidden in libvkformer.so.
  *
+ * Untrusted files: the protobuf is walked before sentencepiece sees it, and every
+ * precompiled charsmap in it (normalizer_spec and denormalizer_spec) must pass
+ * vkf_charsmap_parse (charsmap.h), since sentencepiece follows the charsmap's
+ * offsets unchecked; pieces must be non-empty, without NUL, with finite scores.
+ *
  * Rules of the shim: it never prints, never exits, never throws into C. Every C++
  * exception (std::bad_alloc included) becomes -1 / NULL with a one-line message in
  * err; sentencepiece's own logging is turned off (see vkf_spm_load). Model files
@@ -42,6 +47,10 @@ enum {
  * minimum log level to FATAL, so that the library (which logs to std::cerr) prints
  * nothing; that also applies to other users of libsentencepiece in the process. */
 vkf_spm *vkf_spm_load(const char *path, char *err, size_t err_size);
+/* The same for a model file image in memory (size bytes; copied, the caller keeps
+ * data); name stands for the path in messages (NULL: "(buffer)"). The fuzzer's
+ * entry. */
+vkf_spm *vkf_spm_load_bytes(const void *data, size_t size, const char *name, char *err, size_t err_size);
 /* NULL is fine. */
 void vkf_spm_free(vkf_spm *s);
 

@@ -10,8 +10,17 @@
 // call into the library: LOG(INFO/WARNING/ERROR) then print nothing. Its CHECK()s
 // (internal invariants, which the files we accept cannot reach) would still print
 // and exit; the model file is read and checked here first (a regular file, not
-// empty, a protobuf whose pieces are non-empty and hold no NUL byte) so that
-// sentencepiece only ever sees bytes that parse.
+// empty, a protobuf whose pieces are non-empty, hold no NUL byte and have finite
+// scores) so that sentencepiece only ever sees bytes that parse.
+//
+// Untrusted charsmaps: sentencepiece's Normalizer walks the precompiled_charsmap
+// of the normalizer_spec (encoding) and of the denormalizer_spec (decoding)
+// without bounds checks, so a model whose charsmap holds random bytes segfaults
+// in Normalizer::NormalizePrefix. Every charsmap in the file (each occurrence of
+// field 2 in each occurrence of either spec: protobuf merges repeated messages
+// and keeps the last bytes field, so checking all of them covers the one that
+// wins) goes through vkf_charsmap_parse (charsmap.h) before sentencepiece sees
+// the model.
 
 // Two checks of clang's -fsanitize=undefined for C++ are off here (and in the
 // std and sentencepiece inline functions instantiated here, hence before the
@@ -24,11 +33,13 @@
 #endif
 
 #include "families/tokenizer.h"
+#include "families/charsmap.h"
 
 #include <sentencepiece_processor.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +133,7 @@ bool skip_field(const uint8_t *&p, const uint8_t *end, unsigned wire) {
 struct PieceInfo {
     bool has_piece = false;
     bool empty_or_nul = false;   // an empty piece, or a NUL byte in it
+    bool bad_score = false;      // a score that is NaN or infinite
     int type = 1;                // NORMAL
 };
 
@@ -136,6 +148,13 @@ bool parse_piece(const uint8_t *p, const uint8_t *end, PieceInfo *out) {
             out->has_piece = true;
             out->empty_or_nul = len == 0 || memchr(p, 0, (size_t)len) != nullptr;
             p += len;
+        } else if (field == 2 && wire == 5) {
+            if (end - p < 4) return false;
+            uint32_t bits = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+            float score;
+            memcpy(&score, &bits, sizeof score);
+            out->bad_score = out->bad_score || !std::isfinite(score);
+            p += 4;
         } else if (field == 3 && wire == 0) {
             uint64_t v;
             if (!read_varint(p, end, &v)) return false;
@@ -147,8 +166,39 @@ bool parse_piece(const uint8_t *p, const uint8_t *end, PieceInfo *out) {
     return true;
 }
 
+// Checks every precompiled_charsmap (field 2, bytes) of a NormalizerSpec message
+// (what: "normalizer_spec" or "denormalizer_spec"); false with a reason.
+bool check_spec(const uint8_t *p, const uint8_t *end, const char *what, char *why, size_t why_size) {
+    while (p < end) {
+        uint64_t key;
+        if (!read_varint(p, end, &key) || (key >> 3) == 0) {
+            snprintf(why, why_size, "not a SentencePiece model (its %s is malformed)", what);
+            return false;
+        }
+        unsigned field = (unsigned)(key >> 3), wire = (unsigned)(key & 7);
+        if (field == 2 && wire == 2) {
+            uint64_t len;
+            if (!read_varint(p, end, &len) || len > (uint64_t)(end - p)) {
+                snprintf(why, why_size, "not a SentencePiece model (its %s is malformed)", what);
+                return false;
+            }
+            vkf_charsmap map;
+            // (empty: sentencepiece's identity normalization, no map at all)
+            if (len > 0 && vkf_charsmap_parse(p, (size_t)len, &map) != VKF_OK) {
+                snprintf(why, why_size, "%s: %s", what, vkf_last_error());
+                return false;
+            }
+            p += len;
+        } else if (!skip_field(p, end, wire)) {
+            snprintf(why, why_size, "not a SentencePiece model (its %s is malformed)", what);
+            return false;
+        }
+    }
+    return true;
+}
+
 // The pieces' types (1..6, one char each) in order; false with a reason when the
-// bytes are not a ModelProto or a piece is unusable.
+// bytes are not a ModelProto, a piece is unusable or a charsmap is unsafe.
 bool scan_model(const std::string &bytes, std::string *types, char *why, size_t why_size) {
     const uint8_t *p = (const uint8_t *)bytes.data(), *end = p + bytes.size();
     bool trainer_spec = false, normalizer_spec = false;
@@ -174,11 +224,25 @@ bool scan_model(const std::string &bytes, std::string *types, char *why, size_t 
                 snprintf(why, why_size, "piece %zu is empty or holds a NUL byte", types->size());
                 return false;
             }
+            if (info.bad_score) {
+                snprintf(why, why_size, "piece %zu has a score that is not a finite number", types->size());
+                return false;
+            }
             types->push_back((char)info.type);
+            p += len;
+        } else if (wire == 2 && (field == 3 || field == 5)) {
+            // normalizer_spec (3), denormalizer_spec (5)
+            uint64_t len;
+            if (!read_varint(p, end, &len) || len > (uint64_t)(end - p)) {
+                snprintf(why, why_size, "not a SentencePiece model (truncated or malformed protobuf)");
+                return false;
+            }
+            if (!check_spec(p, p + len, field == 3 ? "normalizer_spec" : "denormalizer_spec", why, why_size))
+                return false;
+            if (field == 3) normalizer_spec = true;
             p += len;
         } else {
             if (wire == 2 && field == 2) trainer_spec = true;
-            if (wire == 2 && field == 3) normalizer_spec = true;
             if (!skip_field(p, end, wire)) {
                 snprintf(why, why_size, "not a SentencePiece model (truncated or malformed protobuf)");
                 return false;
@@ -266,6 +330,53 @@ struct vkf_spm {
     std::string kinds;   // VKF_SPM_* per piece
 };
 
+namespace {
+
+// Checks the model bytes (scan_model) and hands them to sentencepiece; name is
+// the file's path (or the caller's name for a buffer) for messages. May throw.
+vkf_spm *load_checked(const std::string &bytes, const char *name, char *err, size_t err_size) {
+    std::string types;
+    char why[320];
+    if (!scan_model(bytes, &types, why, sizeof(why))) {
+        set_err(err, err_size, "SentencePiece model %s: %s", name, why);
+        return nullptr;
+    }
+    vkf_spm *s = new vkf_spm;
+    try {
+        sentencepiece::util::Status st = s->sp.LoadFromSerializedProto(bytes);
+        int n = st.ok() ? s->sp.GetPieceSize() : 0;
+        if (!st.ok()) {
+            // (its message says "See LOG(INFO)", which is silenced here)
+            const char *m = strstr(status_text(st), "Self-test failures")
+                                ? "the samples of its self_test_data do not encode as expected"
+                                : status_text(st);
+            set_err(err, err_size, "SentencePiece model %s: not a valid model: %s", name, m);
+        } else if (n <= 0 || (size_t)n != types.size()) {
+            set_err(err, err_size, "SentencePiece model %s: not a valid model (%d pieces loaded, %zu in the file)",
+                    name, n, types.size());
+        } else {
+            s->kinds.assign((size_t)n, (char)VKF_SPM_NORMAL);
+            for (int i = 0; i < n; i++) {
+                int k = VKF_SPM_NORMAL;
+                if (s->sp.IsUnknown(i)) k = VKF_SPM_UNKNOWN;
+                else if (s->sp.IsControl(i)) k = VKF_SPM_CONTROL;
+                else if (s->sp.IsByte(i)) k = VKF_SPM_BYTE;
+                else if (s->sp.IsUnused(i)) k = VKF_SPM_UNUSED;
+                else if (types[(size_t)i] == 4) k = VKF_SPM_USER_DEFINED;
+                s->kinds[(size_t)i] = (char)k;
+            }
+            return s;
+        }
+    } catch (...) {
+        delete s;
+        throw;
+    }
+    delete s;
+    return nullptr;
+}
+
+}  // namespace
+
 extern "C" {
 
 vkf_spm *vkf_spm_load(const char *path, char *err, size_t err_size) {
@@ -275,50 +386,48 @@ vkf_spm *vkf_spm_load(const char *path, char *err, size_t err_size) {
     }
     try {
         quiet_sentencepiece();
-        std::string bytes, types;
+        std::string bytes;
         char why[160];
-        if (!read_file(path, &bytes, why, sizeof(why)) || !scan_model(bytes, &types, why, sizeof(why))) {
+        if (!read_file(path, &bytes, why, sizeof(why))) {
             set_err(err, err_size, "SentencePiece model %s: %s", path, why);
             return nullptr;
         }
-        vkf_spm *s = new vkf_spm;
-        try {
-            sentencepiece::util::Status st = s->sp.LoadFromSerializedProto(bytes);
-            int n = st.ok() ? s->sp.GetPieceSize() : 0;
-            if (!st.ok()) {
-                // (its message says "See LOG(INFO)", which is silenced here)
-                const char *m = strstr(status_text(st), "Self-test failures")
-                                    ? "the samples of its self_test_data do not encode as expected"
-                                    : status_text(st);
-                set_err(err, err_size, "SentencePiece model %s: not a valid model: %s", path, m);
-            } else if (n <= 0 || (size_t)n != types.size()) {
-                set_err(err, err_size, "SentencePiece model %s: not a valid model (%d pieces loaded, %zu in the file)",
-                        path, n, types.size());
-            } else {
-                s->kinds.assign((size_t)n, (char)VKF_SPM_NORMAL);
-                for (int i = 0; i < n; i++) {
-                    int k = VKF_SPM_NORMAL;
-                    if (s->sp.IsUnknown(i)) k = VKF_SPM_UNKNOWN;
-                    else if (s->sp.IsControl(i)) k = VKF_SPM_CONTROL;
-                    else if (s->sp.IsByte(i)) k = VKF_SPM_BYTE;
-                    else if (s->sp.IsUnused(i)) k = VKF_SPM_UNUSED;
-                    else if (types[(size_t)i] == 4) k = VKF_SPM_USER_DEFINED;
-                    s->kinds[(size_t)i] = (char)k;
-                }
-                return s;
-            }
-        } catch (...) {
-            delete s;
-            throw;
-        }
-        delete s;
-        return nullptr;
+        return load_checked(bytes, path, err, err_size);
     } catch (const std::bad_alloc &) {
         set_err(err, err_size, "SentencePiece model %s: out of memory", path);
     } catch (const std::exception &e) {
         set_err(err, err_size, "SentencePiece model %s: %s", path, e.what());
     } catch (...) {
         set_err(err, err_size, "SentencePiece model %s: unexpected error", path);
+    }
+    return nullptr;
+}
+
+vkf_spm *vkf_spm_load_bytes(const void *data, size_t size, const char *name, char *err, size_t err_size) {
+    if (!name) name = "(buffer)";
+    if (!data && size) {
+        set_err(err, err_size, "SentencePiece model %s: the data is NULL", name);
+        return nullptr;
+    }
+    if (size == 0) {
+        set_err(err, err_size, "SentencePiece model %s: empty: not a SentencePiece model", name);
+        return nullptr;
+    }
+    if ((uint64_t)size > kMaxModelBytes) {
+        set_err(err, err_size, "SentencePiece model %s: larger than 1 GiB: not a SentencePiece model", name);
+        return nullptr;
+    }
+    try {
+        quiet_sentencepiece();
+        std::string bytes;
+        bytes.assign((const char *)data, size);
+        return load_checked(bytes, name, err, err_size);
+    } catch (const std::bad_alloc &) {
+        set_err(err, err_size, "SentencePiece model %s: out of memory", name);
+    } catch (const std::exception &e) {
+        set_err(err, err_size, "SentencePiece model %s: %s", name, e.what());
+    } catch (...) {
+        set_err(err, err_size, "SentencePiece model %s: unexpected error", name);
     }
     return nullptr;
 }

@@ -22,6 +22,8 @@ static int run_bench_translate(const options *o)
     if (code) return code;
     vkf_model_config cfg;
     vkf_model_get_config(model, &cfg);
+    uint64_t model_bytes = 0, peak_bytes = 0; /* device memory: held after the load, and the most at once */
+    vkf_context_memory_usage(ctx, NULL, &model_bytes);
     unsigned long B = o->batch, S = o->src_len, N = o->max_new, R = o->repeat;
     id_line *lines = NULL;
     long n_lines = 0;
@@ -106,6 +108,7 @@ static int run_bench_translate(const options *o)
         double target = (double)B * (double)steps;
         vkf_device_info info;
         vkf_context_device_info(ctx, &info);
+        vkf_context_peak_memory(ctx, &peak_bytes);
         if (o->json) {
             jsonl_begin("bench translate");
             printf(",\"bench\":\"translate\"");
@@ -117,6 +120,8 @@ static int run_bench_translate(const options *o)
             for (unsigned long r = 1; r <= R; r++) printf("%s%.3f", r > 1 ? "," : "", ms[r]);
             printf("],\"median_ms\":%.3f,\"target_tokens_per_s\":%.2f,\"activations\":\"%s\"", med,
                    1e3 * target / med, cfg.activations == VKF_DTYPE_F16 ? "f16" : "f32");
+            printf(",\"model_bytes\":%llu,\"peak_device_bytes\":%llu", (unsigned long long)model_bytes,
+                   (unsigned long long)peak_bytes);
             jsonl_end(&info);
         } else {
             printf("translate: model %s (d_model %u, %u+%u layers, vocab %u, %s activations) on %s\n", o->model,
@@ -125,6 +130,7 @@ static int run_bench_translate(const options *o)
             printf("  batch %lu, beam %u, source %lu tokens, %llu steps (min-new %u, max-new %lu)\n", B, g.beams, S,
                    (unsigned long long)steps, g.min_new, N);
             printf("  %.1f ms median of %lu runs (best %.1f): %.1f target tokens/s\n", med, R, best, 1e3 * target / med);
+            printf("  device memory: model %.1f MiB, peak %.1f MiB\n", model_bytes / 1048576.0, peak_bytes / 1048576.0);
         }
     }
     for (unsigned long b = 0; b < B; b++) free(ids[b]);
