@@ -13,8 +13,9 @@
  *                          VKF_ERROR_BAD_MODEL and one line that holds them
  *   test_hftok long DIR    a 100 kB line of one repeated character (and a few
  *                          other long lines) through every tokenizer of DIR,
- *                          each encode and decode timed; fails past 10 s, a
- *                          guard against quadratic work, not a benchmark
+ *                          each encode and decode timed and reported (a
+ *                          quadratic slip shows as meson's time-out, not as a
+ *                          timed assertion)
  *   test_hftok api DIR     NULL arguments, ill-formed UTF-8 input, lookups,
  *                          decode_n with NUL bytes, 8 threads on one tokenizer
  * Prints "N passed, M failed"; exits 1 on any failure.
@@ -378,7 +379,6 @@ static int run_long(const char *dir)
             if (st == VKF_OK) st = vkf_hftok_decode(t, ids, count, false, &back);
             double dt = now() - t0;
             CHECK(st == VKF_OK, "%s: %zu x \"%s\": %s", all_names[k], reps, units[u], vkf_last_error());
-            CHECK(dt < 10.0, "%s: %zu x \"%s\" took %.2f s", all_names[k], reps, units[u], dt);
             if (dt > worst) worst = dt, worst_unit = units[u];
             free(ids), free(back), free(text);
         }

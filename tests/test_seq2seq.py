@@ -207,6 +207,81 @@ def check_malformed(tmp):
                 ok("%s malformed %s: %s" % (family, kind, lines[0][:90]))
 
 
+def golden(name):
+    import lzma
+    d = os.path.join(HERE, "data", "tokenizers")
+    with open(os.path.join(d, name + ".json.xz"), "rb") as f:
+        tok = lzma.decompress(f.read())
+    with open(os.path.join(d, name + ".cases.json.xz"), "rb") as f:
+        cases = json.loads(lzma.decompress(f.read()))
+    with open(os.path.join(d, "texts.json.xz"), "rb") as f:
+        texts = json.loads(lzma.decompress(f.read()))
+    return tok, cases, texts
+
+
+def check_saved_form(family, tmp, rng, quick):
+    """A folder as transformers 5.x save_pretrained writes it: tokenizer.json (the golden one of
+    tests/data/tokenizers, made by transformers 5.12.1's classes) and tokenizer_config.json beside the
+    model files, no SentencePiece model. Ids are the tokenizer's, composed with the source language as
+    the tokenizer's template composes them; decoding skips special tokens; generation against the
+    reference on those ids."""
+    name = {"nllb": "nllb", "mbart": "mbart50"}[family]
+    src_lang, tgt_lang, _ = LANGS[family]
+    tok_json, cases, texts = golden(name)
+    path = os.path.join(tmp, "%s-saved" % family)
+    info = gen_seq2seq.make_folder(path, family, vocab_size=cases["vocab_size"] + 3, seed=4)
+    for n in ("sentencepiece.bpe.model", "vocab.json"):
+        if os.path.exists(os.path.join(path, n)):
+            os.remove(os.path.join(path, n))
+    with open(os.path.join(path, "tokenizer.json"), "wb") as f:
+        f.write(tok_json)
+    tc = {"backend": "tokenizers", "tokenizer_class": "NllbTokenizer" if family == "nllb" else "MBart50Tokenizer",
+          "src_lang": src_lang, "tgt_lang": None, "model_max_length": 1000000000000000019884624838656}
+    with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
+        json.dump(tc, f)
+    label = "%s (save_pretrained form)" % family
+    added = {a[0]: a[1] for a in cases["added"]}
+    lang = added[src_lang]
+    picked = [c for c in cases["encode"] if texts[c[0]].strip() and not any(ch in texts[c[0]] for ch in "\n\r\0")]
+    picked = picked[:200] if quick else picked
+    p = run(["tokenize", "--model", path, "--source-lang", src_lang, "--input", "-"],
+            stdin="\n".join(texts[c[0]] for c in picked) + "\n")
+    if p.returncode != 0:
+        bad("%s tokenize" % label, p.stderr.strip())
+        return
+    lines = p.stdout.split("\n")
+    for c, line in zip(picked, lines):
+        want = [lang] + c[1] + [2]
+        if parse_ids(line) != want:
+            bad("%s tokenize %r" % (label, texts[c[0]]), "%s, transformers %s" % (line, want))
+            return
+    ok("%s tokenize: %d texts as transformers 5.12.1 (with --source-lang)" % (label, len(picked)))
+    dec = cases["decode"][:100] if quick else cases["decode"]
+    p = run(["tokenize", "--model", path, "--decode", "--input", "-"], stdin="\n".join(ids_arg(d[0]) for d in dec) + "\n")
+    got = p.stdout.split("\n")
+    wrong = [(d, g) for d, g in zip(dec, got) if "\n" not in d[2] and g != d[2]]
+    if p.returncode != 0 or wrong:
+        bad("%s decode" % label, p.stderr.strip() or "%s: %r, transformers %r" % (wrong[0][0][0], wrong[0][1], wrong[0][0][2]))
+    else:
+        ok("%s decode: %d id lists as transformers (skip_special_tokens)" % (label, len(dec)))
+    ref = seq2seq_ref.load_folder(path, added[tgt_lang])
+    sources = [[lang] + c[1] + [2] for c in picked[:6] if 0 < len(c[1]) < 40]
+    for beams in (1, 4):
+        args = ["generate", "--model", path, "--target-lang", tgt_lang, "--beam", str(beams), "--max-new", "10",
+                "--raw-ids"]
+        for s in sources:
+            args += ["--src", ids_arg(s)]
+        p = run(args)
+        outs = [parse_ids(line) for line in p.stdout.strip().split("\n")] if p.returncode == 0 else None
+        wants = [marian_ref.greedy(ref, s, 10) if beams == 1 else marian_ref.beam_search(ref, s, beams, 10)[0]
+                 for s in sources]
+        if outs != wants:
+            bad("%s generate --beam %d" % (label, beams), p.stderr.strip() or "%s, reference %s" % (outs, wants))
+        else:
+            ok("%s generate --beam %d: %d sources as the reference" % (label, beams, len(sources)))
+    check_forward(label, path, seq2seq_ref.load_folder(path), rng, tmp, info["vocab_size"])
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -231,6 +306,8 @@ def main():
                     check_tokenizer(label, path, tok, family, rng)
                     check_variants(label, path, tmp, info["vocab_size"], rng)
                     check_misuse(label, path, family)
+        for family in ("nllb", "mbart"):
+            check_saved_form(family, tmp, rng, quick)
         check_malformed(tmp)
     print("test_seq2seq: %d passed, %d failed" % (vkf_testlib.passed, vkf_testlib.failed))
     sys.exit(1 if vkf_testlib.failed else 0)

@@ -179,7 +179,10 @@ vkf_status vkf_spm_text(const struct vkf_spm *spm, const char *const *pieces, si
 /* fairseq's multilingual tokenizers (NLLB, M2M-100, mBART-50, mBART): an spm with
  * the fairseq offset (vocab empty) or vocab.json, the languages in the family
  * model's list, the source language before or after the text. */
+struct vkf_hftok;
 typedef struct vkf_multi_text {
+    struct vkf_hftok *tok;              /* owned: tokenizer.json, preferred where the folder has one (as
+                                           AutoTokenizer does); NULL: the slow files below */
     struct vkf_spm *spm;                /* owned */
     uint32_t n_spm;                     /* pieces of the spm */
     vkf_vocab vocab;                    /* M2M-100's vocab.json; n 0: the fairseq offset */
@@ -188,8 +191,14 @@ typedef struct vkf_multi_text {
     bool langs_in_text;                 /* decoding keeps language tokens as "__xx__" (transformers 5.12's
                                            M2M100Tokenizer does not count them as special) */
 } vkf_multi_text;
-void vkf_multi_text_free(vkf_multi_text *t);
+/* Frees what t holds (not t). */
+void vkf_multi_text_clear(vkf_multi_text *t);
 vkf_status vkf_multi_text_open_spm(const char *dir, const char *name, vkf_multi_text *t);
+/* dir/tokenizer.json into t->tok when the folder has one (false: it has none). */
+vkf_status vkf_multi_text_open_json(const char *dir, vkf_multi_text *t, bool *out_found);
+/* The family's language codes with their ids in t->tok (codes it lacks are
+ * left out), its <mask>, and the special ids; BAD_MODEL when it has none. */
+vkf_status vkf_multi_text_json_languages(vkf_family_model *fm, vkf_multi_text *t, const char *const *codes, uint32_t n);
 /* text -> ids in source language `lang` (NULL: the model's default). */
 vkf_status vkf_multi_text_encode(const vkf_family_model *fm, const vkf_multi_text *t, const char *text,
                                  const char *lang, int32_t *out_ids, uint32_t capacity, uint32_t *out_count);

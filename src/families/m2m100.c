@@ -63,8 +63,7 @@ static void m2m100_free(void *state)
 {
     m2m100 *m = state;
     if (!m) return;
-    vkf_spm_free(m->text.spm);
-    vkf_vocab_free(&m->text.vocab);
+    vkf_multi_text_clear(&m->text);
     free(m);
 }
 
@@ -143,27 +142,37 @@ static vkf_status open_folder(const vkf_probe *p, const void *data, size_t size,
     snprintf(fm->name, sizeof fm->name, "%s", m->nllb ? "nllb" : "m2m_100");
     vkf_multi_text *t = &m->text;
     const vkf_arch_spec *s = &fm->spec;
-    if (st == VKF_OK) st = vkf_multi_text_open_spm(dir, "sentencepiece.bpe.model", t);
-    if (st == VKF_OK && !m->nllb) {
-        st = vkf_hf_read_json(dir, "vocab.json", false, &vocab);
-        if (st == VKF_OK) st = vkf_vocab_json("vocab.json", vocab, 0, &t->vocab);
-        if (st == VKF_OK) st = vkf_vocab_check_specials("vocab.json", &t->vocab, s->eos_id, s->pad_id);
-    }
-    if (st == VKF_OK) {
-        t->lang_first = !(m->nllb && tc && json_is_true(json_object_get(tc, "legacy_behaviour")));
-        t->bos_id = 0, t->unk_id = m->nllb ? 3 : t->vocab.unk_id, t->mask_id = -1;
-        t->langs_in_text = !m->nllb;
-        /* languages after the vocabulary, in the tokenizer's order; NLLB's <mask> after them */
-        const char *const *codes = m->nllb ? nllb_codes : m2m100_codes;
-        uint32_t n = m->nllb ? sizeof nllb_codes / sizeof *nllb_codes : sizeof m2m100_codes / sizeof *m2m100_codes;
-        if (!m->nllb && strcmp(config_string(tc, "language_codes", "m2m100"), "wmt21") == 0)
-            codes = wmt21_codes, n = sizeof wmt21_codes / sizeof *wmt21_codes;
-        uint32_t base = m->nllb ? t->n_spm + 1 : t->vocab.n;
-        for (uint32_t i = 0; st == VKF_OK && i < n; i++) st = vkf_family_add_language(fm, codes[i], (int32_t)(base + i));
-        if (m->nllb) t->mask_id = (int32_t)(base + n);
-        uint32_t top = base + n + (m->nllb ? 1 : 0);
-        if (st == VKF_OK && top > s->tgt_vocab)
-            st = vkf_fail(VKF_ERROR_BAD_MODEL, "the tokenizer's %u ids pass config.json's vocab_size %u", top, s->tgt_vocab);
+    bool json = false;
+    if (st == VKF_OK) st = vkf_multi_text_open_json(dir, t, &json);
+    if (st == VKF_OK) t->lang_first = !(m->nllb && tc && json_is_true(json_object_get(tc, "legacy_behaviour")));
+    const char *const *codes = m->nllb ? nllb_codes : m2m100_codes;
+    uint32_t n = m->nllb ? sizeof nllb_codes / sizeof *nllb_codes : sizeof m2m100_codes / sizeof *m2m100_codes;
+    if (!m->nllb && strcmp(config_string(tc, "language_codes", "m2m100"), "wmt21") == 0)
+        codes = wmt21_codes, n = sizeof wmt21_codes / sizeof *wmt21_codes;
+    if (st == VKF_OK && json) {
+        /* tokenizer.json: its ids are the truth (languages as its added tokens) */
+        st = vkf_multi_text_json_languages(fm, t, codes, n);
+    } else if (st == VKF_OK) {
+        st = vkf_multi_text_open_spm(dir, "sentencepiece.bpe.model", t);
+        if (st == VKF_OK && !m->nllb) {
+            st = vkf_hf_read_json(dir, "vocab.json", false, &vocab);
+            if (st == VKF_OK) st = vkf_vocab_json("vocab.json", vocab, 0, &t->vocab);
+            if (st == VKF_OK) st = vkf_vocab_check_specials("vocab.json", &t->vocab, s->eos_id, s->pad_id);
+        }
+        if (st == VKF_OK) {
+            t->bos_id = 0, t->unk_id = m->nllb ? 3 : t->vocab.unk_id, t->mask_id = -1;
+            t->langs_in_text = !m->nllb;
+            /* languages after the vocabulary, in the tokenizer's order; NLLB's <mask> after them, as
+             * fairseq and the hub's tokenizer.json place them */
+            uint32_t base = m->nllb ? t->n_spm + 1 : t->vocab.n;
+            for (uint32_t i = 0; st == VKF_OK && i < n; i++)
+                st = vkf_family_add_language(fm, codes[i], (int32_t)(base + i));
+            if (m->nllb) t->mask_id = (int32_t)(base + n);
+            uint32_t top = base + n + (m->nllb ? 1 : 0);
+            if (st == VKF_OK && top > s->tgt_vocab)
+                st = vkf_fail(VKF_ERROR_BAD_MODEL, "the tokenizer's %u ids pass config.json's vocab_size %u", top,
+                              s->tgt_vocab);
+        }
     }
     if (st == VKF_OK) {
         /* the source language when none is given: src_lang, else English, as the tokenizers */

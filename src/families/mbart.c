@@ -38,8 +38,7 @@ static void mbart_free(void *state)
 {
     mbart *m = state;
     if (!m) return;
-    vkf_spm_free(m->text.spm);
-    vkf_vocab_free(&m->text.vocab);
+    vkf_multi_text_clear(&m->text);
     free(m);
 }
 
@@ -110,12 +109,16 @@ static vkf_status open_folder(const vkf_probe *p, const void *data, size_t size,
     bool cc25 = json_is_string(cls) && strncmp(json_string_value(cls), "MBartTokenizer", 14) == 0;
     snprintf(fm->name, sizeof fm->name, "mbart");
     vkf_multi_text *t = &m->text;
-    if (st == VKF_OK) st = vkf_multi_text_open_spm(dir, "sentencepiece.bpe.model", t);
-    if (st == VKF_OK) {
-        t->lang_first = !cc25;
+    const char *const *codes = cc25 ? mbart25_codes : mbart50_codes;
+    uint32_t n = cc25 ? sizeof mbart25_codes / sizeof *mbart25_codes : sizeof mbart50_codes / sizeof *mbart50_codes;
+    bool json = false;
+    t->lang_first = !cc25;
+    if (st == VKF_OK) st = vkf_multi_text_open_json(dir, t, &json);
+    if (st == VKF_OK && json) {
+        st = vkf_multi_text_json_languages(fm, t, codes, n); /* tokenizer.json: its ids are the truth */
+    } else if (st == VKF_OK) {
+        st = vkf_multi_text_open_spm(dir, "sentencepiece.bpe.model", t);
         t->bos_id = 0, t->unk_id = 3;
-        const char *const *codes = cc25 ? mbart25_codes : mbart50_codes;
-        uint32_t n = cc25 ? sizeof mbart25_codes / sizeof *mbart25_codes : sizeof mbart50_codes / sizeof *mbart50_codes;
         uint32_t base = t->n_spm + 1;
         for (uint32_t i = 0; st == VKF_OK && i < n; i++) st = vkf_family_add_language(fm, codes[i], (int32_t)(base + i));
         t->mask_id = (int32_t)(base + n);

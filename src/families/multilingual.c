@@ -7,17 +7,51 @@
  * tokenizers place them. Decoding skips every special and language token. */
 #include "families/family.h"
 #include "families/tokenizer.h"
+#include "families/tokenizer_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void vkf_multi_text_free(vkf_multi_text *t)
+void vkf_multi_text_clear(vkf_multi_text *t)
 {
     if (!t) return;
+    vkf_hftok_free(t->tok);
     vkf_spm_free(t->spm);
     vkf_vocab_free(&t->vocab);
-    free(t);
+    t->tok = NULL, t->spm = NULL;
+}
+
+vkf_status vkf_multi_text_open_json(const char *dir, vkf_multi_text *t, bool *out_found)
+{
+    const char *what = NULL;
+    *out_found = vkf_hf_file(dir, "tokenizer.json", &what);
+    if (!*out_found) {
+        if (strcmp(what, "missing") != 0) return vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer.json is %s", what);
+        return VKF_OK;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    return vkf_hftok_load(path, &t->tok);
+}
+
+vkf_status vkf_multi_text_json_languages(vkf_family_model *fm, vkf_multi_text *t, const char *const *codes, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        int32_t id = vkf_hftok_token_id(t->tok, codes[i]);
+        if (id >= 0) VKF_TRY(vkf_family_add_language(fm, codes[i], id));
+    }
+    if (fm->n_langs == 0)
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer.json holds none of the model's language codes (%s, ...)", codes[0]);
+    t->bos_id = vkf_hftok_token_id(t->tok, "<s>");
+    t->unk_id = vkf_hftok_token_id(t->tok, "<unk>");
+    t->mask_id = vkf_hftok_token_id(t->tok, "<mask>");
+    if (vkf_hftok_token_id(t->tok, "</s>") != fm->spec.eos_id)
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer.json: \"</s>\" is not eos_token_id %d", fm->spec.eos_id);
+    if (vkf_hftok_vocab_size(t->tok) > fm->spec.tgt_vocab)
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer.json's %u ids pass config.json's vocab_size %u",
+                        vkf_hftok_vocab_size(t->tok), fm->spec.tgt_vocab);
+    return VKF_OK;
 }
 
 vkf_status vkf_multi_text_open_spm(const char *dir, const char *name, vkf_multi_text *t)
@@ -57,8 +91,20 @@ vkf_status vkf_multi_text_encode(const vkf_family_model *fm, const vkf_multi_tex
     if (capacity < 3) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity);
     uint32_t n = 0, pieces = 0;
     if (code >= 0 && t->lang_first) out_ids[n++] = code;
-    VKF_TRY(vkf_spm_ids(t->spm, t->vocab.n ? &t->vocab : NULL, t->unk_id, text, strlen(text), out_ids + n,
-                        capacity - n - 2, &pieces));
+    if (t->tok) {
+        /* the text's tokens without the template; the language and eos placed here */
+        int32_t *ids = NULL;
+        VKF_TRY(vkf_hftok_encode(t->tok, text, strlen(text), false, &ids, &pieces));
+        vkf_status st = pieces > capacity - n - 2
+                            ? vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity - 2)
+                            : VKF_OK;
+        if (st == VKF_OK) memcpy(out_ids + n, ids, (size_t)pieces * sizeof *ids);
+        free(ids);
+        VKF_TRY(st);
+    } else {
+        VKF_TRY(vkf_spm_ids(t->spm, t->vocab.n ? &t->vocab : NULL, t->unk_id, text, strlen(text), out_ids + n,
+                            capacity - n - 2, &pieces));
+    }
     n += pieces;
     out_ids[n++] = fm->spec.eos_id;
     if (code >= 0 && !t->lang_first) out_ids[n++] = code;
@@ -69,6 +115,23 @@ vkf_status vkf_multi_text_encode(const vkf_family_model *fm, const vkf_multi_tex
 vkf_status vkf_multi_text_decode(const vkf_family_model *fm, const vkf_multi_text *t, const int32_t *ids,
                                  uint32_t count, char *out_text, size_t capacity)
 {
+    if (t->tok) {
+        for (uint32_t i = 0; i < count; i++)
+            if (ids[i] < 0 || (uint32_t)ids[i] >= fm->spec.tgt_vocab)
+                return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "id %d is outside the target vocabulary", ids[i]);
+        char *text = NULL;
+        size_t len = 0;
+        VKF_TRY(vkf_hftok_decode_n(t->tok, ids, count, true, &text, &len));
+        vkf_status st = VKF_OK;
+        if (len + 1 > capacity || memchr(text, '\0', len))
+            st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, len + 1 > capacity ? "the text needs more than %zu bytes"
+                                                                         : "the text holds a NUL byte (%zu bytes)",
+                          len + 1 > capacity ? capacity : len);
+        else
+            memcpy(out_text, text, len + 1);
+        free(text);
+        return st;
+    }
     const char **pieces = malloc((count ? count : 1) * sizeof *pieces);
     char (*langs)[40] = malloc((count ? count : 1) * sizeof *langs); /* "__xx__" of kept language tokens */
     if (!pieces || !langs) {
