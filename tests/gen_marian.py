@@ -201,7 +201,7 @@ def random_weights(cfg, seed, eos_bias=0.0):
         w[prefix + ".weight"] = (1.0 + 0.2 * rng.standard_normal(d)).astype(np.float32)
         w[prefix + ".bias"] = (0.1 * rng.standard_normal(d)).astype(np.float32)
 
-    w["final_logits_bias"] = (0.3 * rng.standard_normal((1, V))).astype(np.float32)
+    w["final_logits_bias"] = (0.3 * rng.standard_normal((1, cfg["decoder_vocab_size"]))).astype(np.float32)
     w["final_logits_bias"][0, 0] += eos_bias
     emb_std = EMB_STD / math.sqrt(d) if cfg["scale_embedding"] else EMB_STD
     emb = (emb_std * rng.standard_normal((V, d))).astype(np.float32)
@@ -297,20 +297,37 @@ def write_bin(path, w, cfg):
 _SPM_CACHE = {}
 
 
+def build_separate_vocab(pieces):
+    """A vocabulary of one side (separate_vocabs): </s> 0, <unk> 1, <pad> 2, then the pieces."""
+    vocab = {EOS: 0, UNK: 1, PAD: 2}
+    for p in pieces:
+        vocab.setdefault(p, len(vocab))
+    return vocab
+
+
 def make_folder(out, d_model=32, layers=2, heads=4, ffn=64, activation="swish", seed=1, max_positions=64,
                 dtype="f32", pad_vocab_to=0, binary=False, scale_embedding=True, share=True, names="hub",
-                eos_bias=0.0, dec_layers=None, spm_vocab=(90, 110)):
-    """Writes the folder; returns {"config", "vocab", "pad"}."""
+                eos_bias=0.0, dec_layers=None, spm_vocab=(90, 110), separate_vocabs=False):
+    """Writes the folder; returns {"config", "vocab", "pad"}. separate_vocabs: vocab.json holds the
+    source's pieces and target_vocab.json the target's (MarianTokenizer separate_vocabs), the embeddings
+    unshared with decoder_vocab_size = len(target_vocab.json)."""
     os.makedirs(out, exist_ok=True)
     key = (seed, spm_vocab)
     if key not in _SPM_CACHE:
         _SPM_CACHE[key] = (train_spm(corpus(SRC_WORDS, 100 + seed), spm_vocab[0]),
                            train_spm(corpus(TGT_WORDS, 200 + seed), spm_vocab[1]))
     src_spm, tgt_spm = _SPM_CACHE[key]
-    vocab = build_vocab(spm_pieces(src_spm), spm_pieces(tgt_spm), pad_vocab_to)
+    tvocab = None
+    if separate_vocabs:
+        vocab, tvocab = build_separate_vocab(spm_pieces(src_spm)), build_separate_vocab(spm_pieces(tgt_spm))
+        share = False
+    else:
+        vocab = build_vocab(spm_pieces(src_spm), spm_pieces(tgt_spm), pad_vocab_to)
     V, pad = len(vocab), vocab[PAD]
     cfg = make_config(d_model, layers, heads, ffn, activation, V, max_positions, pad, scale_embedding, share,
                       dec_layers)
+    if tvocab:
+        cfg["decoder_vocab_size"] = len(tvocab)
     if dtype == "f16":
         cfg["torch_dtype"] = "float16"
     w = random_weights(cfg, seed, eos_bias)
@@ -326,8 +343,11 @@ def make_folder(out, d_model=32, layers=2, heads=4, ffn=64, activation="swish", 
         f.write(tgt_spm)
     with open(os.path.join(out, "vocab.json"), "w", encoding="utf-8") as f:
         json.dump(vocab, f, indent=2, ensure_ascii=False)
+    if tvocab:
+        with open(os.path.join(out, "target_vocab.json"), "w", encoding="utf-8") as f:
+            json.dump(tvocab, f, indent=2, ensure_ascii=False)
     with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
-        json.dump({"eos_token": EOS, "model_max_length": 512, "pad_token": PAD, "separate_vocabs": False,
+        json.dump({"eos_token": EOS, "model_max_length": 512, "pad_token": PAD, "separate_vocabs": bool(tvocab),
                    "source_lang": "en", "sp_model_kwargs": {}, "special_tokens_map_file": None, "target_lang": "de",
                    "tokenizer_class": "MarianTokenizer", "unk_token": UNK}, f, indent=2)
     with open(os.path.join(out, "special_tokens_map.json"), "w") as f:

@@ -391,12 +391,18 @@ class Tokenizer:
         import sentencepiece as spm
         with open(os.path.join(folder, "vocab.json"), encoding="utf-8") as f:
             self.vocab = json.load(f)
-        self.inv = {v: k for k, v in self.vocab.items()}
+        # separate_vocabs: the target's ids are target_vocab.json's
+        tv = os.path.join(folder, "target_vocab.json")
+        self.tvocab = self.vocab
+        if os.path.exists(tv):
+            with open(tv, encoding="utf-8") as f:
+                self.tvocab = json.load(f)
+        self.inv = {v: k for k, v in self.tvocab.items()}
         self.src = spm.SentencePieceProcessor(model_file=os.path.join(folder, "source.spm"))
         self.tgt = spm.SentencePieceProcessor(model_file=os.path.join(folder, "target.spm"))
         self.eos = self.vocab["</s>"]
         self.unk = self.vocab["<unk>"]
-        self.special_ids = {self.vocab[s] for s in self.SPECIALS if s in self.vocab}
+        self.special_ids = {self.tvocab[s] for s in self.SPECIALS if s in self.tvocab}
 
     def encode(self, text):
         code = []

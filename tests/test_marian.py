@@ -90,6 +90,7 @@ CONFIGS = [
     ("relu save_pretrained names", dict(activation="relu", names="save_pretrained", seed=3, eos_bias=2.5)),
     ("swish f16", dict(dtype="f16", names="all", seed=4, eos_bias=1.0)),
     ("swish converted bin", dict(binary=True, seed=5, eos_bias=2.0, dec_layers=1)),
+    ("swish separate vocabularies", dict(separate_vocabs=True, seed=6, eos_bias=1.0)),
 ]
 
 
@@ -206,8 +207,8 @@ def check_default_beam(label, path, src, max_new):
 
 
 def random_pair(rng, model, s, t):
-    V = model.vocab_size
-    src = [rng.randrange(2, V - 1) for _ in range(s - 1)] + [model.eos]
+    V, Vs = model.vocab_size, model.enc_emb.shape[0]   # target and source vocabularies (separate_vocabs)
+    src = [rng.randrange(2, Vs - 1) for _ in range(s - 1)] + [model.eos]
     tgt = [model.start] + [rng.randrange(0, V - 1) for _ in range(t - 1)]
     return src, tgt
 
@@ -243,7 +244,7 @@ def check_tokenizer(label, path):
     pad = tok.vocab["<pad>"]
     cases = [tok.encode(t) for t in gen_marian.sample_sentences(seed=32, n=3)]
     cases += [tok.encode(t) for t in gen_marian.sample_sentences(seed=33, n=2, target=True)]
-    cases += [[pad] + [rng.randrange(0, len(tok.vocab)) for _ in range(10)] + [0]]
+    cases += [[pad] + [rng.randrange(0, len(tok.tvocab)) for _ in range(10)] + [0]]
     for ids in cases:
         what = "%s: tokenize --decode %s" % (label, ids_arg(ids))
         rc, out, err = run_vkformer(["tokenize", "--model", path, "--decode", ids_arg(ids)])
@@ -482,6 +483,9 @@ def main():
                     check_generate(label, model, path, src, max_new, 4)
             if i < 3:
                 check_int8(label, path, tmp, random.Random(100 + i))  # its own ids: the others' stay as they were
+            if opts.get("separate_vocabs"):
+                check_tokenizer(label, path)
+                check_translate(label, model, path, tmp)
             if i == 0:
                 check_default_beam(label, path, tok.encode(texts[0]), 12)
                 check_tokenizer(label, path)
