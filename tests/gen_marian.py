@@ -254,6 +254,26 @@ def write_safetensors(path, tensors, metadata=None):
             f.write(b)
 
 
+def shard_folder(path, n):
+    """Splits path/model.safetensors into n shards and model.safetensors.index.json, as save_pretrained
+    writes a checkpoint past max_shard_size (tensors in name order, each shard a run of them); removes
+    model.safetensors. Returns the index's weight_map."""
+    w = read_safetensors(os.path.join(path, "model.safetensors"))
+    names = sorted(w)
+    weight_map, size = {}, 0
+    for i in range(n):
+        part = names[i * len(names) // n:(i + 1) * len(names) // n]
+        shard = "model-%05d-of-%05d.safetensors" % (i + 1, n)
+        write_safetensors(os.path.join(path, shard), {k: w[k] for k in part})
+        for k in part:
+            weight_map[k] = shard
+            size += w[k].nbytes
+    with open(os.path.join(path, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": size}, "weight_map": weight_map}, f, indent=2)
+    os.remove(os.path.join(path, "model.safetensors"))
+    return weight_map
+
+
 def stored_names(w, cfg, names):
     """The tensors as stored: the embedding under the names of the --names layout."""
     out = dict(w)
@@ -292,6 +312,29 @@ def write_bin(path, w, cfg):
             sd[k] = t[k]
     sd["lm_head.weight"] = dec
     torch.save(sd, path)
+
+
+def write_bin_shards(out, w, cfg, n=2):
+    """A sharded checkpoint as transformers 4.x saved one past max_shard_size: pytorch_model-0000i-of-0000n.bin
+    (tied aliases once: the first name) and pytorch_model.bin.index.json."""
+    import torch
+    path = os.path.join(out, "pytorch_model.bin")
+    write_bin(path, w, cfg)
+    sd = torch.load(path, map_location="cpu")
+    os.unlink(path)
+    seen, names = set(), []
+    for k, t in sd.items():
+        if t.data_ptr() not in seen:
+            seen.add(t.data_ptr())
+            names.append(k)
+    weight_map = {}
+    for i in range(n):
+        part = names[i * len(names) // n:(i + 1) * len(names) // n]
+        shard = "pytorch_model-%05d-of-%05d.bin" % (i + 1, n)
+        torch.save({k: sd[k].clone() for k in part}, os.path.join(out, shard))
+        weight_map.update({k: shard for k in part})
+    with open(os.path.join(out, "pytorch_model.bin.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f, indent=2)
 
 
 _SPM_CACHE = {}
@@ -352,10 +395,12 @@ def make_folder(out, d_model=32, layers=2, heads=4, ffn=64, activation="swish", 
                    "tokenizer_class": "MarianTokenizer", "unk_token": UNK}, f, indent=2)
     with open(os.path.join(out, "special_tokens_map.json"), "w") as f:
         json.dump({"eos_token": EOS, "pad_token": PAD, "unk_token": UNK}, f, indent=2)
-    for n in ("model.safetensors", "pytorch_model.bin"):
+    for n in ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json"):
         if os.path.exists(os.path.join(out, n)):
             os.unlink(os.path.join(out, n))
-    if binary:
+    if binary == "sharded":
+        write_bin_shards(out, w, cfg)
+    elif binary:
         write_bin(os.path.join(out, "pytorch_model.bin"), w, cfg)
     else:
         write_safetensors(os.path.join(out, "model.safetensors"), stored_names(w, cfg, names))

@@ -219,16 +219,28 @@ class Marian:
 
 
 def load_weights(path):
-    """The folder's model.safetensors, else pytorch_model.bin: name -> float32 tensor."""
+    """The folder's model.safetensors, else pytorch_model.bin, else the shards an index names (safetensors
+    or .bin): name -> float32 tensor."""
+    def load_bin(bn):
+        try:
+            return torch.load(bn, map_location="cpu", weights_only=True)
+        except TypeError:
+            return torch.load(bn, map_location="cpu")
     st = os.path.join(path, "model.safetensors")
     if os.path.exists(st):
         return read_safetensors(st)
     bn = os.path.join(path, "pytorch_model.bin")
-    try:
-        sd = torch.load(bn, map_location="cpu", weights_only=True)
-    except TypeError:
-        sd = torch.load(bn, map_location="cpu")
-    return {k: v.float() for k, v in sd.items()}
+    if os.path.exists(bn):
+        return {k: v.float() for k, v in load_bin(bn).items()}
+    for index, read in (("model.safetensors.index.json", read_safetensors), ("pytorch_model.bin.index.json", load_bin)):
+        if os.path.exists(os.path.join(path, index)):
+            with open(os.path.join(path, index)) as f:
+                shards = sorted(set(json.load(f)["weight_map"].values()))
+            out = {}
+            for name in shards:
+                out.update({k: v.float() for k, v in read(os.path.join(path, name)).items()})
+            return out
+    raise FileNotFoundError("%s: no model.safetensors, pytorch_model.bin or shard index" % path)
 
 
 def load_folder(path):

@@ -13,7 +13,10 @@ The cases, by class (docs/reliability.md counts them):
              type, duplicate or out-of-range ids; SentencePiece files of random bytes, truncated, or empty;
   files      a FIFO, a directory, a dangling symlink or an empty file where a file should be;
   tensors    tied embeddings that differ, an unexpected tensor whose name holds control characters,
-             shapes that disagree with the config, a truncated model.safetensors.
+             shapes that disagree with the config, a truncated model.safetensors;
+  shards     model.safetensors.index.json and its shards: a missing, truncated or outside shard, a shard
+             name with controls, a map that disagrees with the shards either way, a tensor in two shards,
+             a malformed or FIFO index.
 """
 import json
 import os
@@ -141,6 +144,39 @@ def cases(family):
         w.__setitem__("model.decoder.embed_tokens.weight", w["model.shared.weight"] - 1)))))
     out.append(("an unexpected tensor named with controls", weights(
         lambda w: w.__setitem__("model.extra\n\x1b[31mtensor", w["model.shared.weight"][:2]))))
+    def sharded(fn):
+        """fn(path, weight_map) edits the map or the shards; it returns None (the index is written from the
+        map), an object written as the whole index, or "fifo" (the index becomes a FIFO)."""
+        def g(p):
+            m = gen_marian.shard_folder(p, 3)
+            whole = fn(p, m)
+            q = os.path.join(p, "model.safetensors.index.json")
+            os.remove(q)
+            if whole == "fifo":
+                os.mkfifo(q)
+                return
+            with open(q, "w") as f:
+                json.dump({"metadata": {"total_size": 1}, "weight_map": m} if whole is None else whole, f)
+        return g
+    first, second = "model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors"
+    in_first = lambda m: next(k for k, v in m.items() if v == first)  # noqa: E731
+    for name, fn in (
+            ("the index names a missing shard", lambda p, m: os.remove(os.path.join(p, first))),
+            ("a shard outside the folder", lambda p, m: m.__setitem__(in_first(m), "../" + first)),
+            ("a shard named with controls", lambda p, m: m.__setitem__(in_first(m), FORGE + ".safetensors")),
+            ("a shard that is not .safetensors", lambda p, m: m.__setitem__(in_first(m), "config.json")),
+            ("the index puts a tensor in the wrong shard", lambda p, m: m.__setitem__(in_first(m), second)),
+            ("a shard holds a tensor the index does not list", lambda p, m: m.pop(in_first(m))),
+            ("the index lists a tensor no shard holds", lambda p, m: m.__setitem__("model.extra\n\x1b[31m", first)),
+            ("a tensor in two shards", lambda p, m: gen_marian.write_safetensors(
+                os.path.join(p, second), dict(gen_marian.read_safetensors(os.path.join(p, second)),
+                                               **{in_first(m): gen_marian.read_safetensors(os.path.join(p, first))[in_first(m)]}))),
+            ("weight_map is a list", lambda p, m: {"weight_map": [first]}),
+            ("weight_map is empty", lambda p, m: {"weight_map": {}}),
+            ("the index is a list", lambda p, m: [m]),
+            ("the index is a FIFO", lambda p, m: "fifo"),
+            ("a shard is truncated", lambda p, m: truncate(first, 0.5)(p))):
+        out.append(("shards: " + name, sharded(fn)))
     out.append(("fc1 with a wrong shape", weights(
         lambda w: w.__setitem__("model.encoder.layers.0.fc1.weight", w["model.encoder.layers.0.fc1.weight"][:, :-1]))))
     return out
@@ -184,7 +220,7 @@ def main():
                     err = None
                 lines = [l for l in (err or "").splitlines() if "WARNING: UNSUPPORTED" not in l]
                 good = p.returncode in (1, 2) and err is not None and len(lines) == 1 and printable_line(lines[0])
-                key = name.split(" ")[0]
+                key = name.split(" ")[0].rstrip(":")
                 counts[key] = counts.get(key, 0) + 1
                 if good:
                     passed += 1

@@ -90,6 +90,7 @@ CONFIGS = [
     ("relu save_pretrained names", dict(activation="relu", names="save_pretrained", seed=3, eos_bias=2.5)),
     ("swish f16", dict(dtype="f16", names="all", seed=4, eos_bias=1.0)),
     ("swish converted bin", dict(binary=True, seed=5, eos_bias=2.0, dec_layers=1)),
+    ("swish converted sharded bin", dict(binary="sharded", seed=10, eos_bias=1.0)),
     ("swish separate vocabularies", dict(separate_vocabs=True, seed=6, eos_bias=1.0)),
 ]
 
@@ -221,7 +222,9 @@ def make(tmp, name, opts):
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if p.returncode != 0:
             bad("%s: tools/convert_hf.py" % name, p.stderr.decode())
-        os.unlink(os.path.join(path, "pytorch_model.bin"))
+        for n in os.listdir(path):   # the .bin files go: vkformer and the reference read the conversion
+            if n.startswith("pytorch_model"):
+                os.unlink(os.path.join(path, n))
     return path
 
 
@@ -400,7 +403,7 @@ def self_check(tmp):
     for label, opts in CONFIGS:
         path = os.path.join(tmp, label.replace(" ", "_"))
         gen_marian.make_folder(path, **opts)
-        if opts.get("binary"):
+        if opts.get("binary") is True:
             m_bin = marian_ref.load_folder(path)
             p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "convert_hf.py"), path],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -425,8 +428,9 @@ def self_check(tmp):
                      for i in range(len(g))]
             (ok if steps == g else bad)("%s: greedy follows the forward's processed argmax" % label)
             (ok if len(g) <= 9 and m.pad not in g else bad)("%s: greedy <= max_new-1 ids, no pad" % label)
-            dec = tok.decode(src)
-            (ok if dec == text.strip() else bad)("%s: tokenizer round trip %r -> %r" % (label, text, dec))
+            if not opts.get("separate_vocabs"):   # else source ids are not target ids
+                dec = tok.decode(src)
+                (ok if dec == text.strip() else bad)("%s: tokenizer round trip %r -> %r" % (label, text, dec))
         for S, T in ((1, 1), (20, 11)):
             src, tgt = random_pair(rng, m, S, T)
             a = marian_ref.forward_logits(m, src, tgt)

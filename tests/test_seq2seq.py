@@ -10,6 +10,7 @@ For each family, on random-weight hub-layout folders written by tests/gen_seq2se
   - tokenization: `tokenize` ids and `tokenize --decode` text equal the reference tokenizer's on mixed
     strings (scripts, emoji, whitespace runs, unknown characters), with and without --source-lang;
   - every attention variant runs on every family (dense-naive's logits equal dense's);
+  - the weights in 3 shards with model.safetensors.index.json give the logits of the one file;
   - misuse: unknown languages and a missing target language are usage errors (exit 2) naming valid
     codes; malformed folders are refused with one line naming the problem (exit 1), never a signal.
 The device is whatever VK_ICD_FILENAMES selects; the validation layer is on (VKFORMER_VALIDATE=1).
@@ -17,6 +18,7 @@ The device is whatever VK_ICD_FILENAMES selects; the validation layer is on (VKF
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 
+import gen_marian  # noqa: E402
 import gen_seq2seq  # noqa: E402
 import marian_ref  # noqa: E402
 import seq2seq_ref  # noqa: E402
@@ -175,6 +178,24 @@ def check_variants(label, path, tmp, V, rng):
         ok("%s beam search with lowrank cross-attention (K >= length equals dense; K 3 runs)" % label)
 
 
+def check_sharded(label, path, tmp, V, rng):
+    """The folder's weights split into 3 shards with model.safetensors.index.json: the same logits."""
+    src = [int(x) for x in rng.integers(3, V, 12)]
+    tgt = [2] + [int(x) for x in rng.integers(3, V, 6)]
+    base, err = forward(path, src, tgt, tmp)
+    sharded = path + "-sharded"
+    shutil.copytree(path, sharded)
+    gen_marian.shard_folder(sharded, 3)
+    got, err2 = forward(sharded, src, tgt, tmp)
+    if base is None or got is None:
+        bad("%s sharded" % label, err or err2)
+    elif not np.array_equal(base, got):
+        bad("%s sharded" % label, "max abs diff %.3g against one file" % float(np.abs(got - base).max()))
+    else:
+        ok("%s in 3 shards with model.safetensors.index.json: logits identical to one file" % label)
+    shutil.rmtree(sharded)
+
+
 def check_misuse(label, path, family):
     src_lang, tgt_lang, _ = LANGS[family]
     cases = [
@@ -256,7 +277,19 @@ def check_saved_form(family, tmp, rng, quick):
             bad("%s tokenize %r" % (label, texts[c[0]]), "%s, transformers %s" % (line, want))
             return
     ok("%s tokenize: %d texts as transformers 5.12.1 (with --source-lang)" % (label, len(picked)))
-    dec = cases["decode"][:100] if quick else cases["decode"]
+    # transformers' decode drops an id past the vocabulary; vkformer refuses it (an id the model cannot
+    # give is a caller's mistake): such lists are checked for the refusal
+    V = info["vocab_size"]
+    outside = [d for d in cases["decode"] if max(d[0], default=0) >= V]
+    dec = [d for d in cases["decode"] if max(d[0], default=0) < V]
+    dec = dec[:100] if quick else dec
+    for d in outside[:2]:
+        p = run(["tokenize", "--model", path, "--decode", ids_arg(d[0])])
+        lines = p.stderr.strip().splitlines()
+        if p.returncode != 1 or len(lines) != 1 or "outside" not in lines[0]:
+            bad("%s decode of an id past the vocabulary" % label, "exit %d, stderr %r" % (p.returncode, p.stderr))
+        else:
+            ok("%s decode of an id past the vocabulary refused: %s" % (label, lines[0][:80]))
     p = run(["tokenize", "--model", path, "--decode", "--input", "-"], stdin="\n".join(ids_arg(d[0]) for d in dec) + "\n")
     got = p.stdout.split("\n")
     wrong = [(d, g) for d, g in zip(dec, got) if "\n" not in d[2] and g != d[2]]
@@ -306,6 +339,7 @@ def main():
                     check_tokenizer(label, path, tok, family, rng)
                     check_variants(label, path, tmp, info["vocab_size"], rng)
                     check_misuse(label, path, family)
+                    check_sharded(label, path, tmp, info["vocab_size"], rng)
         for family in ("nllb", "mbart"):
             check_saved_form(family, tmp, rng, quick)
         check_malformed(tmp)

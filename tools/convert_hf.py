@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""One-time converter of a Hugging Face model folder's pytorch_model.bin into model.safetensors.
+"""One-time converter of a Hugging Face model folder's pytorch_model.bin into model.safetensors (a
+sharded pytorch_model-0000N-of-0000M.bin checkpoint into safetensors shards and their index).
 
 usage: /usr/bin/python3 tools/convert_hf.py DIR [--force]
 
@@ -39,20 +40,9 @@ def load_state_dict(path):
     return sd
 
 
-def convert(folder, force=False):
+def write_safetensors(src, sd, dst):
+    """Writes state dict sd (read from src) to dst; returns (tensor names written, tied aliases skipped, bytes)."""
     import torch
-    src = os.path.join(folder, "pytorch_model.bin")
-    dst = os.path.join(folder, "model.safetensors")
-    if not os.path.isdir(folder):
-        die("%s is not a folder" % folder)
-    if not os.path.isfile(src):
-        die("%s not found (nothing to convert)" % src)
-    if os.path.exists(dst) and not force:
-        die("%s exists already (--force overwrites it)" % dst)
-    try:
-        sd = load_state_dict(src)
-    except Exception as e:  # noqa: BLE001 - any unpickling problem is one line
-        die("cannot read %s: %s" % (src, str(e).splitlines()[0] if str(e) else type(e).__name__))
     dtypes = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
     seen = {}   # storage identity -> first name
     header, blobs, offset, skipped = {}, [], 0, []
@@ -90,8 +80,55 @@ def convert(folder, force=False):
         if os.path.exists(tmp):
             os.unlink(tmp)
         die("cannot write %s: %s" % (dst, e.strerror or e))
-    print("%s: %d tensors (%d tied aliases not written again: %s), %.1f MB"
-          % (dst, len(header) - 1, len(skipped), ", ".join("%s = %s" % s for s in skipped) or "none", offset / 1e6))
+    return [k for k in header if k != "__metadata__"], skipped, offset
+
+
+def read_or_die(src):
+    try:
+        return load_state_dict(src)
+    except Exception as e:  # noqa: BLE001 - any unpickling problem is one line
+        die("cannot read %s: %s" % (src, str(e).splitlines()[0] if str(e) else type(e).__name__))
+
+
+def convert(folder, force=False):
+    if not os.path.isdir(folder):
+        die("%s is not a folder" % folder)
+    src = os.path.join(folder, "pytorch_model.bin")
+    index = os.path.join(folder, "pytorch_model.bin.index.json")
+    dst = os.path.join(folder, "model.safetensors")
+    out_index = os.path.join(folder, "model.safetensors.index.json")
+    if not os.path.isfile(src) and not os.path.isfile(index):
+        die("%s (or pytorch_model.bin.index.json) not found (nothing to convert)" % src)
+    for d in (dst, out_index):
+        if os.path.exists(d) and not force:
+            die("%s exists already (--force overwrites it)" % d)
+    if os.path.isfile(src):
+        names, skipped, size = write_safetensors(src, read_or_die(src), dst)
+        print("%s: %d tensors (%d tied aliases not written again: %s), %.1f MB"
+              % (dst, len(names), len(skipped), ", ".join("%s = %s" % s for s in skipped) or "none", size / 1e6))
+        return 0
+    # a sharded checkpoint: each shard becomes one safetensors shard, one at a time (a 3.3B model's
+    # shards never sit in memory together), and model.safetensors.index.json maps the tensors to them
+    try:
+        with open(index) as f:
+            weight_map = json.load(f)["weight_map"]
+        shards = sorted(set(weight_map.values()))
+        if not shards or any(not isinstance(n, str) or "/" in n or n.startswith(".") for n in shards):
+            raise ValueError("weight_map names no shards or names one outside the folder")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        die("cannot read %s: %s" % (index, e))
+    new_map, total = {}, 0
+    for i, name in enumerate(shards):
+        out_name = "model-%05d-of-%05d.safetensors" % (i + 1, len(shards))
+        names, skipped, size = write_safetensors(name, read_or_die(os.path.join(folder, name)),
+                                                 os.path.join(folder, out_name))
+        for n in names:
+            new_map[n] = out_name
+        total += size
+        print("%s: %d tensors from %s, %.1f MB" % (out_name, len(names), name, size / 1e6))
+    with open(out_index, "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": new_map}, f, indent=2)
+    print("%s: %d tensors in %d shards" % (out_index, len(new_map), len(shards)))
     return 0
 
 

@@ -213,24 +213,144 @@ vkf_status vkf_hf_generation(const char *dir, json_t *config, vkf_family_model *
     return VKF_OK;
 }
 
-vkf_status vkf_hf_open_weights(const char *dir, vkf_loader *L)
+/* model.safetensors, prefixed to its messages */
+static vkf_status open_one(const char *dir, const char *name, vkf_st_file **out)
 {
-    const char *what = NULL;
-    if (!vkf_hf_file(dir, "model.safetensors", &what)) {
-        if (strcmp(what, "missing") == 0 && vkf_hf_file(dir, "pytorch_model.bin", NULL))
-            return vkf_fail(VKF_ERROR_BAD_MODEL, "model.safetensors is missing; the folder has pytorch_model.bin: "
-                            "convert it once with /usr/bin/python3 tools/convert_hf.py FOLDER");
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "model.safetensors is %s", what);
-    }
     char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    vkf_status st = vkf_st_open(path, &L->file);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    vkf_status st = vkf_st_open(path, out);
     if (st == VKF_ERROR_BAD_MODEL) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", vkf_last_error());
-        st = vkf_fail(st, "model.safetensors: %s", msg);
+        st = vkf_fail(st, "%s: %s", name, msg);
     }
     return st;
+}
+
+static int by_string(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* A shard's name as an index may give it: a plain file name in the folder. */
+static bool plain_shard_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 255 || s[0] == '.' || strchr(s, '/')) return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) return false;
+    return n > 12 && strcmp(s + n - 12, ".safetensors") == 0;
+}
+
+#define INDEX "model.safetensors.index.json"
+#define MAX_SHARDS 4096u
+
+/* A sharded checkpoint as save_pretrained writes one past max_shard_size (and as
+ * the hub holds the larger models): model.safetensors.index.json's weight_map
+ * names each tensor's shard; every shard is opened and checked, and the map must
+ * say exactly where each tensor of the shards is. */
+static vkf_status open_sharded(const char *dir, vkf_st_file **out)
+{
+    json_t *index = NULL;
+    VKF_TRY(vkf_hf_read_json(dir, INDEX, false, &index));
+    json_t *map = json_object_get(index, "weight_map");
+    vkf_status st = VKF_OK;
+    const char **names = NULL;
+    vkf_st_file **shards = NULL;
+    size_t n_names = 0, n_shards = 0;
+    char q[VKF_QUOTE_SIZE], q2[VKF_QUOTE_SIZE];
+    if (!json_is_object(map)) {
+        st = vkf_fail(VKF_ERROR_BAD_MODEL, INDEX ": \"weight_map\" must be an object of tensor names and shard files");
+        goto done;
+    }
+    names = malloc((json_object_size(map) + 1) * sizeof *names);
+    if (!names) {
+        st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory reading " INDEX);
+        goto done;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(map, key, v) {
+        if (!json_is_string(v) || !plain_shard_name(json_string_value(v))) {
+            st = vkf_fail(VKF_ERROR_BAD_MODEL, INDEX ": the shard of tensor %s must be a .safetensors file name in the "
+                          "folder, not %s", vkf_quote(q, sizeof q, key, (size_t)-1),
+                          json_is_string(v) ? vkf_quote(q2, sizeof q2, json_string_value(v), (size_t)-1) : "a non-string");
+            goto done;
+        }
+        names[n_names++] = json_string_value(v);
+    }
+    if (n_names == 0) {
+        st = vkf_fail(VKF_ERROR_BAD_MODEL, INDEX ": \"weight_map\" is empty");
+        goto done;
+    }
+    /* the distinct shards, in name order (model-00001-of-00003 first) */
+    qsort(names, n_names, sizeof *names, by_string);
+    for (size_t i = 0; i < n_names; i++)
+        if (i == 0 || strcmp(names[i], names[n_shards - 1]) != 0) names[n_shards++] = names[i];
+    if (n_shards > MAX_SHARDS) {
+        st = vkf_fail(VKF_ERROR_BAD_MODEL, INDEX ": %zu shards, more than the %u a checkpoint here may have", n_shards,
+                      MAX_SHARDS);
+        goto done;
+    }
+    shards = calloc(n_shards, sizeof *shards);
+    if (!shards) {
+        st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory reading " INDEX);
+        goto done;
+    }
+    for (size_t i = 0; i < n_shards && st == VKF_OK; i++) {
+        const char *what = NULL;
+        if (!vkf_hf_file(dir, names[i], &what))
+            st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s (a shard " INDEX " names) is %s",
+                          vkf_quote(q, sizeof q, names[i], (size_t)-1), what);
+        else
+            st = open_one(dir, names[i], &shards[i]);
+    }
+    if (st != VKF_OK) {
+        for (size_t i = 0; i < n_shards; i++) vkf_st_close(shards[i]);
+        goto done;
+    }
+    vkf_st_file *f = NULL;
+    st = vkf_st_merge(shards, (uint32_t)n_shards, &f);   /* owns the shards now */
+    if (st != VKF_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", vkf_last_error());
+        st = vkf_fail(st, "the shards of " INDEX ": %s", msg);
+        goto done;
+    }
+    /* the map and the shards agree, both ways */
+    json_object_foreach(map, key, v) {
+        const vkf_st_tensor *t = vkf_st_find(f, key);
+        if (!t || strcmp(names[t->shard], json_string_value(v)) != 0) {
+            st = vkf_fail(VKF_ERROR_BAD_MODEL, INDEX " puts tensor %s in %s, %s", vkf_quote(q, sizeof q, key, (size_t)-1),
+                          vkf_quote(q2, sizeof q2, json_string_value(v), (size_t)-1),
+                          t ? "but it is in another shard" : "but no shard holds it");
+            break;
+        }
+    }
+    for (uint32_t i = 0; st == VKF_OK && i < vkf_st_count(f); i++) {
+        const vkf_st_tensor *t = vkf_st_at(f, i);
+        if (!json_object_get(map, t->name))
+            st = vkf_fail(VKF_ERROR_BAD_MODEL, "shard %s holds tensor %s, which " INDEX " does not list",
+                          vkf_quote(q, sizeof q, names[t->shard], (size_t)-1),
+                          vkf_quote(q2, sizeof q2, t->name, (size_t)-1));
+    }
+    if (st == VKF_OK) *out = f;
+    else vkf_st_close(f);
+done:
+    free(shards);
+    free(names);
+    json_decref(index);
+    return st;
+}
+
+vkf_status vkf_hf_open_weights(const char *dir, vkf_loader *L)
+{
+    const char *what = NULL;
+    if (vkf_hf_file(dir, "model.safetensors", &what)) return open_one(dir, "model.safetensors", &L->file);
+    if (strcmp(what, "missing") != 0) return vkf_fail(VKF_ERROR_BAD_MODEL, "model.safetensors is %s", what);
+    const char *iwhat = NULL;
+    if (vkf_hf_file(dir, INDEX, &iwhat) || strcmp(iwhat, "missing") != 0) return open_sharded(dir, &L->file);
+    if (vkf_hf_file(dir, "pytorch_model.bin", NULL) || vkf_hf_file(dir, "pytorch_model.bin.index.json", NULL))
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "model.safetensors is missing; the folder has pytorch_model.bin: "
+                        "convert it once with /usr/bin/python3 tools/convert_hf.py FOLDER");
+    return vkf_fail(VKF_ERROR_BAD_MODEL, "model.safetensors (or " INDEX " and its shards) is missing");
 }
 
 const char *vkf_hf_first_present(const vkf_loader *L, const char *const *names, size_t n)

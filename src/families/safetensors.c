@@ -40,6 +40,8 @@ struct vkf_st_file {
     st_meta *meta;                      /* owned; sorted by key */
     uint32_t meta_count;
     char *strings;                      /* owned arena: tensor names, metadata keys and values */
+    vkf_st_file **shards;               /* a merge: the owned files its tensors lie in (names in their arenas) */
+    uint32_t n_shards;
 };
 
 /* ------------------------------------------------------------------ dtypes */
@@ -399,6 +401,8 @@ void vkf_st_close(vkf_st_file *f)
 {
     if (!f) return;
     if (f->map) munmap(f->map, f->size);
+    for (uint32_t i = 0; i < f->n_shards; i++) vkf_st_close(f->shards[i]);
+    free(f->shards);
     free(f->tensors);
     free(f->by_name);
     free(f->meta);
@@ -483,6 +487,49 @@ vkf_status vkf_st_open(const char *path, vkf_st_file **out_file)
     return VKF_OK;
 }
 
+vkf_status vkf_st_merge(vkf_st_file **shards, uint32_t n, vkf_st_file **out_file)
+{
+    *out_file = NULL;
+    vkf_st_file *f = calloc(1, sizeof *f);
+    uint64_t count = 0;
+    for (uint32_t i = 0; i < n; i++) count += shards[i]->count;
+    if (f) {
+        f->shards = malloc((n ? n : 1) * sizeof *f->shards);
+        f->tensors = malloc((count ? count : 1) * sizeof *f->tensors);
+        f->by_name = malloc((count ? count : 1) * sizeof *f->by_name);
+    }
+    if (!f || !f->shards || !f->tensors || !f->by_name || count > UINT32_MAX) {
+        if (f) f->n_shards = 0;
+        vkf_st_close(f);
+        for (uint32_t i = 0; i < n; i++) vkf_st_close(shards[i]);
+        return oom("shards");
+    }
+    static const uint8_t empty[1];
+    f->bytes = empty;
+    for (uint32_t i = 0; i < n; i++) {
+        f->shards[f->n_shards++] = shards[i];
+        for (uint32_t j = 0; j < shards[i]->count; j++) {
+            vkf_st_tensor *t = &f->tensors[f->count++];
+            *t = shards[i]->tensors[j];
+            t->shard = i;
+        }
+    }
+    for (uint32_t i = 0; i < f->count; i++) f->by_name[i] = &f->tensors[i];
+    if (f->count) qsort(f->by_name, f->count, sizeof *f->by_name, by_name);
+    for (uint32_t i = 1; i < f->count; i++)
+        if (strcmp(f->by_name[i - 1]->name, f->by_name[i]->name) == 0) {
+            vkf_status st = vkf_fail(VKF_ERROR_BAD_MODEL, "tensor %s is in shard %u and in shard %u",
+                                     shown(0, f->by_name[i]->name),
+                                     f->by_name[i - 1]->shard + 1, f->by_name[i]->shard + 1);
+            vkf_st_close(f);
+            return st;
+        }
+    *out_file = f;
+    return VKF_OK;
+}
+
+uint32_t vkf_st_shard_count(const vkf_st_file *f) { return f ? (f->n_shards ? f->n_shards : 1) : 0; }
+
 /* ------------------------------------------------------------------ queries */
 
 /* Whether t is an element of f's tensor table (not a copy, not another file's). */
@@ -511,6 +558,7 @@ const vkf_st_tensor *vkf_st_find(const vkf_st_file *f, const char *name)
 const void *vkf_st_data(const vkf_st_file *f, const vkf_st_tensor *t)
 {
     if (!f || !t || !owns(f, t)) return NULL;
+    if (f->n_shards) return t->shard < f->n_shards ? f->shards[t->shard]->bytes + t->offset : NULL;
     return f->bytes + t->offset;
 }
 
@@ -566,7 +614,7 @@ vkf_status vkf_st_read_f32(const vkf_st_file *f, const vkf_st_tensor *t, float *
                         "vkf_st_read_f32: count %llu does not match tensor %s of %llu elements",
                         (unsigned long long)count, shown(0, t->name), (unsigned long long)t->elements);
     if (!out && count > 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_st_read_f32: out is NULL");
-    const uint8_t *p = f->bytes + t->offset;
+    const uint8_t *p = vkf_st_data(f, t);
     /* Byte by byte: the data may be unaligned, and the host need not be little-endian. */
     switch (t->dtype) {
     case VKF_ST_F32:

@@ -59,6 +59,7 @@ typedef struct vkf_st_tensor {
     uint64_t elements;                  /* product of the shape; 1 for a scalar */
     uint64_t offset;                    /* absolute byte offset in the file (8 + N + begin) */
     uint64_t bytes;                     /* end - begin == elements * dtype size */
+    uint32_t shard;                     /* the file it lies in: 0, or its index in vkf_st_merge's list */
 } vkf_st_tensor;
 
 typedef struct vkf_st_file vkf_st_file;
@@ -74,6 +75,14 @@ vkf_status vkf_st_open(const char *path, vkf_st_file **out_file);
 vkf_status vkf_st_parse(const void *data, size_t size, vkf_st_file **out_file);
 /* NULL is a no-op. */
 void vkf_st_close(vkf_st_file *file);
+/* One table over the shards of a checkpoint (model-00001-of-00003.safetensors,
+ * ...): takes ownership of the n opened files (closing them on failure too) and
+ * gives a file whose tensors are theirs (t->shard says which), ordered by shard
+ * and then by data, and no metadata. A name held by two shards is
+ * VKF_ERROR_BAD_MODEL naming it and both shard numbers. */
+vkf_status vkf_st_merge(vkf_st_file **shards, uint32_t n, vkf_st_file **out_file);
+/* Number of files behind `file`: 1 for an opened or parsed one, n for a merge. */
+uint32_t vkf_st_shard_count(const vkf_st_file *file);
 
 /* Tensors, in the order of their data in the file (by begin, then end, then
  * name), whatever their order in the header. 0 / NULL for NULL or out of range. */

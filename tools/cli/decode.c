@@ -177,7 +177,7 @@ static int check_languages(const options *o, const vkf_model *model, bool requir
     vkf_generate_options g;
     vkf_generate_options_init(&g);
     if ((o->target_lang || require_target) && vkf_model_set_target_language(model, o->target_lang, &g) != VKF_OK)
-        return cli_usage_error(o, "%s%s", o->target_lang ? "--target-lang: " : "", vkf_last_error());
+        return cli_usage_error(o, "%s%s", o->target_lang ? "--target-lang: " : "--target-lang L is required: ", vkf_last_error());
     return -1;
 }
 

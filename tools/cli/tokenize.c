@@ -7,7 +7,7 @@
 /* One item: its ids (or with --decode its text) as a line on stdout; 0, or the
  * exit code after one line on stderr naming the item (where: "stdin line 3",
  * "TEXT", "IDS"): 2 for ids that do not parse, 1 for what the library refused. */
-static int tokenize_one(const options *o, vkf_model *model, const vkf_model_config *cfg, const char *item,
+static int tokenize_one(const options *o, vkf_model *model, const char *item,
                          const char *where, char *text, size_t cap)
 {
     vkf_status st;
@@ -19,9 +19,13 @@ static int tokenize_one(const options *o, vkf_model *model, const vkf_model_conf
         free(ids);
         if (st == VKF_OK) printf("%s\n", text);
     } else {
+        /* as a tokenizer does, whatever the model's max positions: a piece covers
+         * at least one byte, plus the "▁" a text may start with and the specials */
+        size_t len = strlen(item), capacity = 2 * len + 16;
         uint32_t n = 0;
-        int32_t *ids = xmalloc(((size_t)cfg->max_len + 1) * sizeof *ids);
-        st = vkf_model_encode_text_with(model, item, o->source_lang, o->target_lang, ids, cfg->max_len, &n);
+        if (capacity > UINT32_MAX) capacity = UINT32_MAX;
+        int32_t *ids = xmalloc(capacity * sizeof *ids);
+        st = vkf_model_encode_text_with(model, item, o->source_lang, o->target_lang, ids, (uint32_t)capacity, &n);
         for (uint32_t j = 0; st == VKF_OK && j < n; j++) printf("%s%d", j ? "," : "", ids[j]);
         if (st == VKF_OK) printf("\n");
         free(ids);
@@ -51,12 +55,10 @@ static int run_tokenize(const options *o, const char *arg)
         lines_close(&r);
         return code;
     }
-    vkf_model_config cfg;
-    vkf_model_get_config(model, &cfg);
     size_t cap = 1 << 20;
     char *text = xmalloc(cap);
     if (arg) {
-        code = tokenize_one(o, model, &cfg, arg, o->decode ? "IDS" : "TEXT", text, cap);
+        code = tokenize_one(o, model, arg, o->decode ? "IDS" : "TEXT", text, cap);
     } else {
         unsigned long failed = 0;
         char *line;
@@ -71,7 +73,7 @@ static int run_tokenize(const options *o, const char *arg)
             } else if (strspn(line, " \t\r\v\f") == len) {
                 printf("\n"); /* blank */
             } else {
-                ok = tokenize_one(o, model, &cfg, line, where, text, cap) == 0;
+                ok = tokenize_one(o, model, line, where, text, cap) == 0;
             }
             if (!ok) printf("\n"), failed++;
         }
