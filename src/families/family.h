@@ -242,5 +242,17 @@ vkf_status vkf_hf_tied_table(vkf_loader *L, const char *const *names, size_t n, 
  * encoder_attn and encoder_attn_layer_norm (q, k and v stacked), and the stacks'
  * layer_norm and layernorm_embedding where the spec has them. */
 vkf_status vkf_hf_load_layers(vkf_loader *L, const char *prefix);
+/* The sizes every BART-layout config.json holds (Marian, M2M-100, NLLB, mBART,
+ * BART): d_model, encoder/decoder layers, heads and ffn_dim (the encoder's and
+ * the decoder's must agree), vocab_size, max_position_embeddings and
+ * activation_function. Fills the spec's sizes (src_vocab = tgt_vocab =
+ * vocab_size) and *out_vocab. */
+vkf_status vkf_hf_bart_sizes(json_t *config, vkf_arch_spec *s, int64_t *out_vocab);
+/* The generator with final_logits_bias (1, tgt_vocab) added: the tied embedding,
+ * or the tensor lm_head. */
+vkf_status vkf_hf_biased_generator(vkf_loader *L, bool tied, const char *lm_head);
+/* Every tensor of the file accounted for; a stray one is named with the model's
+ * class ("MarianMTModel") and its layer counts. */
+vkf_status vkf_hf_check_unexpected(const vkf_loader *L, const char *model_class);
 
 #endif /* VKF_FAMILY_H */

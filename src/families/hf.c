@@ -452,3 +452,56 @@ vkf_status vkf_hf_load_layers(vkf_loader *L, const char *prefix)
     }
     return VKF_OK;
 }
+
+vkf_status vkf_hf_bart_sizes(json_t *c, vkf_arch_spec *s, int64_t *out_vocab)
+{
+    static const char F[] = "config.json";
+    int64_t d = 0, el = 0, dl = 0, eh = 1, dh = 1, ef = 0, df = 0, v = 0, mp = 0;
+    VKF_TRY(vkf_hf_int(c, F, "d_model", 1, 65536, -1, &d));
+    VKF_TRY(vkf_hf_int(c, F, "encoder_layers", 1, 1024, -1, &el));
+    VKF_TRY(vkf_hf_int(c, F, "decoder_layers", 1, 1024, -1, &dl));
+    VKF_TRY(vkf_hf_int(c, F, "encoder_attention_heads", 1, 4096, -1, &eh));
+    VKF_TRY(vkf_hf_int(c, F, "decoder_attention_heads", 1, 4096, -1, &dh));
+    VKF_TRY(vkf_hf_int(c, F, "encoder_ffn_dim", 1, 1 << 20, -1, &ef));
+    VKF_TRY(vkf_hf_int(c, F, "decoder_ffn_dim", 1, 1 << 20, -1, &df));
+    VKF_TRY(vkf_hf_int(c, F, "vocab_size", 1, 1 << 24, -1, &v));
+    VKF_TRY(vkf_hf_int(c, F, "max_position_embeddings", 1, 1 << 16, -1, &mp));
+    if (eh != dh || ef != df)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "config.json: the encoder and decoder differ in heads (%lld, %lld) or "
+                        "ffn_dim (%lld, %lld); vkformer runs models where they agree", (long long)eh, (long long)dh,
+                        (long long)ef, (long long)df);
+    if (d % eh) return vkf_fail(VKF_ERROR_BAD_MODEL, "config.json: d_model %lld is not divisible by %lld heads",
+                                (long long)d, (long long)eh);
+    VKF_TRY(vkf_hf_activation(c, F, &s->activation));
+    s->d_model = (uint32_t)d, s->heads = (uint32_t)eh, s->head_dim = (uint32_t)(d / eh);
+    s->encoder_layers = (uint32_t)el, s->decoder_layers = (uint32_t)dl, s->d_ff = (uint32_t)ef;
+    s->src_vocab = s->tgt_vocab = (uint32_t)v;
+    s->max_len = (uint32_t)mp;
+    *out_vocab = v;
+    return VKF_OK;
+}
+
+vkf_status vkf_hf_biased_generator(vkf_loader *L, bool tied, const char *lm_head)
+{
+    uint32_t V = L->spec->tgt_vocab;
+    const vkf_st_tensor *bt = NULL;
+    const float *bias = NULL;
+    VKF_TRY(vkf_ld_find(L, "final_logits_bias", 1, V, &bt));
+    VKF_TRY(vkf_ld_floats(L, bt, &bias));
+    /* a copy: the generator's own reads reuse the loader's scratch */
+    float *b = malloc((size_t)V * sizeof *b);
+    if (!b) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    memcpy(b, bias, (size_t)V * sizeof *b);
+    vkf_status st = vkf_ld_generator(L, tied, lm_head, b);
+    free(b);
+    return st;
+}
+
+vkf_status vkf_hf_check_unexpected(const vkf_loader *L, const char *model_class)
+{
+    char hint[160];
+    snprintf(hint, sizeof hint, "config.json says %u encoder and %u decoder layers of %s %s",
+             L->spec->encoder_layers, L->spec->decoder_layers, strchr("AEIOU", model_class[0]) ? "an" : "a",
+             model_class);
+    return vkf_ld_check_unexpected(L, hint);
+}

@@ -76,43 +76,24 @@ static bool probe(const vkf_probe *p)
 static vkf_status parse_config(json_t *c, vkf_arch_spec *s)
 {
     static const char F[] = "config.json";
-    int64_t d = 0, el = 0, dl = 0, eh = 1, dh = 1, ef = 0, df = 0, v = 0, mp = 0, pad = 0, eos = 0, bos = 0, start = 0;
-    VKF_TRY(vkf_hf_int(c, F, "d_model", 1, 65536, -1, &d));
-    VKF_TRY(vkf_hf_int(c, F, "encoder_layers", 1, 1024, -1, &el));
-    VKF_TRY(vkf_hf_int(c, F, "decoder_layers", 1, 1024, -1, &dl));
-    VKF_TRY(vkf_hf_int(c, F, "encoder_attention_heads", 1, 4096, -1, &eh));
-    VKF_TRY(vkf_hf_int(c, F, "decoder_attention_heads", 1, 4096, -1, &dh));
-    VKF_TRY(vkf_hf_int(c, F, "encoder_ffn_dim", 1, 1 << 20, -1, &ef));
-    VKF_TRY(vkf_hf_int(c, F, "decoder_ffn_dim", 1, 1 << 20, -1, &df));
-    VKF_TRY(vkf_hf_int(c, F, "vocab_size", 1, 1 << 24, -1, &v));
-    VKF_TRY(vkf_hf_int(c, F, "max_position_embeddings", 1, 1 << 16, -1, &mp));
+    int64_t v = 0, pad = 0, eos = 0, bos = 0, start = 0;
+    VKF_TRY(vkf_hf_bart_sizes(c, s, &v));
     VKF_TRY(vkf_hf_int(c, F, "pad_token_id", 0, v - 1, 1, &pad));
     VKF_TRY(vkf_hf_int(c, F, "eos_token_id", 0, v - 1, 2, &eos));
     VKF_TRY(vkf_hf_int(c, F, "bos_token_id", 0, v - 1, 0, &bos));
     /* generate()'s decoder start: decoder_start_token_id, else bos */
     VKF_TRY(vkf_hf_int(c, F, "decoder_start_token_id", 0, v - 1, bos, &start));
-    if (eh != dh || ef != df)
-        return vkf_fail(VKF_ERROR_UNSUPPORTED, "config.json: the encoder and decoder differ in heads (%lld, %lld) or "
-                        "ffn_dim (%lld, %lld); vkformer runs models where they agree", (long long)eh, (long long)dh,
-                        (long long)ef, (long long)df);
-    if (d % eh) return vkf_fail(VKF_ERROR_BAD_MODEL, "config.json: d_model %lld is not divisible by %lld heads",
-                                (long long)d, (long long)eh);
     bool scale = true, tied = true;
     VKF_TRY(vkf_hf_bool(c, F, "scale_embedding", false, &scale));
     VKF_TRY(vkf_hf_bool(c, F, "tie_word_embeddings", true, &tied));
     if (!tied)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "config.json: tie_word_embeddings false: vkformer runs M2M-100 models "
                         "whose lm_head is the shared embedding");
-    VKF_TRY(vkf_hf_activation(c, F, &s->activation));
-    s->d_model = (uint32_t)d, s->heads = (uint32_t)eh, s->head_dim = (uint32_t)(d / eh);
-    s->encoder_layers = (uint32_t)el, s->decoder_layers = (uint32_t)dl, s->d_ff = (uint32_t)ef;
-    s->src_vocab = s->tgt_vocab = (uint32_t)v;
-    s->max_len = (uint32_t)mp;
     s->pre_norm = true;
     s->encoder_final_norm = s->decoder_final_norm = true;
     s->norm = VKF_NORM_LAYER, s->norm_eps = 1e-5f;
     s->positions = VKF_POS_SIN_FAIRSEQ;
-    s->embed_scale = scale ? sqrtf((float)d) : 1.0f;
+    s->embed_scale = scale ? sqrtf((float)s->d_model) : 1.0f;
     s->pad_id = (int32_t)pad, s->eos_id = (int32_t)eos, s->decoder_start_id = (int32_t)start;
     return VKF_OK;
 }
@@ -210,10 +191,7 @@ static vkf_status load(vkf_loader *L, const vkf_family_model *fm)
     VKF_TRY(vkf_ld_positions(L, NULL, &w->pe));
     VKF_TRY(vkf_hf_load_layers(L, "model."));
     VKF_TRY(vkf_ld_generator(L, true, NULL, NULL));
-    char hint[128];
-    snprintf(hint, sizeof hint, "config.json says %u encoder and %u decoder layers of an M2M100ForConditionalGeneration",
-             c->encoder_layers, c->decoder_layers);
-    return vkf_ld_check_unexpected(L, hint);
+    return vkf_hf_check_unexpected(L, "M2M100ForConditionalGeneration");
 }
 
 static vkf_status encode(const vkf_family_model *fm, const char *text, const char *lang, int32_t *out_ids,

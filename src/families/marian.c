@@ -38,26 +38,12 @@ static void marian_free(void *state)
 static vkf_status parse_config(marian *mm, json_t *c, vkf_arch_spec *s)
 {
     static const char F[] = "config.json";
-    int64_t d = 0, el = 0, dl = 0, eh = 1, dh = 1, ef = 0, df = 0, v = 0, dv = 0, mp = 0, pad = 0, eos = 0, start = 0;
-    VKF_TRY(vkf_hf_int(c, F, "d_model", 1, 65536, -1, &d));
-    VKF_TRY(vkf_hf_int(c, F, "encoder_layers", 1, 1024, -1, &el));
-    VKF_TRY(vkf_hf_int(c, F, "decoder_layers", 1, 1024, -1, &dl));
-    VKF_TRY(vkf_hf_int(c, F, "encoder_attention_heads", 1, 4096, -1, &eh));
-    VKF_TRY(vkf_hf_int(c, F, "decoder_attention_heads", 1, 4096, -1, &dh));
-    VKF_TRY(vkf_hf_int(c, F, "encoder_ffn_dim", 1, 1 << 20, -1, &ef));
-    VKF_TRY(vkf_hf_int(c, F, "decoder_ffn_dim", 1, 1 << 20, -1, &df));
-    VKF_TRY(vkf_hf_int(c, F, "vocab_size", 1, 1 << 24, -1, &v));
+    int64_t v = 0, dv = 0, pad = 0, eos = 0, start = 0;
+    VKF_TRY(vkf_hf_bart_sizes(c, s, &v));
     VKF_TRY(vkf_hf_int(c, F, "decoder_vocab_size", 1, 1 << 24, v, &dv));
-    VKF_TRY(vkf_hf_int(c, F, "max_position_embeddings", 1, 1 << 16, -1, &mp));
     VKF_TRY(vkf_hf_int(c, F, "pad_token_id", 0, INT32_MAX, -1, &pad));
     VKF_TRY(vkf_hf_int(c, F, "eos_token_id", 0, INT32_MAX, -1, &eos));
     VKF_TRY(vkf_hf_int(c, F, "decoder_start_token_id", 0, INT32_MAX, pad, &start));
-    if (eh != dh || ef != df)
-        return vkf_fail(VKF_ERROR_UNSUPPORTED, "config.json: the encoder and decoder differ in heads (%lld, %lld) or "
-                        "ffn_dim (%lld, %lld); vkformer runs models where they agree", (long long)eh, (long long)dh,
-                        (long long)ef, (long long)df);
-    if (d % eh) return vkf_fail(VKF_ERROR_BAD_MODEL, "config.json: d_model %lld is not divisible by %lld heads",
-                                (long long)d, (long long)eh);
     bool scale, before = false, final_norm = false, layernorm_embedding = false;
     VKF_TRY(vkf_hf_bool(c, F, "scale_embedding", false, &scale));
     VKF_TRY(vkf_hf_bool(c, F, "share_encoder_decoder_embeddings", true, &mm->shared_embeddings));
@@ -72,20 +58,15 @@ static vkf_status parse_config(marian *mm, json_t *c, vkf_arch_spec *s)
     if (mm->shared_embeddings && dv != v)
         return vkf_fail(VKF_ERROR_BAD_MODEL, "config.json: shared embeddings but decoder_vocab_size %lld differs "
                         "from vocab_size %lld", (long long)dv, (long long)v);
-    VKF_TRY(vkf_hf_activation(c, F, &s->activation));
     if (pad >= dv || eos >= dv || start >= dv || pad >= v || eos >= v)
         return vkf_fail(VKF_ERROR_BAD_MODEL, "config.json: pad_token_id %lld, eos_token_id %lld and "
                         "decoder_start_token_id %lld must be below the vocabulary sizes (%lld, %lld)", (long long)pad,
                         (long long)eos, (long long)start, (long long)v, (long long)dv);
-    s->d_model = (uint32_t)d, s->heads = (uint32_t)eh, s->head_dim = (uint32_t)(d / eh);
-    s->encoder_layers = (uint32_t)el, s->decoder_layers = (uint32_t)dl;
-    s->d_ff = (uint32_t)ef;
     s->pre_norm = false;
     s->norm = VKF_NORM_LAYER, s->norm_eps = 1e-5f; /* nn.LayerNorm's default, which Marian keeps */
     s->positions = VKF_POS_SIN_HALF;
-    s->src_vocab = (uint32_t)v, s->tgt_vocab = (uint32_t)dv;
-    s->max_len = (uint32_t)mp;
-    s->embed_scale = scale ? sqrtf((float)d) : 1.0f;
+    s->tgt_vocab = (uint32_t)dv;
+    s->embed_scale = scale ? sqrtf((float)s->d_model) : 1.0f;
     s->pad_id = (int32_t)pad, s->eos_id = (int32_t)eos, s->decoder_start_id = (int32_t)start;
     return VKF_OK;
 }
@@ -170,20 +151,8 @@ static vkf_status load(vkf_loader *L, const vkf_family_model *fm)
     VKF_TRY(vkf_ld_positions(L, "model.decoder.embed_positions.weight", &w->pe_dec));
     VKF_TRY(vkf_hf_load_layers(L, "model."));
     /* the generator: lm_head (tied: the target embedding's parts) + final_logits_bias */
-    const vkf_st_tensor *bt = NULL;
-    const float *bias = NULL;
-    VKF_TRY(vkf_ld_find(L, "final_logits_bias", 1, V, &bt));
-    VKF_TRY(vkf_ld_floats(L, bt, &bias));
-    float *b = malloc((size_t)V * sizeof *b);
-    if (!b) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    memcpy(b, bias, (size_t)V * sizeof *b);
-    vkf_status st = vkf_ld_generator(L, mm->tied, "lm_head.weight", b);
-    free(b);
-    VKF_TRY(st);
-    char hint[128];
-    snprintf(hint, sizeof hint, "config.json says %u encoder and %u decoder layers of a MarianMTModel",
-             c->encoder_layers, c->decoder_layers);
-    return vkf_ld_check_unexpected(L, hint);
+    VKF_TRY(vkf_hf_biased_generator(L, mm->tied, "lm_head.weight"));
+    return vkf_hf_check_unexpected(L, "MarianMTModel");
 }
 
 /* ------------------------------------------------------------------ text */
