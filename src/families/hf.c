@@ -262,21 +262,34 @@ vkf_status vkf_hf_tied_table(vkf_loader *L, const char *const *names, size_t n, 
     return vkf_ld_table(L, first, rows, L->spec->d_model, out);
 }
 
-/* prefix + {q,k,v}_proj stacked, or some of them: (n * inner, d) */
+/* prefix + {q,k,v}_proj stacked, or some of them: (n * inner, d); k_proj
+ * without a bias (zeros in its rows) when !k_bias */
 static vkf_status load_proj(vkf_loader *L, const char *prefix, const char *const *which, uint32_t n, uint32_t rows_each,
-                            uint32_t cols, vkf_linear *out)
+                            uint32_t cols, bool k_bias, vkf_linear *out)
 {
     char w[3][320], b[3][320];
     const char *wn[3], *bn[3];
     for (uint32_t i = 0; i < n; i++) {
         snprintf(w[i], sizeof w[i], "%.256s%s_proj.weight", prefix, which[i]);
         snprintf(b[i], sizeof b[i], "%.256s%s_proj.bias", prefix, which[i]);
-        wn[i] = w[i], bn[i] = b[i];
+        wn[i] = w[i], bn[i] = !k_bias && strcmp(which[i], "k") == 0 ? NULL : b[i];
     }
     return vkf_ld_stacked(L, wn, bn, n, rows_each, cols, out);
 }
 
+static vkf_status load_layers(vkf_loader *L, const char *prefix, bool k_bias);
+
 vkf_status vkf_hf_load_layers(vkf_loader *L, const char *prefix)
+{
+    return load_layers(L, prefix, true);
+}
+
+vkf_status vkf_hf_load_layers_k_unbiased(vkf_loader *L, const char *prefix)
+{
+    return load_layers(L, prefix, false);
+}
+
+static vkf_status load_layers(vkf_loader *L, const char *prefix, bool k_bias)
 {
     const vkf_arch_spec *c = L->spec;
     vkf_arch_weights *w = L->w;
@@ -286,8 +299,8 @@ vkf_status vkf_hf_load_layers(vkf_loader *L, const char *prefix)
     for (uint32_t i = 0; i < c->encoder_layers; i++) {
         vkf_enc_layer *e = &w->enc[i];
         snprintf(p, sizeof p, "%sencoder.layers.%u.self_attn.", prefix, i);
-        VKF_TRY(load_proj(L, p, qkv, 3, inner, d, &e->qkv));
-        VKF_TRY(load_proj(L, p, o, 1, d, inner, &e->o));
+        VKF_TRY(load_proj(L, p, qkv, 3, inner, d, k_bias, &e->qkv));
+        VKF_TRY(load_proj(L, p, o, 1, d, inner, k_bias, &e->o));
         snprintf(p, sizeof p, "%sencoder.layers.%u.", prefix, i);
         VKF_TRY(vkf_ld_linear(L, p, "fc1.weight", "fc1.bias", f, d, 0, f, &e->ff1));
         VKF_TRY(vkf_ld_linear(L, p, "fc2.weight", "fc2.bias", d, f, 0, d, &e->ff2));
@@ -299,12 +312,12 @@ vkf_status vkf_hf_load_layers(vkf_loader *L, const char *prefix)
     for (uint32_t i = 0; i < c->decoder_layers; i++) {
         vkf_dec_layer *e = &w->dec[i];
         snprintf(p, sizeof p, "%sdecoder.layers.%u.self_attn.", prefix, i);
-        VKF_TRY(load_proj(L, p, qkv, 3, inner, d, &e->qkv));
-        VKF_TRY(load_proj(L, p, o, 1, d, inner, &e->o));
+        VKF_TRY(load_proj(L, p, qkv, 3, inner, d, k_bias, &e->qkv));
+        VKF_TRY(load_proj(L, p, o, 1, d, inner, k_bias, &e->o));
         snprintf(p, sizeof p, "%sdecoder.layers.%u.encoder_attn.", prefix, i);
-        VKF_TRY(load_proj(L, p, qkv, 1, inner, d, &e->cq));
-        VKF_TRY(load_proj(L, p, kv, 2, inner, d, &e->ckv));
-        VKF_TRY(load_proj(L, p, o, 1, d, inner, &e->co));
+        VKF_TRY(load_proj(L, p, qkv, 1, inner, d, k_bias, &e->cq));
+        VKF_TRY(load_proj(L, p, kv, 2, inner, d, k_bias, &e->ckv));
+        VKF_TRY(load_proj(L, p, o, 1, d, inner, k_bias, &e->co));
         snprintf(p, sizeof p, "%sdecoder.layers.%u.", prefix, i);
         VKF_TRY(vkf_ld_linear(L, p, "fc1.weight", "fc1.bias", f, d, 0, f, &e->ff1));
         VKF_TRY(vkf_ld_linear(L, p, "fc2.weight", "fc2.bias", d, f, 0, d, &e->ff2));
