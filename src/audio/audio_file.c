@@ -113,6 +113,35 @@ vkf_status vkf_audio_resample(const float *in, uint64_t count, uint32_t in_rate,
     return VKF_OK;
 }
 
+/* Whether the file starts as a format libsndfile reads. libsndfile hands bytes
+ * it recognises as nothing else to its MP3 decoder, libmpg123, which prints its
+ * own notes on stderr while it hunts for frames; a file that matches no format's
+ * signature is refused before that (formats without one, RAW, HTK, MAT4, SD2,
+ * SDS and MPC2K, are refused too). */
+static bool known_signature(const char *path)
+{
+    unsigned char b[32] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return true; /* let libsndfile report why it cannot be read */
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    static const char *const magic[] = {
+        "RIFF", "RIFX", "RF64", "BW64",   /* WAV */
+        "riff",                           /* Sony Wave64 (its GUID) */
+        "FORM",                           /* AIFF, AIFC, 8SVX */
+        "fLaC", "OggS", "ID3",            /* FLAC, Ogg (Vorbis, Opus, FLAC), MP3 with a tag */
+        ".snd", "dns.", "caff", "NIST_1A", "Creative Voice File", "2BIT", " paf", "fap ", "PVF1",
+        "Extended Instrument:", "MATLAB 5.0 MAT-file", "ALaw",
+    };
+    for (size_t i = 0; i < sizeof magic / sizeof *magic; i++) {
+        size_t len = strlen(magic[i]);
+        if (n >= len && memcmp(b, magic[i], len) == 0) return true;
+    }
+    if (n >= 2 && b[0] == 0xff && (b[1] & 0xe0) == 0xe0) return true;            /* an MPEG audio frame */
+    if (n >= 4 && ((b[0] == 0x64 && b[1] == 0xa3) || (b[2] == 0xa3 && b[3] == 0x64))) return true; /* IRCAM */
+    return false;
+}
+
 /* A WAV-style header that claims more bytes than the file holds: libsndfile
  * logs "data : 96000 (should be 47978)" and reads what is there. Such a line
  * (past the streaming markers 0 and 0xFFFFFFFF) means the file was cut. */
@@ -167,12 +196,27 @@ vkf_status vkf_audio_read(const char *path, uint32_t rate, float **out_samples, 
     if (stat(path, &sb) != 0)
         return vkf_fail(VKF_ERROR_IO, "%s: %s", q, errno == ENOENT ? "no such file" : strerror(errno));
     if (!S_ISREG(sb.st_mode)) return vkf_fail(VKF_ERROR_IO, "%s is not a regular file", q);
+    if (sb.st_size == 0) return vkf_fail(VKF_ERROR_IO, "%s is empty", q);
+    if (!known_signature(path))
+        return vkf_fail(VKF_ERROR_IO, "%s is not a sound file vkformer reads: its first bytes match no format "
+                        "libsndfile reads here (WAV, FLAC, Ogg Vorbis/Opus, MP3, AIFF, AU, CAF, W64, ...)", q);
     SF_INFO info;
     memset(&info, 0, sizeof info);
     SNDFILE *f = sf_open(path, SFM_READ, &info);
     if (!f) {
-        char why[256];
+        char why[256], log[4096] = "";
         snprintf(why, sizeof why, "%s", sf_strerror(NULL));
+        sf_command(NULL, SFC_GET_LOG_INFO, log, sizeof log);
+        /* a container it reads holding a codec it does not: "Format : 0x161 => Unknown format" */
+        const char *unknown = strstr(log, "=> Unknown format");
+        if (unknown || strstr(why, "unimplemented")) {
+            const char *line = unknown;
+            while (line && line > log && line[-1] != '\n') line--;
+            const char *colon = line ? strchr(line, ':') : NULL;
+            unsigned long tag = colon && colon < unknown ? strtoul(colon + 1, NULL, 0) : 0;
+            if (tag) return vkf_fail(VKF_ERROR_IO, "%s uses a codec libsndfile does not implement (format tag 0x%lx)", q, tag);
+            return vkf_fail(VKF_ERROR_IO, "%s uses a codec libsndfile does not implement", q);
+        }
         /* libsndfile's messages are its own one-line strings; quote them anyway */
         char qw[VKF_QUOTE_SIZE * 3];
         vkf_quote(qw, sizeof qw, why, (size_t)-1);
@@ -221,7 +265,7 @@ vkf_status vkf_audio_read(const char *path, uint32_t rate, float **out_samples, 
     while (st == VKF_OK) {
         sf_count_t got = sf_readf_float(f, chunk, CHUNK_FRAMES);
         if (got <= 0) break;
-        for (sf_count_t i = 0; i < got; i++) {
+        for (sf_count_t i = 0; i < got && st == VKF_OK; i++) {
             const float *fr = chunk + (size_t)i * channels;
             float sum = 0.0f;
             for (uint32_t c = 0; c < channels; c++) {
