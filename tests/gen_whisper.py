@@ -77,7 +77,9 @@ def random_weights(cfg, seed, positions=True):
     w["model.encoder.conv1.bias"] = arr((d,), 0.1)
     w["model.encoder.conv2.weight"] = arr((d, d, 3), 1.0 / math.sqrt(3 * d))
     w["model.encoder.conv2.bias"] = arr((d,), 0.1)
-    if positions:
+    if positions and d % 2:
+        w["model.encoder.embed_positions.weight"] = arr((S, d), 0.3)   # (malformed folders: odd d_model)
+    elif positions:
         w["model.encoder.embed_positions.weight"] = (whisper_ref.sinusoids(S, d).numpy() + arr((S, d), 0.05))
     w["model.decoder.embed_tokens.weight"] = arr((V, d), 0.5)
     w["model.decoder.embed_positions.weight"] = arr((T, d), 0.2)

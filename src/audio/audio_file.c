@@ -116,8 +116,8 @@ vkf_status vkf_audio_resample(const float *in, uint64_t count, uint32_t in_rate,
 /* Whether the file starts as a format libsndfile reads. libsndfile hands bytes
  * it recognises as nothing else to its MP3 decoder, libmpg123, which prints its
  * own notes on stderr while it hunts for frames; a file that matches no format's
- * signature is refused before that (formats without one, RAW, HTK, MAT4, SD2,
- * SDS and MPC2K, are refused too). */
+ * signature is refused before that (so are the formats without one: headerless
+ * RAW, HTK, MATLAB 4 and Sound Designer II, whose data lives in a resource fork). */
 static bool known_signature(const char *path)
 {
     unsigned char b[32] = {0};
@@ -139,6 +139,8 @@ static bool known_signature(const char *path)
     }
     if (n >= 2 && b[0] == 0xff && (b[1] & 0xe0) == 0xe0) return true;            /* an MPEG audio frame */
     if (n >= 4 && ((b[0] == 0x64 && b[1] == 0xa3) || (b[2] == 0xa3 && b[3] == 0x64))) return true; /* IRCAM */
+    if (n >= 2 && b[0] == 0xf0 && b[1] == 0x7e) return true;                     /* MIDI sample dump (SDS) */
+    if (n >= 2 && b[0] == 0x01 && b[1] == 0x04) return true;                     /* Akai MPC 2000 */
     return false;
 }
 
