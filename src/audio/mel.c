@@ -92,12 +92,21 @@ static void fft(double complex *out, const double complex *in, uint32_t n, uint3
     while (n % p) p = p == 2 ? 3 : p + 2;   /* ends at n itself when n is prime */
     uint32_t m = n / p;
     for (uint32_t r = 0; r < p; r++) fft(out + r * m, in + r * s, m, s * p, tw, tw_step * p, N, tmp);
-    /* butterflies: out[u m + k] = sum_q W_n^(q k) out[q m + k] W_p^(q u) */
+    /* butterflies: out[u m + k] = sum_q W_n^(q k) out[q m + k] W_p^(q u); q k tw_step < N, and
+     * W_p^(q u) = W_N^((q u mod p) m tw_step) */
+    if (p == 2) {
+        for (uint32_t k = 0; k < m; k++) {
+            double complex a = out[k], b = out[m + k] * tw[k * tw_step];
+            out[k] = a + b, out[m + k] = a - b;
+        }
+        return;
+    }
+    (void)N;
     for (uint32_t k = 0; k < m; k++) {
-        for (uint32_t q = 0; q < p; q++) tmp[q] = out[q * m + k] * tw[((uint64_t)q * k * tw_step) % N];
+        for (uint32_t q = 0; q < p; q++) tmp[q] = out[q * m + k] * tw[q * k * tw_step];
         for (uint32_t u = 0; u < p; u++) {
-            double complex acc = 0;
-            for (uint32_t q = 0; q < p; q++) acc += tmp[q] * tw[((uint64_t)q * u * m * tw_step) % N];
+            double complex acc = tmp[0];
+            for (uint32_t q = 1; q < p; q++) acc += tmp[q] * tw[(q * u % p) * m * tw_step];
             out[u * m + k] = acc;
         }
     }
@@ -137,17 +146,25 @@ vkf_status vkf_mel_features(const vkf_mel_spec *s, const float *samples, uint64_
                 }
         }
         double top = -INFINITY;
-        for (uint32_t t = 0; t < T; t++) {
-            const double *fr = x + (size_t)t * s->hop;
-            for (uint32_t n = 0; n < N; n++) in[n] = fr[n] * win[n];
+        /* two real frames per complex DFT: z = a + i b gives A[k] = (Z[k] + conj Z[N-k]) / 2 and
+         * B[k] = (Z[k] - conj Z[N-k]) / 2i */
+        for (uint32_t t = 0; t < T; t += 2) {
+            const double *fa = x + (size_t)t * s->hop, *fb = t + 1 < T ? fa + s->hop : NULL;
+            for (uint32_t n = 0; n < N; n++) in[n] = fa[n] * win[n] + I * (fb ? fb[n] * win[n] : 0.0);
             fft(spec, in, N, 1, tw, 1, N, tmp);
-            for (uint32_t k = 0; k < bins; k++) power[k] = creal(spec[k]) * creal(spec[k]) + cimag(spec[k]) * cimag(spec[k]);
-            for (uint32_t m = 0; m < M; m++) {
-                double acc = 0.0;
-                for (uint32_t k = nz[2 * m]; k < nz[2 * m + 1]; k++) acc += filt[(size_t)k * M + m] * power[k];
-                double v = log10(acc > 1e-10 ? acc : 1e-10);
-                mel[(size_t)m * T + t] = v;
-                if (v > top) top = v;
+            for (uint32_t half = 0; half < (fb ? 2u : 1u); half++) {
+                for (uint32_t k = 0; k < bins; k++) {
+                    double complex z = spec[k], zc = conj(spec[(N - k) % N]);
+                    double complex X = half == 0 ? 0.5 * (z + zc) : -0.5 * I * (z - zc);
+                    power[k] = creal(X) * creal(X) + cimag(X) * cimag(X);
+                }
+                for (uint32_t m = 0; m < M; m++) {
+                    double acc = 0.0;
+                    for (uint32_t k = nz[2 * m]; k < nz[2 * m + 1]; k++) acc += filt[(size_t)k * M + m] * power[k];
+                    double v = log10(acc > 1e-10 ? acc : 1e-10);
+                    mel[(size_t)m * T + t + half] = v;
+                    if (v > top) top = v;
+                }
             }
         }
         for (size_t i = 0; i < (size_t)M * T; i++) {
