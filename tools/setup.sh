@@ -38,8 +38,8 @@ packages=(gcc g++ libc6-dev pkg-config meson ninja-build glslc libvulkan-dev lib
 if [ "$with_swiftshader" = 1 ]; then
     # The tests compare whole models with PyTorch (Debian's, run by /usr/bin/python3),
     # the SentencePiece shim with Python's sentencepiece, and draw bench attention's
-    # plot with gnuplot.
-    packages+=(brotli ca-certificates python3-torch python3-numpy python3-sentencepiece gnuplot-nox python3-soundfile)
+    # plot with gnuplot; Whisper's tests write sound files with python3-soundfile and speech with espeak-ng.
+    packages+=(brotli ca-certificates python3-torch python3-numpy python3-sentencepiece gnuplot-nox python3-soundfile espeak-ng)
     command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
 
