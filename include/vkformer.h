@@ -374,6 +374,10 @@ typedef struct vkf_matmul_desc {
      * item. A, C and the residual stay F32 or F16; the kernels accumulate q·a in
      * fp32 and multiply by b_scale[n] before alpha, bias and activation. */
     vkf_tensor *b_scale;
+    /* true: A's rows may overlap (a.row_stride below k), each row a window sliding
+     * along one signal: a conv1d over time (rows of `stride` frames, k = kernel x
+     * channels) or frames of audio. Only A may; C's rows never overlap. (init false) */
+    bool a_rows_overlap;
 } vkf_matmul_desc;
 
 /* Row-wise y = softmax(scale * x + mask) over rows of `cols` elements.
@@ -618,6 +622,10 @@ typedef struct vkf_model_config {
     uint32_t head_dim;                  /* attention width per head (d_model / n_heads for every family so far) */
     uint32_t n_languages;               /* language codes the tokenizer knows (vkf_model_language) */
     bool target_language_required;      /* generation needs vkf_model_set_target_language */
+    /* Models that read audio (Whisper; 0 elsewhere): log-mel features of audio_mels
+     * bins over windows of audio_samples samples at sample_rate Hz, audio_frames
+     * frames each (vkf_model_audio_features). */
+    uint32_t audio_mels, audio_frames, audio_samples, sample_rate;
 } vkf_model_config;
 
 /* Reads, validates and uploads a model: a vkformer .safetensors file, or a
@@ -848,6 +856,59 @@ typedef struct vkf_generate_stats {
     uint64_t plan_bytes;        /* device memory of the generation plan's tensors: caches, activations */
 } vkf_generate_stats;
 VKF_API vkf_status vkf_model_generate_stats(const vkf_model *model, vkf_generate_stats *out_stats);
+
+/* ------------------------------------------------------------------ audio (issue 25) */
+
+/* The longest audio vkf_audio_read decodes: 4 hours. */
+#define VKF_AUDIO_MAX_SECONDS 14400u
+
+/* Reads a sound file through libsndfile: WAV (every PCM width, float, u-law,
+ * A-law, ADPCM, GSM), FLAC, Ogg Vorbis and Opus, MP3, AIFF, and the rest
+ * libsndfile reads, with any number of channels, which are averaged to mono. The
+ * result is resampled with libsoxr (very high quality) to `rate` Hz (1000..1000000;
+ * 0 keeps the file's rate). *out_samples (free it with vkf_audio_free) gets
+ * *out_count float32 samples, integer formats scaled to [-1, 1) as libsndfile
+ * does; *out_file_rate (may be NULL) the file's own rate. A file that is missing,
+ * not a regular file, truncated or malformed, has 0 or more than 1024 channels, a
+ * rate outside 1000..1000000 Hz, a declared length past VKF_AUDIO_MAX_SECONDS,
+ * no frames, a codec libsndfile does not implement, or a sample that is not
+ * finite fails with VKF_ERROR_IO and one line naming the file and the problem. */
+VKF_API vkf_status vkf_audio_read(const char *path, uint32_t rate, float **out_samples, uint64_t *out_count,
+                                  uint32_t *out_file_rate);
+/* Resamples `count` mono samples from in_rate to out_rate Hz (libsoxr, very high
+ * quality; the same rate copies). *out_samples: free with vkf_audio_free.
+ * Non-finite samples fail with VKF_ERROR_INVALID_ARGUMENT naming the first. */
+VKF_API vkf_status vkf_audio_resample(const float *in, uint64_t count, uint32_t in_rate, uint32_t out_rate,
+                                      float **out_samples, uint64_t *out_count);
+/* Frees what vkf_audio_read and vkf_audio_resample hand out; NULL is a no-op. */
+VKF_API void vkf_audio_free(float *samples);
+
+/* A batch of mono float32 PCM clips at the model's sample_rate. */
+typedef struct vkf_audio_batch {
+    uint32_t count;
+    const float *const *samples;        /* count arrays, borrowed */
+    const uint64_t *lengths;            /* (count) samples each (0 is allowed: silence) */
+} vkf_audio_batch;
+
+/* For models that read audio (config.audio_mels > 0; else VKF_ERROR_STATE): the
+ * log-mel features of the first window of `count` samples (padded with silence
+ * or cut to audio_samples), as transformers' WhisperFeatureExtractor computes
+ * them: out_features (audio_mels, audio_frames), out_floats = their product.
+ * Non-finite samples fail with VKF_ERROR_INVALID_ARGUMENT. */
+VKF_API vkf_status vkf_model_audio_features(vkf_model *model, const float *samples, uint64_t count,
+                                            float *out_features, uint64_t out_floats);
+/* The encoder's output for the first window of each clip: out_hidden (count,
+ * audio_frames / 2, d_model), after the encoder's final norm. */
+VKF_API vkf_status vkf_model_encode_audio(vkf_model *model, const vkf_audio_batch *audio, float *out_hidden,
+                                          uint64_t out_floats);
+/* Teacher-forced logits, as vkf_model_forward, with the first window of each
+ * clip as the source: out_logits (count, T, tgt_vocab_size), T the longest target. */
+VKF_API vkf_status vkf_model_forward_audio(vkf_model *model, const vkf_audio_batch *audio, const vkf_sequences *tgt,
+                                           float *out_logits, uint64_t out_floats);
+/* The same from features: `features` (count, audio_mels, audio_frames), as
+ * vkf_model_audio_features (or the extractor) gives them; they must be finite. */
+VKF_API vkf_status vkf_model_forward_features(vkf_model *model, const float *features, uint32_t count,
+                                              const vkf_sequences *tgt, float *out_logits, uint64_t out_floats);
 
 #ifdef __cplusplus
 }

@@ -28,7 +28,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["VkformerError", "Context", "Model", "ModelConfig", "load", "library_version"]
+__all__ = ["VkformerError", "Context", "Model", "ModelConfig", "load", "library_version", "read_audio", "resample"]
 
 # The C API this module was written against (include/vkformer.h).
 _API_MAJOR = 0
@@ -96,6 +96,10 @@ class _ModelConfig(ctypes.Structure):
         ("head_dim", ctypes.c_uint32),
         ("n_languages", ctypes.c_uint32),
         ("target_language_required", ctypes.c_bool),
+        ("audio_mels", ctypes.c_uint32),      # models that read audio (Whisper); 0 elsewhere
+        ("audio_frames", ctypes.c_uint32),
+        ("audio_samples", ctypes.c_uint32),
+        ("sample_rate", ctypes.c_uint32),
     ]
 
 
@@ -112,6 +116,14 @@ class _Sequences(ctypes.Structure):
         ("count", ctypes.c_uint32),
         ("ids", ctypes.POINTER(ctypes.POINTER(ctypes.c_int32))),
         ("lengths", ctypes.POINTER(ctypes.c_uint32)),
+    ]
+
+
+class _AudioBatch(ctypes.Structure):
+    _fields_ = [
+        ("count", ctypes.c_uint32),
+        ("samples", ctypes.POINTER(ctypes.POINTER(ctypes.c_float))),
+        ("lengths", ctypes.POINTER(ctypes.c_uint64)),
     ]
 
 
@@ -195,6 +207,21 @@ _SIGNATURES = {
                                         ctypes.POINTER(ctypes.c_uint32)]),
     "vkf_model_decode_text": (_STATUS, [_P, ctypes.POINTER(ctypes.c_int32), ctypes.c_uint32, ctypes.c_char_p,
                                         ctypes.c_size_t]),
+    "vkf_audio_read": (_STATUS, [ctypes.c_char_p, ctypes.c_uint32, ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
+                                 ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)]),
+    "vkf_audio_resample": (_STATUS, [ctypes.POINTER(ctypes.c_float), ctypes.c_uint64, ctypes.c_uint32,
+                                     ctypes.c_uint32, ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
+                                     ctypes.POINTER(ctypes.c_uint64)]),
+    "vkf_audio_free": (None, [ctypes.POINTER(ctypes.c_float)]),
+    "vkf_model_audio_features": (_STATUS, [_P, ctypes.POINTER(ctypes.c_float), ctypes.c_uint64,
+                                           ctypes.POINTER(ctypes.c_float), ctypes.c_uint64]),
+    "vkf_model_encode_audio": (_STATUS, [_P, ctypes.POINTER(_AudioBatch), ctypes.POINTER(ctypes.c_float),
+                                         ctypes.c_uint64]),
+    "vkf_model_forward_audio": (_STATUS, [_P, ctypes.POINTER(_AudioBatch), ctypes.POINTER(_Sequences),
+                                          ctypes.POINTER(ctypes.c_float), ctypes.c_uint64]),
+    "vkf_model_forward_features": (_STATUS, [_P, ctypes.POINTER(ctypes.c_float), ctypes.c_uint32,
+                                             ctypes.POINTER(_Sequences), ctypes.POINTER(ctypes.c_float),
+                                             ctypes.c_uint64]),
 }
 
 _libraries = {}
@@ -282,6 +309,86 @@ class _Batch:
 
     def __len__(self):
         return len(self.arrays)
+
+
+def _pcm(x, what):
+    """One clip as a contiguous 1-D float32 array."""
+    a = np.asarray(x)
+    if a.dtype.kind not in "fiu":
+        raise TypeError("%s: samples must be numbers, got %s" % (what, a.dtype))
+    if a.ndim != 1:
+        raise ValueError("%s: a clip must be 1-D mono samples, got shape %s" % (what, a.shape))
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def _owned_samples(lib, ptr, count):
+    """Copies what the library handed out into numpy and frees it."""
+    try:
+        if count == 0:
+            return np.zeros(0, dtype=np.float32)
+        return np.ctypeslib.as_array(ptr, shape=(count,)).copy()
+    finally:
+        lib.vkf_audio_free(ptr)
+
+
+def read_audio(path, rate=16000, library=None):
+    """A sound file (WAV, FLAC, Ogg, MP3, ... through libsndfile) as mono float32
+    samples resampled to `rate` Hz (0: the file's own rate): (samples, file_rate)."""
+    lib = _library(library)
+    ptr, count, file_rate = ctypes.POINTER(ctypes.c_float)(), ctypes.c_uint64(), ctypes.c_uint32()
+    _check(lib, lib.vkf_audio_read(os.fsencode(path), int(rate), ctypes.byref(ptr), ctypes.byref(count),
+                                   ctypes.byref(file_rate)))
+    return _owned_samples(lib, ptr, count.value), file_rate.value
+
+
+def resample(samples, from_rate, to_rate, library=None):
+    """Mono float32 samples resampled with libsoxr (very high quality)."""
+    lib = _library(library)
+    a = _pcm(samples, "samples")
+    ptr, count = ctypes.POINTER(ctypes.c_float)(), ctypes.c_uint64()
+    _check(lib, lib.vkf_audio_resample(a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), a.size, int(from_rate),
+                                       int(to_rate), ctypes.byref(ptr), ctypes.byref(count)))
+    return _owned_samples(lib, ptr, count.value)
+
+
+class _Audio:
+    """A vkf_audio_batch over float32 arrays that it keeps alive; each clip a
+    1-D array of samples at the model's rate, or a path (read and resampled)."""
+
+    def __init__(self, clips, rate, lib):
+        self.arrays = []
+        for i, c in enumerate(clips):
+            if isinstance(c, (str, bytes, os.PathLike)):
+                c = read_audio(c, rate)[0] if lib is None else _read_with(lib, c, rate)
+            self.arrays.append(_pcm(c, "clip %d" % i))
+        if not self.arrays:
+            raise ValueError("no audio given")
+        n = len(self.arrays)
+        self.ptrs = (ctypes.POINTER(ctypes.c_float) * n)(
+            *[a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) for a in self.arrays])
+        self.lengths = (ctypes.c_uint64 * n)(*[a.size for a in self.arrays])
+        self.batch = _AudioBatch(n, self.ptrs, self.lengths)
+
+    def __len__(self):
+        return len(self.arrays)
+
+
+def _read_with(lib, path, rate):
+    ptr, count, file_rate = ctypes.POINTER(ctypes.c_float)(), ctypes.c_uint64(), ctypes.c_uint32()
+    _check(lib, lib.vkf_audio_read(os.fsencode(path), int(rate), ctypes.byref(ptr), ctypes.byref(count),
+                                   ctypes.byref(file_rate)))
+    return _owned_samples(lib, ptr, count.value)
+
+
+def _is_clip_batch(x):
+    """One clip: a path or a 1-D array; a batch: a list/tuple of clips or a 2-D array."""
+    if isinstance(x, (str, bytes, os.PathLike)):
+        return False
+    if isinstance(x, np.ndarray):
+        return x.ndim == 2
+    if isinstance(x, (list, tuple)) and len(x) > 0:
+        return not np.isscalar(x[0])
+    return False
 
 
 # ---------------------------------------------------------------- context
@@ -513,6 +620,70 @@ class Model:
         _check(self._lib, self._lib.vkf_model_forward(self._live(), ctypes.byref(s.seq), ctypes.byref(t.seq),
                                                       logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
                                                       logits.size))
+        return logits if batch else logits[0]
+
+    # -- audio (models that read it: config.audio_mels > 0)
+
+    def audio_features(self, audio):
+        """Log-mel features of the first window of one clip (a 1-D array at
+        config.sample_rate, or a path), as WhisperFeatureExtractor computes them:
+        float32 (audio_mels, audio_frames)."""
+        a = _Audio([audio], self.config.sample_rate, self._lib).arrays[0]
+        out = np.zeros((self.config.audio_mels, self.config.audio_frames), dtype=np.float32)
+        _check(self._lib, self._lib.vkf_model_audio_features(
+            self._live(), a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), a.size,
+            out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), out.size))
+        return out
+
+    def encode_audio(self, audio):
+        """The encoder's output for the first window of a clip (or of each clip
+        of a batch): float32 (audio_frames / 2, d_model), or (count, ...)."""
+        batch = _is_clip_batch(audio)
+        a = _Audio(audio if batch else [audio], self.config.sample_rate, self._lib)
+        out = np.zeros((len(a), self.config.audio_frames // 2, self.config.d_model), dtype=np.float32)
+        _check(self._lib, self._lib.vkf_model_encode_audio(self._live(), ctypes.byref(a.batch),
+                                                           out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                                           out.size))
+        return out if batch else out[0]
+
+    def forward_audio(self, audio, tgt):
+        """Teacher-forced logits with audio as the source: one clip (array or
+        path) and one target, float32 (len(tgt), tgt_vocab_size); or a batch of
+        each, (count, T, tgt_vocab_size)."""
+        batch = _is_clip_batch(audio)
+        if batch != _is_batch(tgt):
+            raise ValueError("audio and tgt must both be one or both a batch")
+        a = _Audio(audio if batch else [audio], self.config.sample_rate, self._lib)
+        t = _Batch(tgt if batch else [tgt], "target")
+        if len(a) != len(t):
+            raise ValueError("%d clips but %d targets" % (len(a), len(t)))
+        longest = max(x.size for x in t.arrays)
+        logits = np.zeros((len(t), longest, self.config.tgt_vocab_size), dtype=np.float32)
+        _check(self._lib, self._lib.vkf_model_forward_audio(self._live(), ctypes.byref(a.batch), ctypes.byref(t.seq),
+                                                            logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                                            logits.size))
+        return logits if batch else logits[0]
+
+    def forward_features(self, features, tgt):
+        """The same from features: (audio_mels, audio_frames) with one target, or
+        (count, audio_mels, audio_frames) with a batch of targets."""
+        f = np.ascontiguousarray(np.asarray(features, dtype=np.float32))
+        batch = f.ndim == 3
+        if f.ndim not in (2, 3) or f.shape[-2:] != (self.config.audio_mels, self.config.audio_frames):
+            raise ValueError("features must be (%d, %d) or (count, %d, %d), got %s" % (
+                self.config.audio_mels, self.config.audio_frames, self.config.audio_mels, self.config.audio_frames,
+                f.shape))
+        if batch != _is_batch(tgt):
+            raise ValueError("features and tgt must both be one or both a batch")
+        t = _Batch(tgt if batch else [tgt], "target")
+        count = f.shape[0] if batch else 1
+        if count != len(t):
+            raise ValueError("%d windows but %d targets" % (count, len(t)))
+        longest = max(x.size for x in t.arrays)
+        logits = np.zeros((len(t), longest, self.config.tgt_vocab_size), dtype=np.float32)
+        _check(self._lib, self._lib.vkf_model_forward_features(
+            self._live(), f.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), count, ctypes.byref(t.seq),
+            logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), logits.size))
         return logits if batch else logits[0]
 
     def close(self):

@@ -58,6 +58,10 @@ static void fill_config(vkf_model *m)
     c->head_dim = s->head_dim;
     c->n_languages = m->fm.n_langs;
     c->target_language_required = m->fm.target_lang_required;
+    if (s->audio_mels) {
+        c->audio_mels = s->audio_mels, c->audio_frames = s->audio_frames;
+        c->audio_samples = m->fm.mel.n_samples, c->sample_rate = m->fm.mel.sample_rate;
+    }
 }
 
 /* What the precision option and the device make of the activations (arch.act)
@@ -110,6 +114,7 @@ static vkf_status load_model(vkf_model *m, const vkf_family *f, const vkf_probe 
     if (st == VKF_OK) m->arch.spec = m->fm.spec;
     if (st == VKF_OK && !data) st = resolve_precision(m, &precision);
     L.precision = precision;
+    L.act = m->arch.act;
     if (st == VKF_OK) st = vkf_arch_weights_alloc(&m->arch.spec, &m->arch.w);
     if (st == VKF_OK) st = f->load(&L, &m->fm);
     if (st == VKF_OK && !data && m->fm.n_banned)
@@ -199,6 +204,9 @@ vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t m
     if (!m || !out_ids || !out_lengths)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate: %s is NULL",
                         !m ? "model" : !out_ids ? "out_ids" : "out_lengths");
+    if (m->arch.spec.audio_mels)
+        return vkf_fail(VKF_ERROR_STATE, "vkf_model_generate: generation from audio is not implemented yet (this model "
+                        "reads audio; vkf_model_forward_audio gives its logits)");
     return vkf_decode_generate(&m->arch, &m->dec, src, max_new, NULL, out_ids, out_lengths, NULL);
 }
 
@@ -208,6 +216,9 @@ vkf_status vkf_model_generate_with(vkf_model *m, const vkf_sequences *src, const
     if (!m || !out_ids || !out_lengths)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate_with: %s is NULL",
                         !m ? "model" : !out_ids ? "out_ids" : "out_lengths");
+    if (m->arch.spec.audio_mels)
+        return vkf_fail(VKF_ERROR_STATE, "vkf_model_generate_with: generation from audio is not implemented yet (this "
+                        "model reads audio; vkf_model_forward_audio gives its logits)");
     vkf_generate_options o;
     vkf_generate_options_init(&o);
     if (options) o = *options;
@@ -410,4 +421,92 @@ vkf_status vkf_model_set_target_language(const vkf_model *m, const char *code, v
 const char *vkf_model_language(const vkf_model *m, uint32_t index)
 {
     return m && index < m->fm.n_langs ? m->fm.lang_codes[index] : NULL;
+}
+
+/* ------------------------------------------------------------------ audio */
+
+static vkf_status audio_model(const vkf_model *m, const char *fn)
+{
+    if (!m) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: model is NULL", fn);
+    if (!m->arch.spec.audio_mels) return vkf_fail(VKF_ERROR_STATE, "%s: this model reads text, not audio", fn);
+    return VKF_OK;
+}
+
+static vkf_status check_samples(const float *samples, uint64_t count, const char *fn, uint32_t clip)
+{
+    if (!samples && count) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: clip %u's samples are NULL", fn, clip);
+    for (uint64_t i = 0; i < count; i++)
+        if (!isfinite(samples[i]))
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: clip %u: sample %llu is not finite", fn, clip,
+                            (unsigned long long)i);
+    return VKF_OK;
+}
+
+vkf_status vkf_model_audio_features(vkf_model *m, const float *samples, uint64_t count, float *out_features,
+                                    uint64_t out_floats)
+{
+    static const char fn[] = "vkf_model_audio_features";
+    VKF_TRY(audio_model(m, fn));
+    if (!out_features) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out_features is NULL", fn);
+    uint64_t need = (uint64_t)m->fm.mel.n_mels * m->fm.mel.frames;
+    if (out_floats != need)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out_features holds %llu floats, %llu needed", fn,
+                        (unsigned long long)out_floats, (unsigned long long)need);
+    VKF_TRY(check_samples(samples, count, fn, 0));
+    return vkf_mel_features(&m->fm.mel, samples, count, out_features);
+}
+
+/* (count, mels, frames) features of a batch of clips; *out malloc'd. */
+static vkf_status batch_features(vkf_model *m, const vkf_audio_batch *audio, const char *fn, float **out)
+{
+    *out = NULL;
+    if (!audio || audio->count == 0 || !audio->samples || !audio->lengths)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: no audio given", fn);
+    uint64_t per = (uint64_t)m->fm.mel.n_mels * m->fm.mel.frames;
+    float *f = malloc(audio->count * per * sizeof *f);
+    if (!f) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory for features", fn);
+    for (uint32_t i = 0; i < audio->count; i++) {
+        vkf_status st = check_samples(audio->samples[i], audio->lengths[i], fn, i);
+        if (st == VKF_OK) st = vkf_mel_features(&m->fm.mel, audio->samples[i], audio->lengths[i], f + i * per);
+        if (st != VKF_OK) {
+            free(f);
+            return st;
+        }
+    }
+    *out = f;
+    return VKF_OK;
+}
+
+vkf_status vkf_model_forward_features(vkf_model *m, const float *features, uint32_t count, const vkf_sequences *tgt,
+                                      float *out_logits, uint64_t out_floats)
+{
+    static const char fn[] = "vkf_model_forward_features";
+    VKF_TRY(audio_model(m, fn));
+    if (!out_logits) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out_logits is NULL", fn);
+    return vkf_arch_forward_features(&m->arch, features, count, tgt, out_logits, out_floats);
+}
+
+vkf_status vkf_model_forward_audio(vkf_model *m, const vkf_audio_batch *audio, const vkf_sequences *tgt,
+                                   float *out_logits, uint64_t out_floats)
+{
+    static const char fn[] = "vkf_model_forward_audio";
+    VKF_TRY(audio_model(m, fn));
+    if (!out_logits) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out_logits is NULL", fn);
+    float *f;
+    VKF_TRY(batch_features(m, audio, fn, &f));
+    vkf_status st = vkf_arch_forward_features(&m->arch, f, audio->count, tgt, out_logits, out_floats);
+    free(f);
+    return st;
+}
+
+vkf_status vkf_model_encode_audio(vkf_model *m, const vkf_audio_batch *audio, float *out_hidden, uint64_t out_floats)
+{
+    static const char fn[] = "vkf_model_encode_audio";
+    VKF_TRY(audio_model(m, fn));
+    if (!out_hidden) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out_hidden is NULL", fn);
+    float *f;
+    VKF_TRY(batch_features(m, audio, fn, &f));
+    vkf_status st = vkf_arch_encode_features(&m->arch, f, audio->count, out_hidden, out_floats);
+    free(f);
+    return st;
 }

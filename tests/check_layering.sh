@@ -7,6 +7,7 @@
 #   ops        src/ops: one host function per kernel;
 #   attention  src/attention: the attention kernels, built on the ops, their
 #              switch, and the public call over every variant;
+#   audio      src/audio: sound files and log-mel features (host);
 #   arch       src/arch: the encoder-decoder graph built from a spec;
 #   decode     src/decode: generation (options, plans, greedy, beam, sampling);
 #   families   src/families: model files and folders, tokenizers;
@@ -29,6 +30,7 @@ LAYERS='
 runtime: runtime_*
 ops: ops_*
 attention: attention_*
+audio: audio_*
 arch: arch_*
 decode: decode_*
 families: families_*

@@ -264,6 +264,11 @@ static void test_matmul_errors(vkf_context *ctx, vkf_cmd *cmd, const operands *o
     MM_EXPECT(d.a.offset = UINT64_MAX, VKF_ERROR_INVALID_ARGUMENT, "A view");
     MM_EXPECT(d.a.row_stride = K + 1, VKF_ERROR_INVALID_ARGUMENT, "A view");
     MM_EXPECT(d.a.row_stride = K - 1, VKF_ERROR_INVALID_ARGUMENT, "row_stride"); /* rows would overlap */
+    /* a_rows_overlap lets A's rows overlap (conv1d windows), never B's or C's */
+    MM_EXPECT((d.a_rows_overlap = true, d.b.row_stride = K - 1), VKF_ERROR_INVALID_ARGUMENT, "row_stride");
+    MM_EXPECT((d.a_rows_overlap = true, d.c.row_stride = N - 1), VKF_ERROR_INVALID_ARGUMENT, "row_stride");
+    MM_EXPECT((d.a_rows_overlap = true, d.a.row_stride = K - 1, d.a.offset = 1ull << 20), VKF_ERROR_INVALID_ARGUMENT,
+              "A view");
     MM_EXPECT(d.a.row_stride = UINT64_MAX / 2, VKF_ERROR_INVALID_ARGUMENT, "A view");
     MM_EXPECT((d.batch[0] = 2, d.a.batch_stride[0] = M * K), VKF_ERROR_INVALID_ARGUMENT, "A view");
     MM_EXPECT((d.batch[1] = 2, d.b.batch_stride[1] = 1), VKF_ERROR_INVALID_ARGUMENT, "B view");

@@ -37,8 +37,9 @@ static const char usage[] =
     "                                [--no-coopmat]\n"
     "defaults: --n 256,1024,4096,16384 --heads 8 --head-dim 64 --batch 1 --repeat 3\n"
     "          --variants dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,lsh:2:64,lowrank:256\n"
-    "--model MODEL (a vkformer file or a Hugging Face Marian folder): greedy ids of each variant\n"
-    "against dense, on 32 random sources, or on the lines of --text FILE|- (up to 256; models with text)\n"
+    "--model MODEL (a vkformer file or a Hugging Face folder): greedy ids of each variant\n"
+    "against dense, on 32 random sources, or on the lines of --text FILE|- (up to 256; models with text);\n"
+    "a Whisper folder: the teacher-forced argmax of 8 synthetic audio clips against dense's\n"
     "--plot FILE.png: time, memory and error against dense vs n (with --model: greedy agreement too), titled\n"
     "with the device and driver, through gnuplot; FILE's folder must be writable (else exit 2)\n"
     "and gnuplot installed (else exit 1), both checked before the run\n"
@@ -284,6 +285,92 @@ static int write_plot(const bench_opts *o, const shape *s, const result *res, si
 
 /* ------------------------------------------------------------------ greedy agreement */
 
+/* One agreement record (or line) of a variant. */
+static void agreement_record(const bench_opts *o, const char *variant, int sources, bool teacher_forced, double share,
+                             uint64_t same, uint64_t total, vkf_status vs)
+{
+    if (o->json) {
+        jsonl_begin("bench attention");
+        printf(",\"bench\":\"attention\",\"record\":\"agreement\"");
+        jsonl_string("variant", variant);
+        jsonl_string("model", o->model);
+        printf(",\"sources\":%d,\"text\":%s,\"teacher_forced\":%s,\"greedy_agreement\":", sources,
+               o->text ? "true" : "false", teacher_forced ? "true" : "false");
+        jsonl_number(vs == VKF_OK ? share : NAN, 4);
+        jsonl_string("skipped", vs == VKF_OK ? NULL : vkf_last_error());
+        jsonl_end(o->info);
+    } else if (vs == VKF_OK) {
+        printf("%-18s %s identical to dense: %.2f%% (%llu of %llu, %d %s)\n", variant,
+               teacher_forced ? "teacher-forced argmax ids" : "greedy ids", 100.0 * share, (unsigned long long)same,
+               (unsigned long long)total, sources, teacher_forced ? "synthetic audio clips" : o->text ? "lines of text"
+                                                                                                 : "random sources");
+    } else {
+        printf("%-18s greedy agreement skipped: %s\n", variant, vkf_last_error());
+    }
+}
+
+/* Models that read audio (Whisper), whose generation is not implemented yet: the
+ * argmax of every position of a teacher-forced target (random ids after the
+ * decoder start) under each variant, against dense, on synthetic clips of one
+ * window (tones, a chirp, noise bursts drawn from the seed). It is greedy's choice
+ * at each position given the same prefix, so it measures how far the encoder's
+ * attention moves the output; the records say teacher_forced. */
+static int audio_agreement(vkf_model *model, const vkf_model_config *c, const bench_opts *o, const char *const *names,
+                           size_t n_names, double *agreement)
+{
+    enum { CLIPS = 8 };
+    uint64_t rng = o->seed ^ 0xa0d10ull;
+    uint32_t n = c->audio_samples, T = c->max_len < 24 ? c->max_len : 24;
+    float *pcm[CLIPS];
+    int32_t *tgt[CLIPS];
+    uint64_t lens[CLIPS];
+    uint32_t tlen[CLIPS];
+    for (int i = 0; i < CLIPS; i++) {
+        pcm[i] = xmalloc((size_t)n * sizeof **pcm);
+        tgt[i] = xmalloc(T * sizeof **tgt);
+        lens[i] = n, tlen[i] = T;
+        double f0 = 100.0 + (double)(next_random(&rng) % 3000), f1 = 100.0 + (double)(next_random(&rng) % 6000);
+        for (uint32_t t = 0; t < n; t++) {
+            double s = (double)t / c->sample_rate, u = (double)(next_random(&rng) % 20001) / 10000.0 - 1.0;
+            double chirp = sin(2 * M_PI * (f0 * s + (f1 - f0) * s * s * c->sample_rate / (2.0 * n)));
+            bool burst = (t / (c->sample_rate / 4)) % 3 == (uint32_t)i % 3;
+            pcm[i][t] = (float)(0.3 * chirp + (burst ? 0.2 * u : 0.01 * u));
+        }
+        tgt[i][0] = c->bos_id;
+        for (uint32_t j = 1; j < T; j++) tgt[i][j] = (int32_t)(next_random(&rng) % c->tgt_vocab_size);
+    }
+    const float *const *pp = (const float *const *)pcm;
+    vkf_audio_batch audio = {CLIPS, pp, lens};
+    vkf_sequences seq = {CLIPS, (const int32_t *const *)tgt, tlen};
+    uint64_t count = (uint64_t)CLIPS * T * c->tgt_vocab_size;
+    float *dense = xmalloc(count * sizeof *dense), *got = xmalloc(count * sizeof *got);
+    vkf_model_set_seed(model, o->seed);
+    vkf_status st = vkf_model_set_attention(model, "dense", "dense");
+    if (st == VKF_OK) st = vkf_model_forward_audio(model, &audio, &seq, dense, count);
+    for (size_t v = 0; st == VKF_OK && v < n_names; v++) {
+        fprintf(stderr, "bench attention: teacher-forced argmax of %d audio clips on %s with %s\n", CLIPS, o->model,
+                names[v]);
+        vkf_status vs = vkf_model_set_attention(model, names[v], "dense");
+        if (vs == VKF_OK) vs = vkf_model_forward_audio(model, &audio, &seq, got, count);
+        uint64_t same = 0, total = (uint64_t)CLIPS * T;
+        for (uint64_t r = 0; vs == VKF_OK && r < total; r++) {
+            const float *a = dense + r * c->tgt_vocab_size, *b = got + r * c->tgt_vocab_size;
+            uint32_t ia = 0, ib = 0;
+            for (uint32_t k = 1; k < c->tgt_vocab_size; k++) {
+                if (a[k] > a[ia]) ia = k;
+                if (b[k] > b[ib]) ib = k;
+            }
+            same += ia == ib;
+        }
+        if (vs == VKF_OK) agreement[v] = (double)same / (double)total;
+        agreement_record(o, names[v], CLIPS, true, (double)same / (double)total, same, total, vs);
+    }
+    if (st != VKF_OK) fprintf(stderr, "vkformer: %s\n", vkf_last_error());
+    for (int i = 0; i < CLIPS; i++) free(pcm[i]), free(tgt[i]);
+    free(dense), free(got);
+    return st == VKF_OK ? EXIT_OK : EXIT_ERROR;
+}
+
 /* With --model: greedy ids of random sources under each variant, against dense. */
 static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *const *names, size_t n_names,
                            double *agreement)
@@ -300,6 +387,16 @@ static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *co
     }
     vkf_model_config c;
     vkf_model_get_config(model, &c);
+    if (c.audio_mels) {
+        if (o->text) {
+            fprintf(stderr, "vkformer: bench attention: --text: %s reads audio, not text\n", o->model);
+            vkf_model_destroy(model);
+            return EXIT_USAGE;
+        }
+        int code = audio_agreement(model, &c, o, names, n_names, agreement);
+        vkf_model_destroy(model);
+        return code;
+    }
     enum { MAX_SOURCES = 256 };
     int SOURCES = 32;
     uint32_t max_new = c.max_len < 64 ? c.max_len : 64, lens[MAX_SOURCES];
@@ -366,22 +463,7 @@ static int model_agreement(vkf_context *ctx, const bench_opts *o, const char *co
                 same += j < dense_len[i] && j < got_len[i] && dense[(size_t)i * max_new + j] == got[(size_t)i * max_new + j];
         }
         if (vs == VKF_OK) agreement[v] = (double)same / (double)total;
-        if (o->json) {
-            jsonl_begin("bench attention");
-            printf(",\"bench\":\"attention\",\"record\":\"agreement\"");
-            jsonl_string("variant", names[v]);
-            jsonl_string("model", o->model);
-            printf(",\"sources\":%d,\"text\":%s,\"greedy_agreement\":", SOURCES, o->text ? "true" : "false");
-            jsonl_number(vs == VKF_OK ? (double)same / (double)total : NAN, 4);
-            jsonl_string("skipped", vs == VKF_OK ? NULL : vkf_last_error());
-            jsonl_end(o->info);
-        } else if (vs == VKF_OK) {
-            printf("%-18s greedy ids identical to dense: %.2f%% (%llu of %llu, %d %s)\n", names[v],
-                   100.0 * (double)same / (double)total, (unsigned long long)same, (unsigned long long)total, SOURCES,
-                   o->text ? "lines of text" : "random sources");
-        } else {
-            printf("%-18s greedy agreement skipped: %s\n", names[v], vkf_last_error());
-        }
+        agreement_record(o, names[v], SOURCES, false, total ? (double)same / (double)total : 0.0, same, total, vs);
     }
     if (st != VKF_OK) fprintf(stderr, "vkformer: %s\n", vkf_last_error());
     for (int i = 0; i < SOURCES; i++) free(ids[i]);

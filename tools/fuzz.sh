@@ -33,7 +33,7 @@ max_len=65536
 # the headers and libraries the sources use, and Python's sentencepiece for the
 # tokenizer seeds.
 packages=(clang-14 libclang-rt-14-dev llvm-14 libc6-dev pkg-config libjansson-dev libvulkan-dev
-          libvulkan-volk-dev libsentencepiece-dev libonig-dev libutf8proc-dev python3 python3-sentencepiece)
+          libvulkan-volk-dev libsentencepiece-dev libonig-dev libutf8proc-dev libsndfile1-dev libsoxr-dev python3 python3-sentencepiece)
 "$root/tools/install_packages.sh" fuzz "${packages[@]}"
 
 cc=${FUZZ_CC:-clang-14}

@@ -30,15 +30,16 @@ done
 # loaded at run time), glslc (GLSL -> SPIR-V at build time), the validation layer,
 # lavapipe (Mesa's CPU Vulkan driver), vulkaninfo, jansson (model-file headers),
 # SentencePiece (the tokenizers of Marian models; g++ for its C++ shim), and Oniguruma and
-# utf8proc (regexes and Unicode of Hugging Face tokenizer.json files).
+# utf8proc (regexes and Unicode of Hugging Face tokenizer.json files), libsndfile and libsoxr
+# (audio files in and resampled, for Whisper).
 packages=(gcc g++ libc6-dev pkg-config meson ninja-build glslc libvulkan-dev libvulkan-volk-dev libvulkan1
           vulkan-validationlayers mesa-vulkan-drivers vulkan-tools libjansson-dev libsentencepiece-dev libonig-dev
-          libutf8proc-dev python3)
+          libutf8proc-dev libsndfile1-dev libsoxr-dev python3)
 if [ "$with_swiftshader" = 1 ]; then
     # The tests compare whole models with PyTorch (Debian's, run by /usr/bin/python3),
     # the SentencePiece shim with Python's sentencepiece, and draw bench attention's
-    # plot with gnuplot.
-    packages+=(brotli ca-certificates python3-torch python3-numpy python3-sentencepiece gnuplot-nox)
+    # plot with gnuplot; Whisper's tests write sound files with python3-soundfile and speech with espeak-ng.
+    packages+=(brotli ca-certificates python3-torch python3-numpy python3-sentencepiece gnuplot-nox python3-soundfile espeak-ng)
     command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
 

@@ -30,6 +30,7 @@ static const char usage_text[] =
     "                                        kernel family (default auto: the library's choice)\n"
     "  forward --model FILE --src IDS --tgt IDS --out FILE.npy|-   (- : stdout)\n"
     "                                        logits (len(tgt), tgt_vocab) as float32 .npy\n"
+    "  forward --model DIR --audio FILE --tgt IDS --out FILE.npy   a Whisper folder: logits of a sound file\n"
     "  generate --model FILE --src IDS [--max-new N]\n"
     "                                        greedy ids, comma-separated, without bos/eos\n"
     "  generate --src IDS [--src IDS ...] | --input FILE | -   several sources, one batch, one line\n"

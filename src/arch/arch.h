@@ -59,6 +59,13 @@ typedef struct vkf_arch_spec {
     int32_t pad_id;                     /* padding of sources (and the fairseq positions' zero row) */
     int32_t decoder_start_id;           /* the first decoder input of a generation */
     int32_t eos_id;
+    /* An audio stem (Whisper) in place of the encoder's token embedding: log-mel
+     * frames (audio_frames, audio_mels) through conv1 (kernel 3, padding 1) + GELU
+     * and conv2 (kernel 3, stride 2, padding 1) + GELU, plus the encoder's position
+     * table (audio_frames / 2 rows, w.pe); the encoder then runs over audio_frames / 2
+     * positions. audio_mels 0: token ids in (src_vocab, positions as above). */
+    uint32_t audio_mels;
+    uint32_t audio_frames;
 } vkf_arch_spec;
 
 /* Sizes in range and consistent, and only what the graph runs (BAD_MODEL or
@@ -118,6 +125,10 @@ typedef struct vkf_arch_weights {
     uint32_t gen_parts;
     float *lr_file[2];                  /* a file's lowrank.self_proj / cross_proj, (K, max_len), or NULL */
     uint32_t lr_file_rank[2];
+    /* the audio stem (spec.audio_mels > 0): Conv1d weights (d, in, 3) stored as
+     * (d, 3 * in), kernel tap major, so that a conv is one matmul over a sliding
+     * view of its time-major input (in = audio_mels for conv1, d_model for conv2) */
+    vkf_linear conv1, conv2;
 } vkf_arch_weights;
 
 /* Allocates the layer arrays for the spec's layer counts. */
@@ -214,6 +225,11 @@ typedef struct vkf_fwd_plan {
     vkf_tensor *lr_proj[2];             /* lowrank (self, cross): (B, K, S) projection along the source */
     vkf_tensor *lr_lengths[2];          /* (B) I32: rows of the projection that hold keys */
     vkf_tensor *lr_kv;                  /* (B*K, 2 inner) projected keys and values */
+    /* the audio stem's inputs (spec.audio_mels > 0; S = audio_frames / 2) */
+    vkf_tensor *mel;                    /* (B, audio_frames + 2, audio_mels) time-major log-mel, first and last
+                                           rows of each item zero (conv1's padding) */
+    vkf_tensor *conv;                   /* (B, audio_frames + 2, d) conv1's output, first and last rows zero */
+    bool encode_only;                   /* cmd records the encoder alone (vkf_arch_encode_features) */
 } vkf_fwd_plan;
 
 /* Encoder: p->src_ids -> p->memory (B*S, d). */
@@ -280,6 +296,15 @@ vkf_status vkf_run_chunked(vkf_context *ctx, vkf_chunking *c, uint32_t total, co
 /* Teacher-forced logits of every target position (vkf_model_forward). */
 vkf_status vkf_arch_forward(vkf_arch *a, const vkf_sequences *src, const vkf_sequences *tgt, float *out_logits,
                             uint64_t out_floats);
+
+/* Models with an audio stem: teacher-forced logits with the log-mel features of
+ * `count` windows as sources, features (count, audio_mels, audio_frames) as the
+ * feature extractor lays them out (vkf_model_forward_features). */
+vkf_status vkf_arch_forward_features(vkf_arch *a, const float *features, uint32_t count, const vkf_sequences *tgt,
+                                     float *out_logits, uint64_t out_floats);
+/* The encoder's output (count, audio_frames / 2, d_model) of those features. */
+vkf_status vkf_arch_encode_features(vkf_arch *a, const float *features, uint32_t count, float *out_hidden,
+                                    uint64_t out_floats);
 
 /* What precision AUTO means on this device: true for F16 weights and activations
  * (GPUs with 16-bit storage), false for the file's weights with F32 activations. */

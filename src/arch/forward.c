@@ -17,7 +17,8 @@ void vkf_fwd_plan_free(vkf_fwd_plan *p)
                         p->src_lengths, p->a,           p->b,           p->n,           p->memory,
                         p->qkv,         p->q,           p->kv,          p->attn,        p->tmp,
                         p->hidden,      p->scores,      p->logits,      p->bb_table[0], p->bb_table[1],
-                        p->lr_proj[0],  p->lr_proj[1],  p->lr_lengths[0], p->lr_lengths[1], p->lr_kv};
+                        p->lr_proj[0],  p->lr_proj[1],  p->lr_lengths[0], p->lr_lengths[1], p->lr_kv,
+                        p->mel,         p->conv};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
     vkf_lsh_plan_destroy(p->lsh);
     free(p);
@@ -67,6 +68,17 @@ vkf_status vkf_fwd_plan_alloc(vkf_arch *a, uint32_t B, uint32_t S, uint32_t T, v
         if (ch->rank > lr_rows) lr_rows = ch->rank;
     }
     if (st == VKF_OK && lr_rows) st = vkf_tensor2(ctx, a->act, (uint64_t)B * lr_rows, 2 * inner, &p->lr_kv);
+    if (st == VKF_OK && s->audio_mels) {
+        /* the stem's time-major inputs with a zero row before and after each item: conv
+         * rows are written between them, and the zeros are uploaded once */
+        uint64_t rows2 = (uint64_t)B * (s->audio_frames + 2);
+        st = vkf_tensor2(ctx, a->act, rows2, s->audio_mels, &p->mel);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, rows2, d, &p->conv);
+        float *zeros = st == VKF_OK ? calloc(rows2 * d, sizeof *zeros) : NULL;
+        if (st == VKF_OK && !zeros) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a forward plan");
+        if (st == VKF_OK) st = vkf_upload_floats(p->conv, zeros, rows2 * d);
+        free(zeros);
+    }
     if (st != VKF_OK) {
         vkf_fwd_plan_free(p);
         return st;
@@ -97,12 +109,13 @@ static vkf_status rec_decoder(vkf_cmd *cmd, const vkf_arch *a, vkf_fwd_plan *p)
     return vkf_rec_decoder_output(cmd, a, io.x, p->n, rows, false, p->logits);
 }
 
-/* The plan of this shape, recorded on first use; most recently used kept last. */
-static vkf_status forward_plan(vkf_arch *a, uint32_t B, uint32_t S, uint32_t T, vkf_fwd_plan **out)
+/* The plan of this shape, recorded on first use (the encoder alone when
+ * encode_only); most recently used kept last. */
+static vkf_status forward_plan(vkf_arch *a, uint32_t B, uint32_t S, uint32_t T, bool encode_only, vkf_fwd_plan **out)
 {
     for (int i = 0; i < VKF_MAX_FORWARD_PLANS; i++) {
         vkf_fwd_plan *p = a->plans[i];
-        if (p && p->batch == B && p->src_len == S && p->tgt_len == T) {
+        if (p && p->batch == B && p->src_len == S && p->tgt_len == T && p->encode_only == encode_only) {
             memmove(&a->plans[i], &a->plans[i + 1], (VKF_MAX_FORWARD_PLANS - 1 - i) * sizeof *a->plans);
             a->plans[VKF_MAX_FORWARD_PLANS - 1] = p;
             *out = p;
@@ -111,9 +124,10 @@ static vkf_status forward_plan(vkf_arch *a, uint32_t B, uint32_t S, uint32_t T, 
     }
     vkf_fwd_plan *p;
     VKF_TRY(vkf_fwd_plan_alloc(a, B, S, T, &p));
+    p->encode_only = encode_only;
     vkf_status st = vkf_cmd_create(a->ctx, a->cmd_flags, &p->cmd);
     if (st == VKF_OK) st = vkf_rec_encoder(p->cmd, a, p);
-    if (st == VKF_OK) st = rec_decoder(p->cmd, a, p);
+    if (st == VKF_OK && !encode_only) st = rec_decoder(p->cmd, a, p);
     if (st != VKF_OK) {
         vkf_fwd_plan_free(p);
         return st;
@@ -218,7 +232,7 @@ static vkf_status forward_batch(vkf_arch *a, const vkf_sequences *src, const vkf
 {
     uint32_t B = src->count, V = a->spec.tgt_vocab;
     vkf_fwd_plan *p;
-    VKF_TRY(forward_plan(a, B, S, T, &p));
+    VKF_TRY(forward_plan(a, B, S, T, false, &p));
     VKF_TRY(vkf_upload_ids(a, src, S, p->src_ids, p->src_mask, p->src_lengths, p->src_pos));
     VKF_TRY(vkf_upload_ids(a, tgt, T, p->tgt_ids, NULL, NULL, p->tgt_pos));
     VKF_TRY(vkf_upload_lowrank(a, p, src));
@@ -292,6 +306,9 @@ static vkf_status forward_chunk(void *user, uint32_t first, uint32_t count)
 vkf_status vkf_arch_forward(vkf_arch *a, const vkf_sequences *src, const vkf_sequences *tgt, float *out_logits,
                             uint64_t out_floats)
 {
+    if (a->spec.audio_mels)
+        return vkf_fail(VKF_ERROR_STATE, "vkf_model_forward: this model reads audio, not source ids; use "
+                        "vkf_model_forward_audio or vkf_model_forward_features");
     uint32_t S, T;
     VKF_TRY(vkf_check_sequences(a, src, a->spec.src_vocab, "source", &S));
     VKF_TRY(vkf_check_sequences(a, tgt, a->spec.tgt_vocab, "target", &T));
@@ -305,4 +322,129 @@ vkf_status vkf_arch_forward(vkf_arch *a, const vkf_sequences *src, const vkf_seq
     forward_call f = {a, src, tgt, out_logits, T};
     return vkf_run_chunked(a->ctx, &a->fwd_chunks, B, (const uint32_t[2]){S, T}, "the forward pass of", forward_chunk,
                            &f);
+}
+
+/* ------------------------------------------------------------------ audio sources */
+
+/* The plan's stem inputs from features (B, mels, F): time-major with zero rows
+ * around each item; every source is S keys long. */
+static vkf_status upload_features(const vkf_arch *a, vkf_fwd_plan *p, const float *features)
+{
+    uint32_t B = p->batch, M = a->spec.audio_mels, F = a->spec.audio_frames, S = p->src_len;
+    uint64_t item = (uint64_t)(F + 2) * M;
+    float *h = calloc((size_t)B * item, sizeof *h), *mask = calloc((size_t)B * S, sizeof *mask);
+    int32_t *len = malloc((size_t)B * sizeof *len);
+    vkf_status st = h && mask && len ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for features");
+    for (uint32_t b = 0; st == VKF_OK && b < B; b++) {
+        len[b] = (int32_t)S;
+        for (uint32_t m = 0; m < M; m++)
+            for (uint32_t t = 0; t < F; t++) h[b * item + (uint64_t)(t + 1) * M + m] = features[((uint64_t)b * M + m) * F + t];
+    }
+    if (st == VKF_OK) st = vkf_upload_floats(p->mel, h, (uint64_t)B * item);
+    if (st == VKF_OK) st = vkf_tensor_upload(p->src_mask, mask, (uint64_t)B * S * sizeof *mask);
+    if (st == VKF_OK) st = vkf_tensor_upload(p->src_lengths, len, (uint64_t)B * sizeof *len);
+    if (st == VKF_OK && (p->lr_proj[0] || p->lr_proj[1])) {
+        uint32_t *lens = malloc((size_t)B * sizeof *lens);
+        if (!lens) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        for (uint32_t b = 0; st == VKF_OK && b < B; b++) lens[b] = S;
+        vkf_sequences src = {B, NULL, lens};
+        if (st == VKF_OK) st = vkf_upload_lowrank(a, p, &src);
+        free(lens);
+    }
+    free(h), free(mask), free(len);
+    return st;
+}
+
+static vkf_status check_features(const vkf_arch *a, const float *features, uint32_t count, const char *fn)
+{
+    if (!a->spec.audio_mels)
+        return vkf_fail(VKF_ERROR_STATE, "%s: this model reads source ids, not audio", fn);
+    if (!features || count == 0)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s", fn, !features ? "features is NULL" : "count is 0");
+    uint64_t n = (uint64_t)count * a->spec.audio_mels * a->spec.audio_frames;
+    for (uint64_t i = 0; i < n; i++)
+        if (!isfinite(features[i]))
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: feature %llu (window %llu, bin %llu, frame %llu) is not "
+                            "finite", fn, (unsigned long long)i, (unsigned long long)(i / ((uint64_t)a->spec.audio_mels * a->spec.audio_frames)),
+                            (unsigned long long)(i / a->spec.audio_frames % a->spec.audio_mels),
+                            (unsigned long long)(i % a->spec.audio_frames));
+    return VKF_OK;
+}
+
+typedef struct features_call {
+    vkf_arch *a;
+    const float *features;              /* (count, M, F) */
+    const vkf_sequences *tgt;
+    float *out;
+    uint32_t t_out;
+    bool encode_only;
+} features_call;
+
+static vkf_status features_chunk(void *user, uint32_t first, uint32_t count)
+{
+    const features_call *f = user;
+    vkf_arch *a = f->a;
+    const vkf_arch_spec *s = &a->spec;
+    uint32_t S = s->audio_frames / 2, V = s->tgt_vocab, T = 1;
+    const float *feat = f->features + (uint64_t)first * s->audio_mels * s->audio_frames;
+    vkf_fwd_plan *p;
+    if (f->encode_only) {
+        VKF_TRY(forward_plan(a, count, S, 1, true, &p));
+        VKF_TRY(upload_features(a, p, feat));
+        VKF_TRY(vkf_cmd_submit(p->cmd));
+        return vkf_download_floats(p->memory, f->out + (uint64_t)first * S * s->d_model, (uint64_t)count * S * s->d_model);
+    }
+    vkf_sequences t = {count, f->tgt->ids + first, f->tgt->lengths + first};
+    for (uint32_t i = 0; i < count; i++)
+        if (t.lengths[i] > T) T = t.lengths[i];
+    VKF_TRY(forward_plan(a, count, S, T, false, &p));
+    VKF_TRY(upload_features(a, p, feat));
+    VKF_TRY(vkf_upload_ids(a, &t, T, p->tgt_ids, NULL, NULL, p->tgt_pos));
+    VKF_TRY(vkf_cmd_submit(p->cmd));
+    a->last_forward = p->cmd;
+    float *out = f->out + (uint64_t)first * f->t_out * V;
+    uint64_t need = (uint64_t)count * T * V;
+    float *dst = T == f->t_out ? out : malloc(need * sizeof *dst);
+    if (!dst) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for logits");
+    vkf_status st = vkf_download_floats(p->logits, dst, need);
+    if (dst != out) {
+        for (uint32_t i = count; st == VKF_OK && i-- > 0;)
+            memcpy(out + (uint64_t)i * f->t_out * V, dst + (uint64_t)i * T * V, (uint64_t)T * V * sizeof *out);
+        free(dst);
+    }
+    for (uint32_t i = 0; st == VKF_OK && i < count; i++) /* rows past each target are padding */
+        memset(out + ((uint64_t)i * f->t_out + t.lengths[i]) * V, 0, (uint64_t)(f->t_out - t.lengths[i]) * V * sizeof(float));
+    return st;
+}
+
+vkf_status vkf_arch_forward_features(vkf_arch *a, const float *features, uint32_t count, const vkf_sequences *tgt,
+                                     float *out_logits, uint64_t out_floats)
+{
+    static const char fn[] = "vkf_model_forward_features";
+    VKF_TRY(check_features(a, features, count, fn));
+    uint32_t T;
+    VKF_TRY(vkf_check_sequences(a, tgt, a->spec.tgt_vocab, "target", &T));
+    if (tgt->count != count)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %u windows of audio but %u targets", fn, count, tgt->count);
+    uint64_t need = (uint64_t)count * T * a->spec.tgt_vocab;
+    if (out_floats != need)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out_logits holds %llu floats, %llu needed", fn,
+                        (unsigned long long)out_floats, (unsigned long long)need);
+    features_call f = {a, features, tgt, out_logits, T, false};
+    return vkf_run_chunked(a->ctx, &a->fwd_chunks, count, (const uint32_t[2]){a->spec.audio_frames / 2, T},
+                           "the forward pass of", features_chunk, &f);
+}
+
+vkf_status vkf_arch_encode_features(vkf_arch *a, const float *features, uint32_t count, float *out_hidden,
+                                    uint64_t out_floats)
+{
+    static const char fn[] = "vkf_model_encode_audio";
+    VKF_TRY(check_features(a, features, count, fn));
+    uint64_t need = (uint64_t)count * (a->spec.audio_frames / 2) * a->spec.d_model;
+    if (out_floats != need)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out_hidden holds %llu floats, %llu needed", fn,
+                        (unsigned long long)out_floats, (unsigned long long)need);
+    features_call f = {a, features, NULL, out_hidden, 0, true};
+    return vkf_run_chunked(a->ctx, &a->fwd_chunks, count, (const uint32_t[2]){a->spec.audio_frames / 2, 1},
+                           "the encoder of", features_chunk, &f);
 }

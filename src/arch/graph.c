@@ -135,15 +135,54 @@ static vkf_status rec_attention(vkf_cmd *cmd, const vkf_arch *a, vkf_fwd_plan *p
 
 /* ------------------------------------------------------------------ encoder */
 
+/* One Conv1d (kernel 3, padding 1) over each item's time-major rows as one
+ * matmul: output row t reads input rows stride t - 1 .. stride t + 1, which in the
+ * zero-padded input (rows 0 and F + 1 zero) are the 3 * ch consecutive values
+ * from row stride t: a view whose rows overlap. */
+static vkf_status rec_conv(vkf_cmd *cmd, const vkf_tensor *in, uint32_t batch, uint64_t in_rows, uint32_t ch,
+                           uint32_t stride, const vkf_linear *l, uint32_t out_rows, vkf_matrix_view out,
+                           const vkf_tensor *residual)
+{
+    vkf_matmul_desc d;
+    vkf_matmul_desc_init(&d);
+    d.m = out_rows, d.n = l->out, d.k = 3 * ch, d.batch[0] = batch;
+    d.a = (vkf_matrix_view){(vkf_tensor *)in, 0, (uint64_t)stride * ch, {in_rows * ch, 0}};
+    d.a_rows_overlap = true;
+    d.b.tensor = l->w, d.b_scale = l->scale, d.bias = l->b;
+    d.c = out;
+    d.activation = VKF_ACTIVATION_GELU;
+    /* the positions: one (out_rows, d) table for every item */
+    if (residual) d.residual = (vkf_matrix_view){(vkf_tensor *)residual, 0, l->out, {0, 0}};
+    return vkf_cmd_matmul(cmd, &d);
+}
+
+/* x (B*S, d) = GELU(conv2(GELU(conv1(mel)))) + PE: Whisper's stem. */
+static vkf_status rec_audio_stem(vkf_cmd *cmd, const vkf_arch *a, vkf_fwd_plan *p, vkf_tensor *x)
+{
+    const vkf_arch_spec *s = &a->spec;
+    uint32_t B = p->batch, F = s->audio_frames, S = p->src_len, d = s->d_model;
+    uint64_t item = (uint64_t)(F + 2) * d;
+    /* conv rows 1..F of each item = GELU(conv1(mel)) */
+    VKF_TRY(rec_conv(cmd, p->mel, B, F + 2, s->audio_mels, 1, &a->w.conv1, F,
+                     (vkf_matrix_view){p->conv, d, d, {item, 0}}, NULL));
+    /* x = GELU(conv2(conv)) + PE, stride 2 */
+    return rec_conv(cmd, p->conv, B, F + 2, d, 2, &a->w.conv2, S, (vkf_matrix_view){x, 0, d, {(uint64_t)S * d, 0}},
+                    a->w.pe);
+}
+
 vkf_status vkf_rec_encoder(vkf_cmd *cmd, const vkf_arch *a, vkf_fwd_plan *p)
 {
     const vkf_arch_spec *s = &a->spec;
     uint32_t B = p->batch, S = p->src_len, rows = B * S;
     uint64_t inner = (uint64_t)s->heads * s->head_dim;
     vkf_tensor *x = p->a, *alt = p->b;
-    /* x = EmbedNorm(src_embed(ids) * scale + PE) */
-    vkf_embed_at at = {.position_ids = p->src_pos, .seq_len = S};
-    VKF_TRY(vkf_rec_embed(cmd, a, false, p->src_ids, rows, &at, p->n, x));
+    if (s->audio_mels) {
+        VKF_TRY(rec_audio_stem(cmd, a, p, x));
+    } else {
+        /* x = EmbedNorm(src_embed(ids) * scale + PE) */
+        vkf_embed_at at = {.position_ids = p->src_pos, .seq_len = S};
+        VKF_TRY(vkf_rec_embed(cmd, a, false, p->src_ids, rows, &at, p->n, x));
+    }
     vkf_attention_view q = heads_view(p->qkv, 0, 3 * inner, S), k = heads_view(p->qkv, inner, 3 * inner, S),
                        v = heads_view(p->qkv, 2 * inner, 3 * inner, S);
     for (uint32_t i = 0; i < s->encoder_layers; i++) {

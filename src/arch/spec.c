@@ -37,6 +37,11 @@ vkf_status vkf_arch_spec_check(const vkf_arch_spec *s)
                                            (s->positions == VKF_POS_SIN_FAIRSEQ ? (uint64_t)s->pad_id + 1 : 0);
     if (rows > (1u << 20) || rows * s->d_model > UINT32_MAX) BAD("a position table of %llu rows is too large",
                                                                  (unsigned long long)rows);
+    if (s->audio_mels) {
+        if (s->audio_mels > 1024) BAD("%u mel bins: outside 1..1024", s->audio_mels);
+        if (s->audio_frames < 2 || s->audio_frames % 2 || s->audio_frames > (1u << 17))
+            BAD("%u audio frames: an even number in 2..%u is needed (conv2 halves them)", s->audio_frames, 1u << 17);
+    }
 #undef BAD
     if (s->norm == VKF_NORM_RMS)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "RMSNorm (T5's norm) is not implemented yet");

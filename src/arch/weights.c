@@ -58,6 +58,7 @@ void vkf_arch_weights_free(const vkf_arch_spec *spec, vkf_arch_weights *w)
     table_free(&w->tgt_embed);
     vkf_tensor_destroy(w->pe);
     vkf_tensor_destroy(w->pe_dec);
+    linear_free(&w->conv1), linear_free(&w->conv2);
     free(w->lr_file[0]);
     free(w->lr_file[1]);
     memset(w, 0, sizeof *w);

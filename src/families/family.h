@@ -13,6 +13,7 @@
 #define VKF_FAMILY_H
 
 #include "arch/arch.h"
+#include "audio/audio.h"
 #include "families/safetensors.h"
 
 #include <jansson.h>
@@ -40,6 +41,7 @@ typedef struct vkf_loader {
     uint64_t halves_count;
     int8_t *quant;                      /* owned host buffer for int8 quantization */
     uint64_t quant_count;
+    vkf_dtype act;                      /* the activations' dtype (tables added to activations take it) */
 } vkf_loader;
 
 void vkf_loader_free(vkf_loader *L);
@@ -81,6 +83,14 @@ vkf_status vkf_ld_generator(vkf_loader *L, bool tied, const char *name, const fl
 /* The spec's position table into *out (NULL for NONE): the file's tensor `name`
  * where the file holds it (required for LEARNED), else the computed sinusoids. */
 vkf_status vkf_ld_positions(vkf_loader *L, const char *name, vkf_tensor **out);
+/* A Conv1d `prefix`.weight (out, in, kernel) and `prefix`.bias (out) as the
+ * linear (out, kernel * in) the arch's convolutions run: each output channel's
+ * taps reordered kernel-major, in the load's precision. */
+vkf_status vkf_ld_conv1d(vkf_loader *L, const char *prefix, uint32_t out_ch, uint32_t in_ch, uint32_t kernel,
+                         vkf_linear *out);
+/* A (rows, cols) table `name` in the activations' dtype (L->act), e.g. positions
+ * added by a matmul's residual. */
+vkf_status vkf_ld_act_table(vkf_loader *L, const char *name, uint32_t rows, uint32_t cols, vkf_tensor **out);
 /* Checks that every tensor of the file was expected. */
 vkf_status vkf_ld_check_unexpected(const vkf_loader *L, const char *hint);
 
@@ -104,6 +114,7 @@ typedef struct vkf_family_model {
     bool target_lang_in_source;         /* the target language is a token of the source (Marian's >>xx<<), else
                                            forced as the first generated token (forced_bos) */
     void *state;                        /* the family's own (tokenizers), freed by its free() */
+    vkf_mel_spec mel;                   /* models that read audio (spec.audio_mels > 0): the feature extractor */
 } vkf_family_model;
 
 /* What the registry knows of a path before any family reads it. */
@@ -139,6 +150,7 @@ vkf_status vkf_family_find(const char *path, const vkf_family **out_family, vkf_
 const vkf_family *vkf_family_vkformer(void);
 /* The families' tables (one per file). */
 extern const vkf_family vkf_family_marian, vkf_family_m2m100, vkf_family_mbart;
+extern const vkf_family vkf_family_whisper;
 void vkf_family_model_free(const vkf_family *f, vkf_family_model *fm);
 /* Index of language `code` in fm's list, or -1. */
 int32_t vkf_family_language(const vkf_family_model *fm, const char *code);
@@ -244,9 +256,10 @@ vkf_status vkf_hf_tied_table(vkf_loader *L, const char *const *names, size_t n, 
 vkf_status vkf_hf_load_layers(vkf_loader *L, const char *prefix);
 /* The sizes every BART-layout config.json holds (Marian, M2M-100, NLLB, mBART,
  * BART): d_model, encoder/decoder layers, heads and ffn_dim (the encoder's and
- * the decoder's must agree), vocab_size, max_position_embeddings and
- * activation_function. Fills the spec's sizes (src_vocab = tgt_vocab =
- * vocab_size) and *out_vocab. */
+ * the decoder's must agree), vocab_size and activation_function. Fills the
+ * spec's sizes (src_vocab = tgt_vocab = vocab_size) and *out_vocab; the
+ * positions (max_position_embeddings, Whisper's max_target_positions) are the
+ * family's. */
 vkf_status vkf_hf_bart_sizes(json_t *config, vkf_arch_spec *s, int64_t *out_vocab);
 /* The generator with final_logits_bias (1, tgt_vocab) added: the tied embedding,
  * or the tensor lm_head. */
@@ -254,5 +267,7 @@ vkf_status vkf_hf_biased_generator(vkf_loader *L, bool tied, const char *lm_head
 /* Every tensor of the file accounted for; a stray one is named with the model's
  * class ("MarianMTModel") and its layer counts. */
 vkf_status vkf_hf_check_unexpected(const vkf_loader *L, const char *model_class);
+/* The same where every k_proj has no bias (Whisper). */
+vkf_status vkf_hf_load_layers_k_unbiased(vkf_loader *L, const char *prefix);
 
 #endif /* VKF_FAMILY_H */

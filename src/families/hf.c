@@ -382,21 +382,34 @@ vkf_status vkf_hf_tied_table(vkf_loader *L, const char *const *names, size_t n, 
     return vkf_ld_table(L, first, rows, L->spec->d_model, out);
 }
 
-/* prefix + {q,k,v}_proj stacked, or some of them: (n * inner, d) */
+/* prefix + {q,k,v}_proj stacked, or some of them: (n * inner, d); k_proj
+ * without a bias (zeros in its rows) when !k_bias */
 static vkf_status load_proj(vkf_loader *L, const char *prefix, const char *const *which, uint32_t n, uint32_t rows_each,
-                            uint32_t cols, vkf_linear *out)
+                            uint32_t cols, bool k_bias, vkf_linear *out)
 {
     char w[3][320], b[3][320];
     const char *wn[3], *bn[3];
     for (uint32_t i = 0; i < n; i++) {
         snprintf(w[i], sizeof w[i], "%.256s%s_proj.weight", prefix, which[i]);
         snprintf(b[i], sizeof b[i], "%.256s%s_proj.bias", prefix, which[i]);
-        wn[i] = w[i], bn[i] = b[i];
+        wn[i] = w[i], bn[i] = !k_bias && strcmp(which[i], "k") == 0 ? NULL : b[i];
     }
     return vkf_ld_stacked(L, wn, bn, n, rows_each, cols, out);
 }
 
+static vkf_status load_layers(vkf_loader *L, const char *prefix, bool k_bias);
+
 vkf_status vkf_hf_load_layers(vkf_loader *L, const char *prefix)
+{
+    return load_layers(L, prefix, true);
+}
+
+vkf_status vkf_hf_load_layers_k_unbiased(vkf_loader *L, const char *prefix)
+{
+    return load_layers(L, prefix, false);
+}
+
+static vkf_status load_layers(vkf_loader *L, const char *prefix, bool k_bias)
 {
     const vkf_arch_spec *c = L->spec;
     vkf_arch_weights *w = L->w;
@@ -406,8 +419,8 @@ vkf_status vkf_hf_load_layers(vkf_loader *L, const char *prefix)
     for (uint32_t i = 0; i < c->encoder_layers; i++) {
         vkf_enc_layer *e = &w->enc[i];
         snprintf(p, sizeof p, "%sencoder.layers.%u.self_attn.", prefix, i);
-        VKF_TRY(load_proj(L, p, qkv, 3, inner, d, &e->qkv));
-        VKF_TRY(load_proj(L, p, o, 1, d, inner, &e->o));
+        VKF_TRY(load_proj(L, p, qkv, 3, inner, d, k_bias, &e->qkv));
+        VKF_TRY(load_proj(L, p, o, 1, d, inner, k_bias, &e->o));
         snprintf(p, sizeof p, "%sencoder.layers.%u.", prefix, i);
         VKF_TRY(vkf_ld_linear(L, p, "fc1.weight", "fc1.bias", f, d, 0, f, &e->ff1));
         VKF_TRY(vkf_ld_linear(L, p, "fc2.weight", "fc2.bias", d, f, 0, d, &e->ff2));
@@ -419,12 +432,12 @@ vkf_status vkf_hf_load_layers(vkf_loader *L, const char *prefix)
     for (uint32_t i = 0; i < c->decoder_layers; i++) {
         vkf_dec_layer *e = &w->dec[i];
         snprintf(p, sizeof p, "%sdecoder.layers.%u.self_attn.", prefix, i);
-        VKF_TRY(load_proj(L, p, qkv, 3, inner, d, &e->qkv));
-        VKF_TRY(load_proj(L, p, o, 1, d, inner, &e->o));
+        VKF_TRY(load_proj(L, p, qkv, 3, inner, d, k_bias, &e->qkv));
+        VKF_TRY(load_proj(L, p, o, 1, d, inner, k_bias, &e->o));
         snprintf(p, sizeof p, "%sdecoder.layers.%u.encoder_attn.", prefix, i);
-        VKF_TRY(load_proj(L, p, qkv, 1, inner, d, &e->cq));
-        VKF_TRY(load_proj(L, p, kv, 2, inner, d, &e->ckv));
-        VKF_TRY(load_proj(L, p, o, 1, d, inner, &e->co));
+        VKF_TRY(load_proj(L, p, qkv, 1, inner, d, k_bias, &e->cq));
+        VKF_TRY(load_proj(L, p, kv, 2, inner, d, k_bias, &e->ckv));
+        VKF_TRY(load_proj(L, p, o, 1, d, inner, k_bias, &e->co));
         snprintf(p, sizeof p, "%sdecoder.layers.%u.", prefix, i);
         VKF_TRY(vkf_ld_linear(L, p, "fc1.weight", "fc1.bias", f, d, 0, f, &e->ff1));
         VKF_TRY(vkf_ld_linear(L, p, "fc2.weight", "fc2.bias", d, f, 0, d, &e->ff2));
@@ -456,7 +469,7 @@ vkf_status vkf_hf_load_layers(vkf_loader *L, const char *prefix)
 vkf_status vkf_hf_bart_sizes(json_t *c, vkf_arch_spec *s, int64_t *out_vocab)
 {
     static const char F[] = "config.json";
-    int64_t d = 0, el = 0, dl = 0, eh = 1, dh = 1, ef = 0, df = 0, v = 0, mp = 0;
+    int64_t d = 0, el = 0, dl = 0, eh = 1, dh = 1, ef = 0, df = 0, v = 0;
     VKF_TRY(vkf_hf_int(c, F, "d_model", 1, 65536, -1, &d));
     VKF_TRY(vkf_hf_int(c, F, "encoder_layers", 1, 1024, -1, &el));
     VKF_TRY(vkf_hf_int(c, F, "decoder_layers", 1, 1024, -1, &dl));
@@ -465,7 +478,6 @@ vkf_status vkf_hf_bart_sizes(json_t *c, vkf_arch_spec *s, int64_t *out_vocab)
     VKF_TRY(vkf_hf_int(c, F, "encoder_ffn_dim", 1, 1 << 20, -1, &ef));
     VKF_TRY(vkf_hf_int(c, F, "decoder_ffn_dim", 1, 1 << 20, -1, &df));
     VKF_TRY(vkf_hf_int(c, F, "vocab_size", 1, 1 << 24, -1, &v));
-    VKF_TRY(vkf_hf_int(c, F, "max_position_embeddings", 1, 1 << 16, -1, &mp));
     if (eh != dh || ef != df)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "config.json: the encoder and decoder differ in heads (%lld, %lld) or "
                         "ffn_dim (%lld, %lld); vkformer runs models where they agree", (long long)eh, (long long)dh,
@@ -476,7 +488,6 @@ vkf_status vkf_hf_bart_sizes(json_t *c, vkf_arch_spec *s, int64_t *out_vocab)
     s->d_model = (uint32_t)d, s->heads = (uint32_t)eh, s->head_dim = (uint32_t)(d / eh);
     s->encoder_layers = (uint32_t)el, s->decoder_layers = (uint32_t)dl, s->d_ff = (uint32_t)ef;
     s->src_vocab = s->tgt_vocab = (uint32_t)v;
-    s->max_len = (uint32_t)mp;
     *out_vocab = v;
     return VKF_OK;
 }

@@ -431,3 +431,53 @@ vkf_status vkf_ld_positions(vkf_loader *L, const char *name, vkf_tensor **out)
     free(table);
     return st;
 }
+
+vkf_status vkf_ld_conv1d(vkf_loader *L, const char *prefix, uint32_t out_ch, uint32_t in_ch, uint32_t kernel,
+                         vkf_linear *out)
+{
+    char w[256], b[256];
+    snprintf(w, sizeof w, "%s.weight", prefix);
+    snprintf(b, sizeof b, "%s.bias", prefix);
+    const vkf_st_tensor *t = vkf_st_find(L->file, w);
+    if (!t) return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" is missing", w);
+    if (t->rank != 3 || t->shape[0] != out_ch || t->shape[1] != in_ch || t->shape[2] != kernel) {
+        char got[128] = "(";
+        for (uint32_t i = 0; i < t->rank && i < 4; i++) {
+            size_t len = strlen(got);
+            snprintf(got + len, sizeof got - len, "%s%llu", i ? ", " : "", (unsigned long long)t->shape[i]);
+        }
+        strcat(got, ")");
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" has shape %s, expected (%u, %u, %u)", w, got, out_ch, in_ch,
+                        kernel);
+    }
+    if (t->dtype != VKF_ST_F32 && t->dtype != VKF_ST_F16 && t->dtype != VKF_ST_BF16)
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "tensor \"%s\" has dtype %s; F32, F16 or BF16 expected", w,
+                        vkf_st_dtype_name(t->dtype));
+    if (!vkf_ld_name_add(&L->expected, w)) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    const float *data = NULL;
+    VKF_TRY(vkf_ld_floats(L, t, &data));
+    uint64_t cols = (uint64_t)kernel * in_ch;
+    float *r = malloc((uint64_t)out_ch * cols * sizeof *r);
+    if (!r) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory reading \"%s\"", w);
+    /* (out, in, k) -> (out, k, in) */
+    for (uint32_t o = 0; o < out_ch; o++)
+        for (uint32_t c = 0; c < in_ch; c++)
+            for (uint32_t k = 0; k < kernel; k++)
+                r[(uint64_t)o * cols + (uint64_t)k * in_ch + c] = data[((uint64_t)o * in_ch + c) * kernel + k];
+    out->out = out_ch, out->in = (uint32_t)cols;
+    vkf_status st = upload_weight(L, w, r, out_ch, (uint32_t)cols, t->dtype == VKF_ST_F16, &out->w, &out->scale);
+    free(r);
+    VKF_TRY(st);
+    return vkf_ld_vector(L, b, out_ch, 0, out_ch, &out->b);
+}
+
+vkf_status vkf_ld_act_table(vkf_loader *L, const char *name, uint32_t rows, uint32_t cols, vkf_tensor **out)
+{
+    const vkf_st_tensor *t = NULL;
+    const float *data = NULL;
+    VKF_TRY(vkf_ld_find(L, name, rows, cols, &t));
+    VKF_TRY(vkf_ld_floats(L, t, &data));
+    if (L->dry_run) return VKF_OK;
+    VKF_TRY(vkf_tensor2(L->ctx, L->act, rows, cols, out));
+    return vkf_upload_floats(*out, data, (uint64_t)rows * cols);
+}

@@ -38,8 +38,10 @@ static void marian_free(void *state)
 static vkf_status parse_config(marian *mm, json_t *c, vkf_arch_spec *s)
 {
     static const char F[] = "config.json";
-    int64_t v = 0, dv = 0, pad = 0, eos = 0, start = 0;
+    int64_t v = 0, mp = 0, dv = 0, pad = 0, eos = 0, start = 0;
     VKF_TRY(vkf_hf_bart_sizes(c, s, &v));
+    VKF_TRY(vkf_hf_int(c, F, "max_position_embeddings", 1, 1 << 16, -1, &mp));
+    s->max_len = (uint32_t)mp;
     VKF_TRY(vkf_hf_int(c, F, "decoder_vocab_size", 1, 1 << 24, v, &dv));
     VKF_TRY(vkf_hf_int(c, F, "pad_token_id", 0, INT32_MAX, -1, &pad));
     VKF_TRY(vkf_hf_int(c, F, "eos_token_id", 0, INT32_MAX, -1, &eos));

@@ -50,8 +50,10 @@ static bool probe(const vkf_probe *p)
 static vkf_status parse_config(json_t *c, vkf_arch_spec *s)
 {
     static const char F[] = "config.json";
-    int64_t v = 0, pad = 0, eos = 0, bos = 0, start = 0;
+    int64_t v = 0, mp = 0, pad = 0, eos = 0, bos = 0, start = 0;
     VKF_TRY(vkf_hf_bart_sizes(c, s, &v));
+    VKF_TRY(vkf_hf_int(c, F, "max_position_embeddings", 1, 1 << 16, -1, &mp));
+    s->max_len = (uint32_t)mp;
     VKF_TRY(vkf_hf_int(c, F, "pad_token_id", 0, v - 1, 1, &pad));
     VKF_TRY(vkf_hf_int(c, F, "eos_token_id", 0, v - 1, 2, &eos));
     VKF_TRY(vkf_hf_int(c, F, "bos_token_id", 0, v - 1, 0, &bos));

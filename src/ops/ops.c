@@ -84,7 +84,7 @@ static vkf_status check_activation(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype 
 
 static vkf_status check_view(vkf_cmd *cmd, const vkf_matrix_view *v, uint64_t rows, uint64_t cols, uint64_t batch0,
                              uint64_t batch1, const char *fn, const char *name, bool allow_f16, bool allow_i8,
-                             vkf_push_view *out)
+                             bool rows_overlap, vkf_push_view *out)
 {
     vkf_dtype dtype;
     VKF_TRY(float_input_dtype(cmd, v->tensor, allow_f16, fn, name, &dtype));
@@ -97,7 +97,7 @@ static vkf_status check_view(vkf_cmd *cmd, const vkf_matrix_view *v, uint64_t ro
     }
     VKF_TRY(vkf_check_tensor(cmd, v->tensor, dtype, 1, fn, name));
     uint64_t row_stride = v->row_stride ? v->row_stride : cols;
-    if (row_stride < cols && rows > 1)
+    if (row_stride < cols && rows > 1 && !rows_overlap)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s row_stride %llu is less than its %llu columns", fn, name,
                         (unsigned long long)row_stride, (unsigned long long)cols);
     uint64_t last = v->offset, term;
@@ -298,13 +298,13 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     uint64_t b0 = d->batch[0] ? d->batch[0] : 1, b1 = d->batch[1] ? d->batch[1] : 1;
     vkf_push_matmul p = {.m = d->m, .n = d->n, .k = d->k, .batch_inner = (uint32_t)b1, .alpha = d->alpha};
     vkf_dtype act;
-    VKF_TRY(check_view(cmd, &d->a, d->m, d->k, b0, b1, fn, "A", /*f16=*/true, /*i8=*/false, &p.a));
+    VKF_TRY(check_view(cmd, &d->a, d->m, d->k, b0, b1, fn, "A", /*f16=*/true, /*i8=*/false, d->a_rows_overlap, &p.a));
     VKF_TRY(activation_dtype(cmd, d->a.tensor, fn, "A", &act));
     VKF_TRY(same_dtype(d->c.tensor, act, fn, "C", "A"));
     VKF_TRY(same_dtype(d->residual.tensor, act, fn, "residual", "A"));
-    if (d->b_is_k_by_n) VKF_TRY(check_view(cmd, &d->b, d->k, d->n, b0, b1, fn, "B", /*f16=*/true, /*i8=*/true, &p.b));
-    else VKF_TRY(check_view(cmd, &d->b, d->n, d->k, b0, b1, fn, "B", /*f16=*/true, /*i8=*/true, &p.b));
-    VKF_TRY(check_view(cmd, &d->c, d->m, d->n, b0, b1, fn, "C", /*f16=*/true, /*i8=*/false, &p.c));
+    if (d->b_is_k_by_n) VKF_TRY(check_view(cmd, &d->b, d->k, d->n, b0, b1, fn, "B", /*f16=*/true, /*i8=*/true, /*overlap=*/false, &p.b));
+    else VKF_TRY(check_view(cmd, &d->b, d->n, d->k, b0, b1, fn, "B", /*f16=*/true, /*i8=*/true, /*overlap=*/false, &p.b));
+    VKF_TRY(check_view(cmd, &d->c, d->m, d->n, b0, b1, fn, "C", /*f16=*/true, /*i8=*/false, /*overlap=*/false, &p.c));
     if (d->bias) VKF_TRY(vkf_check_tensor(cmd, d->bias, VKF_DTYPE_F32, d->n, fn, "bias"));
     /* int8 weights: one F32 scale per output channel (column n of C). */
     bool b_i8 = d->b.tensor->dtype == VKF_DTYPE_I8;
@@ -324,7 +324,7 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: b_scale is given but B is not I8", fn);
     }
     if (d->residual.tensor) {
-        VKF_TRY(check_view(cmd, &d->residual, d->m, d->n, b0, b1, fn, "residual", /*f16=*/true, /*i8=*/false, &p.r));
+        VKF_TRY(check_view(cmd, &d->residual, d->m, d->n, b0, b1, fn, "residual", /*f16=*/true, /*i8=*/false, /*overlap=*/false, &p.r));
         if (vkf_tensors_overlap(d->residual.tensor, d->c.tensor))
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: residual may not alias C", fn);
     }

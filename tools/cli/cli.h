@@ -53,6 +53,7 @@ typedef struct options {
     unsigned long top_k;
     bool decode;                        /* tokenize --decode: ids to text */
     const char *source_lang, *target_lang; /* translate --source-lang / --target-lang: codes as the tokenizer names them */
+    const char *audio;                  /* forward --audio FILE: the source is a sound file (Whisper) */
     const char *args[16];               /* the words that are not options, in order */
     int n_args;
     const char *given[64];              /* the options given (their canonical names) */

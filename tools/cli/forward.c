@@ -32,8 +32,10 @@ static int run_forward(const options *o)
     if (!o->out && !o->json) return cli_usage_error(o, "needs --out FILE.npy (- : stdout), or --json");
     if (o->out && o->json && strcmp(o->out, "-") == 0)
         return cli_usage_error(o, "--json and --out - both write to stdout");
-    int32_t *src, *tgt;
-    long ns = parse_ids(o->src, "--src", &src);
+    if (!o->audio == !o->src) return cli_usage_error(o, "needs --src IDS or --audio FILE (one of them)");
+    if (!o->tgt) return cli_usage_error(o, "needs --tgt IDS");
+    int32_t *src = NULL, *tgt;
+    long ns = o->audio ? 0 : parse_ids(o->src, "--src", &src);
     if (ns < 0) return EXIT_USAGE;
     long nt = parse_ids(o->tgt, "--tgt", &tgt);
     if (nt < 0) {
@@ -54,9 +56,38 @@ static int run_forward(const options *o)
     vkf_sequences s = {1, &sp, &ls}, t = {1, &tp, &lt};
     uint64_t n = (uint64_t)lt * cfg.tgt_vocab_size;
     float *logits = xmalloc(n * sizeof *logits);
+    float *pcm = NULL;
+    uint64_t samples = 0;
+    vkf_status st = VKF_OK;
+    if (o->audio && !cfg.audio_mels) {
+        cli_error("%s reads text: --audio needs a model that reads audio (Whisper)", o->model);
+        free(logits), free(tgt);
+        vkf_model_destroy(model);
+        return close_context(ctx, EXIT_USAGE);
+    }
+    if (!o->audio && cfg.audio_mels) {
+        cli_error("%s reads audio: give --audio FILE instead of --src", o->model);
+        free(logits), free(src), free(tgt);
+        vkf_model_destroy(model);
+        return close_context(ctx, EXIT_USAGE);
+    }
+    if (o->audio) {
+        uint32_t file_rate = 0;
+        st = vkf_audio_read(o->audio, cfg.sample_rate, &pcm, &samples, &file_rate);
+        if (st == VKF_OK && o->verbose && samples > cfg.audio_samples)
+            cli_error("note: %s is %.1f s long; forward reads its first %.1f s window", o->audio,
+                      (double)samples / cfg.sample_rate, (double)cfg.audio_samples / cfg.sample_rate);
+    }
     double t0 = now_s();
-    vkf_status st = vkf_model_forward(model, &s, &t, logits, n);
+    if (st == VKF_OK && o->audio) {
+        const float *pp = pcm;
+        vkf_audio_batch a = {1, &pp, &samples};
+        st = vkf_model_forward_audio(model, &a, &t, logits, n);
+    } else if (st == VKF_OK) {
+        st = vkf_model_forward(model, &s, &t, logits, n);
+    }
     double ms = (now_s() - t0) * 1e3;
+    vkf_audio_free(pcm);
     if (st != VKF_OK) code = fail(st);
     else if (o->out && !write_npy(o->out, logits, lt, cfg.tgt_vocab_size)) {
         cli_error("cannot write %s", strcmp(o->out, "-") == 0 ? "the logits to stdout" : o->out);
@@ -67,8 +98,12 @@ static int run_forward(const options *o)
         vkf_device_info info;
         vkf_context_device_info(ctx, &info);
         jsonl_begin("forward");
-        printf(",\"src\":");
-        jsonl_ids(src, ls);
+        if (o->audio) {
+            jsonl_string("audio", o->audio);
+        } else {
+            printf(",\"src\":");
+            jsonl_ids(src, ls);
+        }
         printf(",\"tgt\":");
         jsonl_ids(tgt, lt);
         printf(",\"argmax\":[");
@@ -98,6 +133,8 @@ int cmd_forward(int argc, char **argv)
         CLI_MODEL_PATH,
         {"--src", CLI_STRING, CLI_OFF(src), 0, 0, "IDS", "source token ids, comma-separated (5,6,7)", NULL},
         {"--tgt", CLI_STRING, CLI_OFF(tgt), 0, 0, "IDS", "target token ids, bos first (1,8,9)", NULL},
+        {"--audio", CLI_STRING, CLI_OFF(audio), 0, 0, "FILE", "the source is this sound file (models that read "
+         "audio: Whisper; its first window)", NULL},
         {"--out", CLI_STRING, CLI_OFF(out), 0, 0, "FILE.npy", "where the logits go (- : stdout)", NULL},
         {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line: the ids, each position's argmax, the time, "
          "the attention (docs/json.md)", NULL},
@@ -105,7 +142,8 @@ int cmd_forward(int argc, char **argv)
         CLI_COMMON_OPTIONS,
         CLI_END,
     };
-    static const cli_command cmd = {"forward", "--model MODEL --src IDS --tgt IDS --out FILE.npy|- [--json] [options]",
+    static const cli_command cmd = {"forward", "--model MODEL --src IDS --tgt IDS --out FILE.npy|- [--json] [options]\n"
+                                    "--model MODEL --audio FILE --tgt IDS --out FILE.npy|- [--json] [options]",
                                     "the generator's logits for every target position: a float32 .npy of shape\n"
                                     "(len(tgt), tgt_vocab_size)", table};
     options o = {0};
