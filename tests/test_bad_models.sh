@@ -4,13 +4,16 @@
 # Usage: test_bad_models.sh VKFORMER DIR (DIR written by gen_bad_models.py).
 vkformer=$1
 dir=$2
+# stderr goes to a folder of this run's own: the drivers' runs share $dir
+errs=$(mktemp -d "${TMPDIR:-/tmp}/vkf-bad-models.XXXXXX") || exit 1
+trap 'rm -rf "$errs"' EXIT
 failures=0
 passed=0
 while read -r name expectation substring; do
     file=$dir/$name.safetensors
-    out=$("$vkformer" generate --model "$file" --src 3,4,5 --max-new 4 2>"$dir/$name.err")
+    out=$("$vkformer" generate --model "$file" --src 3,4,5 --max-new 4 2>"$errs/$name.err")
     code=$?
-    err=$(grep -v "WARNING: UNSUPPORTED" "$dir/$name.err")
+    err=$(grep -v "WARNING: UNSUPPORTED" "$errs/$name.err")
     lines=$(printf '%s' "$err" | grep -c '')
     if [ "$expectation" = ok ]; then
         if [ $code -ne 0 ] || [ -z "$out" ]; then
