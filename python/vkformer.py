@@ -133,6 +133,19 @@ class _GenerateOptions(ctypes.Structure):
         ("renormalize", ctypes.c_bool),
         ("forced_bos", ctypes.c_bool),
         ("forced_bos_id", ctypes.c_int32),
+        ("target_prefix", ctypes.c_void_p),
+        ("repetition_penalty", ctypes.c_float),
+        ("no_repeat_ngram", ctypes.c_uint32),
+        ("suppress_ids", ctypes.POINTER(ctypes.c_int32)),
+        ("n_suppress", ctypes.c_uint32),
+        ("bad_sequences", ctypes.c_void_p),
+        ("end_ids", ctypes.POINTER(ctypes.c_int32)),
+        ("n_end_ids", ctypes.c_uint32),
+        ("on_tokens", ctypes.c_void_p),
+        ("on_tokens_user", ctypes.c_void_p),
+        ("on_progress", ctypes.c_void_p),
+        ("on_progress_user", ctypes.c_void_p),
+        ("max_new_factor", ctypes.c_float),
     ]
 
 

@@ -331,6 +331,27 @@ static vkf_status encode(const vkf_family_model *fm, const char *text, const cha
     return VKF_OK;
 }
 
+/* MarianTokenizer's target side (text_target): target.spm, each piece looked up
+ * in the target vocabulary (unknown: <unk>); no eos. */
+static vkf_status encode_target(const vkf_family_model *fm, const char *text, int32_t *out_ids, uint32_t capacity,
+                                uint32_t *out_count)
+{
+    const marian *mm = fm->state;
+    encode_state e = {mm->separate_vocabs ? &mm->tgt : &mm->src, out_ids, 0, capacity};
+    char err[512];
+    int rc = vkf_spm_encode(mm->tgt_spm, text, add_piece, &e, err, sizeof err);
+    if (rc < 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "tokenizing: %s", err);
+    if (rc > 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity);
+    *out_count = e.n;
+    return VKF_OK;
+}
+
+static int32_t target_token(const vkf_family_model *fm, const char *token, size_t len)
+{
+    const marian *mm = fm->state;
+    return piece_id(mm->separate_vocabs ? &mm->tgt : &mm->src, token, len);
+}
+
 static vkf_status decode(const vkf_family_model *fm, const int32_t *ids, uint32_t count, char *out_text,
                          size_t capacity)
 {
@@ -384,4 +405,6 @@ const vkf_family vkf_family_marian = {
     .encode = encode,
     .decode = decode,
     .free = marian_free,
+    .encode_target = encode_target,
+    .target_token = target_token,
 };
