@@ -23,7 +23,9 @@ repeat themselves, which is where these options matter.
     number, an empty line stands in their place, exit 1;
   - misuse: a prefix that passes max_len with --max-new, a penalty <= 0, an n-gram of 0, an unknown token,
     --stream with --json or two sources, --max-batch-tokens with TEXT: exit 2; a prefix holding the end
-    token: exit 1; each with one line on stderr.
+    token: exit 1; each with one line on stderr;
+  - a folder whose generation_config.json holds repetition_penalty, no_repeat_ngram_size, suppress_tokens,
+    an eos_token_id list and a bad_words_ids entry of several ids: generate applies them by default.
 --quick: fewer cases (SwiftShader). Prints "N passed, M failed"; exits 1 on any failure.
 """
 import json
@@ -214,6 +216,39 @@ def check_sorted(label, path, tmp, texts, beams, max_new):
     ok("%s: %d lines, lines %s named" % (what, len(texts), bad_lines))
 
 
+def check_generation_config(tmp, rng):
+    """A folder whose generation_config.json holds repetition_penalty, no_repeat_ngram_size, suppress_tokens,
+    an eos_token_id list and a bad_words_ids entry of several ids: generate without options applies them."""
+    d = os.path.join(tmp, "gen_config")
+    gen_marian.make_folder(d, activation="relu", seed=3)
+    with open(os.path.join(d, "generation_config.json")) as f:
+        gc = json.load(f)
+    m = marian_ref.load_folder(d)
+    ids = [i for i in range(m.vocab_size) if i not in (m.eos, m.pad)]
+    extra = rng.sample(ids, 4)
+    gc.update({"repetition_penalty": 1.4, "no_repeat_ngram_size": 2, "suppress_tokens": [extra[0]],
+               "eos_token_id": [m.eos, extra[1]], "num_beams": 3,
+               "bad_words_ids": gc["bad_words_ids"] + [[extra[2], extra[3]]]})
+    with open(os.path.join(d, "generation_config.json"), "w") as f:
+        json.dump(gc, f)
+    model = decode_ref.marian(marian_ref.load_folder(d))
+    for src in ([5, 9, 14, m.eos], [22, 7, m.eos]):
+        what = "generation_config.json's repetition_penalty, no_repeat_ngram_size, suppress_tokens, eos list, " \
+               "bad_words_ids as defaults (src %s)" % src
+        rc, out, err = run_vkformer(["generate", "--model", d, "--src", ids_arg(src), "--max-new", "9", "--json"])
+        if rc != 0:
+            bad(what, "exit %d: %s" % (rc, " | ".join(err[-3:])))
+            continue
+        rec = json.loads(out)
+        want, score = decode_ref.beam_search(model, src, {"num_beams": 3, "max_new_tokens": 9,
+                                                          "repetition_penalty": 1.4, "no_repeat_ngram_size": 2,
+                                                          "suppress_tokens": [extra[0]]})[0]
+        if rec["ids"] != want or abs(rec["hypotheses"][0]["score"] - score) > SCORE_ATOL:
+            bad(what, "ids %s (%s), reference %s (%.6f)" % (rec["ids"], rec["hypotheses"][0]["score"], want, score))
+        else:
+            ok("%s -> %s" % (what, want))
+
+
 def check_misuse(path, marian):
     cases = [
         (["generate", "--model", marian, "--src", "5,6", "--max-new", "60", "--target-prefix-ids", ids_arg(range(3, 13))],
@@ -301,6 +336,7 @@ def main():
                 check_generate("vkformer file", model, path, src, c)
         pairs = [([5, 6, 7], [4, 5]), ([9], []), ([3, 4, 12, 8], [7, 7, 7, 9])]
         check_score("vkformer file", model, path, pairs, tmp, True)
+        check_generation_config(tmp, rng)
         check_misuse(path, marian_path)
     print("%d passed, %d failed" % (lib.passed, lib.failed))
     return 1 if lib.failed else 0
