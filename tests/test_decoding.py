@@ -18,8 +18,8 @@ repeat themselves, which is where these options matter.
     log_softmax of the reference's teacher-forced logits, within 1e-4; the sum and sum / (length + 1);
   - `--stream`: the streamed stdout equals the output without it (greedy, sampling with a seed; beam search
     prints at the end and says so on stderr);
-  - `translate --input FILE --max-batch-tokens N`: sorted batches give every line the output it gets alone,
-    in input order; lines that cannot be translated (invalid UTF-8, too many tokens) are named by line
+  - `translate --input FILE --max-batch-tokens N --max-new-factor 0.8`: sorted batches (whose sources end
+    at different steps) give every line the output it gets alone, in input order; lines that cannot be translated (invalid UTF-8, too many tokens) are named by line
     number, an empty line stands in their place, exit 1;
   - misuse: a prefix that passes max_len with --max-new, a penalty <= 0, an n-gram of 0, an unknown token,
     --stream with --json or two sources, --max-batch-tokens with TEXT: exit 2; a prefix holding the end
@@ -193,7 +193,8 @@ def check_sorted(label, path, tmp, texts, beams, max_new):
     with open(f, "wb") as fh:
         for t in texts:
             fh.write(t + b"\n")
-    common = ["--beam", str(beams), "--max-new", str(max_new)]
+    # --max-new-factor: sources of one batch end at different steps (eos forced at each one's own)
+    common = ["--beam", str(beams), "--max-new", str(max_new), "--max-new-factor", "0.8"]
     rc, out, err = run_vkformer(["translate", "--model", path, "--input", f, "--max-batch-tokens", "24",
                                  "--progress"] + common)
     bad_lines = [i + 1 for i, t in enumerate(texts) if b"\xff" in t or len(t) > 400]

@@ -128,6 +128,24 @@ vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src
             hyp_set *h = &hyps[b];
             const uint32_t P = c->prefix_len[b];
             const bool last = t + 1 == P + c->limit[b];
+            if (last && o.forced_eos && !c->proc.on && t + 1 < steps) {
+                /* forced_eos at a source's own last step (the step forces it only at the
+                 * plan's last): eos after each beam, at the beam's score, best first
+                 * (equal scores: the lower beam), as the device's forced step ranks them */
+                for (uint32_t rank = 0; rank < NC; rank++) ci[b * NC + rank] = -1, cs[b * NC + rank] = -INFINITY;
+                for (uint32_t k = 0; k < K; k++) {
+                    uint32_t rank = 0;
+                    for (uint32_t j = 0; j < K; j++)
+                        rank += score[b * K + j] > score[b * K + k] || (score[b * K + j] == score[b * K + k] && j < k);
+                    if (!isfinite(score[b * K + k])) continue;
+                    ci[b * NC + rank] = (int32_t)(k * V + (uint32_t)a->spec.eos_id), cs[b * NC + rank] = score[b * K + k];
+                }
+                /* ranks of beams at -inf left no entry: close the gaps */
+                uint32_t w = 0;
+                for (uint32_t rank = 0; rank < NC; rank++)
+                    if (ci[b * NC + rank] >= 0) ci[b * NC + w] = ci[b * NC + rank], cs[b * NC + w++] = cs[b * NC + rank];
+                for (; w < NC; w++) ci[b * NC + w] = -1, cs[b * NC + w] = -INFINITY;
+            }
             uint32_t n = 0;
             bool first_ends = true; /* the best candidate is an end id (or there is none) */
             for (uint32_t rank = 0; !h->done && rank < NC; rank++) {

@@ -66,7 +66,10 @@ vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *s
         if (t == 0) d->stats.first_token_ms = vkf_now_ms() - t0;
         for (uint32_t b = 0; st == VKF_OK && b < B; b++) {
             if (done[b] || t < c->prefix_len[b]) continue; /* ended, or a prefix id */
-            bool end = vkf_is_end(c, ids[b]);
+            /* a row's last step before the plan's last one: forced_eos ends it (the
+             * processor forces eos on the device where it runs; else here) */
+            bool end = vkf_is_end(c, ids[b]) ||
+                       (o && o->forced_eos && !c->proc.on && out_lengths[b] + 1 == c->limit[b]);
             if (!end) {
                 out_lengths[b]++;
                 if (o && o->on_tokens && !o->on_tokens(o->on_tokens_user, c->first + b, &ids[b], 1)) end = true;

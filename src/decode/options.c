@@ -177,7 +177,9 @@ vkf_status vkf_decode_call_make(const vkf_arch *a, const vkf_decoder *d, const v
         }
         if (c->prefix_len[b] > p->prefix_max) p->prefix_max = c->prefix_len[b];
         if (c->prefix_len[b] + c->limit[b] > c->steps) c->steps = c->prefix_len[b] + c->limit[b];
-        per_row |= c->prefix_len[b] > 0 || c->limit[b] != c->limit[0];
+        /* a prefix needs the processor (teacher forcing, per-row min_new); per-row
+         * limits alone do not: the host forces eos at a row's last step */
+        per_row |= c->prefix_len[b] > 0;
     }
     if (!o) return VKF_OK; /* plain greedy decoding */
     p->penalty = o->repetition_penalty;
