@@ -217,6 +217,24 @@ def check_sorted(label, path, tmp, texts, beams, max_new):
     ok("%s: %d lines, lines %s named" % (what, len(texts), bad_lines))
 
 
+def check_sampling_limits(label, path):
+    """Sampling keeps --min-new (no end before it) and the folder's forced eos (the last step ends), with and
+    without the processor kernel (--repetition-penalty puts it in the step)."""
+    for extra in ([], ["--repetition-penalty", "1.2"]):
+        what = "%s: sampling with --min-new 5 and forced eos at --max-new 7%s" % (label, " (processors)" if extra else "")
+        lengths = []
+        for seed in range(6):
+            rc, out, err = run_vkformer(["generate", "--model", path, "--src", "5,9,14", "--temperature", "1.5",
+                                         "--seed", str(seed), "--min-new", "5", "--max-new", "7"] + extra)
+            if rc != 0:
+                return bad(what, "exit %d: %s" % (rc, " | ".join(err[-3:])))
+            lengths.append(len(lib.parse_ids(out)))
+        if min(lengths) < 5 or max(lengths) > 6:
+            bad(what, "lengths %s: each must be 5 or 6 (eos held off for 5 tokens, forced as the 7th)" % lengths)
+        else:
+            ok("%s: lengths %s" % (what, lengths))
+
+
 def check_generation_config(tmp, rng):
     """A folder whose generation_config.json holds repetition_penalty, no_repeat_ngram_size, suppress_tokens,
     an eos_token_id list and a bad_words_ids entry of several ids: generate without options applies them."""
@@ -316,6 +334,8 @@ def main():
             check_stream(label, d, ["translate", "--model", d, "the small dog", "--max-new", "8"], "beam 4")
             check_stream(label, d, ["generate", "--model", d, "--src", "5,9,14", "--beam", "1", "--max-new", "8",
                                     "--repetition-penalty", "1.5"], "generate ids")
+            if label == "marian eos-bias" or quick:
+                check_sampling_limits(label, d)
             if label == "marian looping":
                 marian_path = d
                 texts = [b"the dog", b"the big house sees a small dog and the dog sees the house", b"",

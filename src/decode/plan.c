@@ -96,7 +96,10 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_arch *a, vkf_gen_plan *p, vkf
      * choice below leaves those to them */
     const vkf_proc *pr = &p->proc;
     const vkf_tensor *choose_from = p->logits;
-    uint32_t min_new = p->min_new, force_step = p->forced_eos ? p->steps - 1 : UINT32_MAX;
+    /* min_new and forced eos: beam search's, or sampling's own */
+    bool forced_eos = p->beams ? p->forced_eos : p->sample && p->sampling.forced_eos;
+    uint32_t min_new = p->beams ? p->min_new : p->sample ? p->sampling.min_new : 0;
+    uint32_t force_step = forced_eos ? p->steps - 1 : UINT32_MAX;
     uint32_t renormalize = p->renormalize ? 1 : 0;
     if (pr->on) {
         vkf_logits_process_desc d = {
