@@ -11,13 +11,16 @@ source.spm pieces, eos included) are uniform in [--min-tokens, --max-tokens], th
 with `--batch B` (input order) and with `--max-batch-tokens N` (sorted by length). A random-weight model
 (the default folder is tools/bench_translate.py's OPUS-MT en-de shape) almost never chooses eos, so
 --max-new-factor gives each line a target about as long as its source, as a trained model's would be. Each
-run's stdout must be identical (same translations, input order); reports the wall time, target tokens
-(the --timing line's) and target tokens/s of each run, and the ratio of the medians.
+run's stdout must be identical (same translations, input order); reports the wall time, the CPU time
+(user + system of the vkformer process: on a shared machine the steadier measure of the work done), target
+tokens (the --timing line's), target tokens/s and tokens per CPU-second of each run, and the ratios of the
+medians. Rounds alternate the order (A B, then B A).
 """
 import argparse
 import os
 import random
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -50,14 +53,16 @@ def write_lines(path, model, n, lo, hi, seed):
 def run(args, extra):
     cmd = [args.vkformer, "translate", "--model", args.model, "--input", args.file, "--beam", str(args.beam),
            "--max-new", str(args.max_new), "--max-new-factor", repr(args.max_new_factor), "--timing"] + extra
-    t0 = time.monotonic()
+    t0, r0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wall = time.monotonic() - t0
+    wall, r1 = time.monotonic() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if p.returncode != 0:
         sys.exit("vkformer %s exited %d: %s" % (" ".join(cmd[1:]), p.returncode, p.stderr.strip()[-2000:]))
     m = re.search(r"(\d+) tokens in ([\d.]+) ms", p.stderr)
     tokens = int(m.group(1)) if m else 0
-    return {"wall_s": wall, "tokens": tokens, "tokens_per_s": tokens / wall, "out": p.stdout,
+    return {"wall_s": wall, "cpu_s": cpu, "tokens": tokens, "tokens_per_s": tokens / wall,
+            "tokens_per_cpu_s": tokens / cpu if cpu > 0 else 0.0, "out": p.stdout,
             "timing": [l for l in p.stderr.splitlines() if l.startswith("timing")]}
 
 
@@ -97,12 +102,13 @@ def main():
                 elif res["out"] != reference:
                     sys.exit("%s: the translations differ from the first run's" % name)
                 results[name].append(res)
-                print("round %d  %-32s %8.1f s  %7d tokens  %6.1f target tokens/s   %s"
-                      % (r + 1, name, res["wall_s"], res["tokens"], res["tokens_per_s"], " ".join(res["timing"])),
-                      flush=True)
-        med = {name: statistics.median(x["tokens_per_s"] for x in runs) for name, runs in results.items()}
-        a, b = (med[name] for name, _ in configs)
-        print("median target tokens/s: %s %.1f, %s %.1f: %.2fx" % (configs[0][0], a, configs[1][0], b, b / a))
+                print("round %d  %-32s %8.1f s wall %8.1f s CPU  %7d tokens  %6.1f target tokens/s  %6.2f per CPU-s"
+                      "   %s" % (r + 1, name, res["wall_s"], res["cpu_s"], res["tokens"], res["tokens_per_s"],
+                               res["tokens_per_cpu_s"], " ".join(res["timing"])), flush=True)
+        for key, unit in (("tokens_per_s", "target tokens/s (wall)"), ("tokens_per_cpu_s", "target tokens per CPU-s")):
+            med = {name: statistics.median(x[key] for x in runs) for name, runs in results.items()}
+            a, b = (med[name] for name, _ in configs)
+            print("median %s: %s %.2f, %s %.2f: %.2fx" % (unit, configs[0][0], a, configs[1][0], b, b / a))
 
 
 if __name__ == "__main__":

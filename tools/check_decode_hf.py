@@ -15,10 +15,13 @@ decode_ref.greedy / decode_ref.beam_search with the same options: the ids must b
   repetition_penalty (1.3, 2.0, 0.7), no_repeat_ngram_size (1, 2, 3), suppress_tokens, bad_words_ids of
   several ids (added to the folder's [[pad]]: generate() replaces the config's list with the one given),
   eos_token_id as a list, decoder_input_ids = [start] + prefix (and max_new_tokens after it),
-  forced_bos_token_id, min_new_tokens together with the others.
+  forced_bos_token_id, min_new_tokens together with the others; and a folder whose generation_config.json
+  holds repetition_penalty, no_repeat_ngram_size, suppress_tokens, an eos_token_id list and a bad_words_ids
+  entry of two ids, generate() without arguments against decode_ref given the same.
 Also decode_ref.score against log_softmax of the model's teacher-forced logits. Prints the counts and each
 mismatch; exits 1 on any mismatch.
 """
+import json
 import os
 import random
 import sys
@@ -144,6 +147,45 @@ def main():
                 worst["score"] = max(worst["score"], diff)
                 counts["score"] += 1
                 note(len(got) == len(want) and diff <= 1e-4, "%s score %s: %s vs %s" % (label, tgt, got, want))
+        # a folder whose generation_config.json holds the new keys: generate() with its defaults
+        d = os.path.join(tmp, "gen_config")
+        gen_marian.make_folder(d, activation="relu", seed=3)
+        gc_path = os.path.join(d, "generation_config.json")
+        with open(gc_path) as f:
+            gc = json.load(f)
+        V = len(json.load(open(os.path.join(d, "vocab.json"))))
+        eos, pad = gc["eos_token_id"], gc["pad_token_id"]
+        extra = rng.sample([i for i in range(V) if i not in (eos, pad)], 4)
+        gc.update({"repetition_penalty": 1.4, "no_repeat_ngram_size": 2, "suppress_tokens": [extra[0]],
+                   "eos_token_id": [eos, extra[1]], "num_beams": 3,
+                   "bad_words_ids": gc["bad_words_ids"] + [[extra[2], extra[3]]]})
+        with open(gc_path, "w") as f:
+            json.dump(gc, f)
+        hf = MarianMTModel.from_pretrained(d, dtype=torch.float32).eval()
+        ref = decode_ref.marian(marian_ref.load_folder(d))
+        for beams in (1, 3):
+            for _ in range(4):
+                src = [rng.randrange(2, V - 1) for _ in range(rng.randrange(2, 9))] + [eos]
+                with torch.no_grad():
+                    out = hf.generate(torch.tensor([src]), num_beams=beams, max_new_tokens=9,
+                                      return_dict_in_generate=True, output_scores=True)
+                seq = out.sequences[0].tolist()[1:]
+                while seq and seq[-1] == pad:
+                    seq.pop()
+                if seq and seq[-1] in (eos, extra[1]):
+                    seq.pop()
+                cfg = {"num_beams": beams, "max_new_tokens": 9, "repetition_penalty": 1.4, "no_repeat_ngram_size": 2,
+                       "suppress_tokens": [extra[0]]}
+                if beams == 1:
+                    got = decode_ref.greedy(ref, src, cfg)
+                    counts["greedy"] += 1
+                    note(got == seq, "generation_config defaults, greedy: %s, transformers %s" % (got, seq))
+                else:
+                    got, score = decode_ref.beam_search(ref, src, cfg)[0]
+                    counts["beam"] += 1
+                    diff = abs(score - float(out.sequences_scores[0]))
+                    worst["beam score"] = max(worst["beam score"], diff)
+                    note(got == seq and diff <= 1e-4, "generation_config defaults, beam: %s, transformers %s" % (got, seq))
     print("transformers %s, torch %s: %d greedy and %d beam cases, %d scored pairs; %d mismatches; worst beam "
           "score difference %.2g, worst score difference %.2g"
           % (transformers.__version__, torch.__version__, counts["greedy"], counts["beam"], counts["score"],
