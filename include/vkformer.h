@@ -781,6 +781,24 @@ VKF_API vkf_status vkf_model_decode_text(const vkf_model *model, const int32_t *
 
 /* ------------------------------------------------------------------ decoding options (issue 14) */
 
+/* Most end ids vkf_generate_options.end_ids may hold. */
+#define VKF_MAX_END_IDS 8
+
+/* Streaming (vkf_generate_options.on_tokens): called while a call decodes, with
+ * new tokens of source `source` (its index in the call): greedy decoding and
+ * sampling call it after every step, once for each source that got a token
+ * other than an end token (count 1); beam search with more than one beam, whose
+ * hypotheses settle only at the end, once per source when the call ends, with
+ * its best hypothesis (count may be 0). ids are target ids after the prefix,
+ * valid during the call only. Return true to go on; false stops that source
+ * (greedy and sampling): its output ends with the ids passed so far, as if it
+ * had reached an end token. The library makes no other call on the model from
+ * inside it; the callback may not call the library on that model either. */
+typedef bool (*vkf_token_fn)(void *user, uint32_t source, const int32_t *ids, uint32_t count);
+/* Progress of vkf_model_generate_batched: called after each batch with the
+ * sources decoded so far (`done` of `total`) and the ids returned so far. */
+typedef void (*vkf_progress_fn)(void *user, uint32_t done, uint32_t total, uint64_t tokens);
+
 /* How vkf_model_generate_with decodes. vkf_generate_options_init fills the
  * defaults (one beam, no length penalty... see each field); new fields are only
  * appended. */
@@ -815,6 +833,60 @@ typedef struct vkf_generate_options {
      * it counts as a generated token, and beam search scores it 0 (init false). */
     bool forced_bos;
     int32_t forced_bos_id;
+    /* Appended (production decoding): each as transformers 5's generate(), for
+     * greedy decoding, sampling and beam search alike, and applied in the decode
+     * step on the device (a logits-processor kernel reading each row's tokens so
+     * far), in generate()'s order: repetition penalty, n-grams, bad sequences,
+     * min_new, forced bos/eos, suppressed ids. */
+    /* Decoding continues after these target ids (generate()'s decoder_input_ids =
+     * [decoder start] + prefix), which are teacher-forced through the decode step;
+     * with beams every beam starts from them. NULL: none. count is 1 (one prefix
+     * for every source) or the call's number of sources; a prefix may be empty
+     * (length 0) but may not hold an end token. max_new counts the tokens after
+     * the prefix, and prefix + max_new must be at most max_len; out_ids hold only
+     * the tokens after the prefix. The repetition penalty, n-grams and bad
+     * sequences see the decoder start and the prefix, as generate() does. With a
+     * non-empty prefix forced_bos does not apply (generate() forces it only right
+     * after the start token): put that token first in the prefix. Borrowed for
+     * the call. */
+    const vkf_sequences *target_prefix;
+    /* RepetitionPenaltyLogitsProcessor: the score of every token already in the
+     * sequence (decoder start and prefix included) is multiplied by it where it
+     * is negative and divided by it otherwise; > 0, 1 is off (init 1). Greedy
+     * decoding and sampling (and beams 1, which is greedy) apply it to the
+     * logits, beam search to the log-probabilities, as generate() does. */
+    float repetition_penalty;
+    /* NoRepeatNGramLogitsProcessor: no n-gram of this many tokens occurs twice in
+     * a sequence (decoder start and prefix included); 0 is off (init 0). */
+    uint32_t no_repeat_ngram;
+    /* SuppressTokensLogitsProcessor: these (n_suppress) ids are never generated
+     * (an end token among them included). Borrowed for the call; NULL: none. */
+    const int32_t *suppress_ids;
+    uint32_t n_suppress;
+    /* NoBadWordsLogitsProcessor (bad_words_ids): no sequence of this list is
+     * generated: its last id is banned wherever the ids before it were just
+     * generated (a one-id sequence: always; a one-id sequence that is an end
+     * token is ignored, as generate() ignores it). Each 1..max_len ids. Borrowed
+     * for the call; NULL: none. */
+    const vkf_sequences *bad_sequences;
+    /* eos_token_id as a list: a source ends at any of these (n_end_ids, at most
+     * VKF_MAX_END_IDS) ids; none: the model's eos_id (init). min_new holds every
+     * one of them off; beam search keeps max(2, 1 + n_end_ids) x beams
+     * candidates per step, as generate() does (at most 64). The returned ids
+     * never include the end token; forced_eos still forces the model's eos_id. */
+    const int32_t *end_ids;
+    uint32_t n_end_ids;
+    /* Streaming: called with each source's new tokens (vkf_token_fn); NULL: none. */
+    vkf_token_fn on_tokens;
+    void *on_tokens_user;
+    /* vkf_model_generate_batched: called after each batch (vkf_progress_fn); NULL: none. */
+    vkf_progress_fn on_progress;
+    void *on_progress_user;
+    /* Not in generate() (Marian's --max-length-factor): a source of n ids (eos
+     * included) gets at most ceil(max_new_factor * n) new tokens, and at most
+     * max_new; forced_eos then forces eos at that source's own last step. 0 is off
+     * (init 0). */
+    float max_new_factor;
 } vkf_generate_options;
 
 /* Fills the defaults; max_new 0 stands for the model's max_len. */
@@ -909,6 +981,42 @@ VKF_API vkf_status vkf_model_forward_audio(vkf_model *model, const vkf_audio_bat
  * vkf_model_audio_features (or the extractor) gives them; they must be finite. */
 VKF_API vkf_status vkf_model_forward_features(vkf_model *model, const float *features, uint32_t count,
                                               const vkf_sequences *tgt, float *out_logits, uint64_t out_floats);
+/* vkf_model_generate_with over many sources at the speed of full batches: the
+ * sources are sorted by length (longest first; equal lengths keep their order)
+ * and decoded in batches whose padded size, sources x the longest of them, is
+ * at most max_batch_tokens source ids (a longer source runs alone; 0: one
+ * batch), and the outputs are written in the call's order, laid out as
+ * vkf_model_generate_with's. Each source's ids and scores are those it gets
+ * decoded alone. on_tokens (source: the index in this call) and on_progress
+ * (after each batch) are called as given in options. */
+VKF_API vkf_status vkf_model_generate_batched(vkf_model *model, const vkf_sequences *src,
+                                              const vkf_generate_options *options, uint32_t max_batch_tokens,
+                                              int32_t *out_ids, uint32_t *out_lengths, float *out_scores);
+
+/* Log-probabilities of given translations (CTranslate2's score_batch): target
+ * i is teacher-forced after the decoder start, and each of its ids, then
+ * eos_id, is scored as log_softmax(logits)[id]; one forward pass of the batch
+ * and a log-softmax-and-gather kernel on the device, so that the logits never
+ * come back to the host. tgt: ids without the decoder start and without eos
+ * (0..max_len - 1 each; empty targets score eos alone). out_logprobs is
+ * (count, T + 1), T the longest target: row i holds tgt->lengths[i] + 1 values,
+ * the last one eos's, and zeros after them; out_floats must be count * (T + 1).
+ * A row's sum is the target's log-probability; CTranslate2 normalises it by the
+ * number of ids scored (length + 1). */
+VKF_API vkf_status vkf_model_score(vkf_model *model, const vkf_sequences *src, const vkf_sequences *tgt,
+                                   float *out_logprobs, uint64_t out_floats);
+
+/* Target-side text to target ids, through the model's target tokenizer
+ * (Marian: target.spm and the target vocabulary; a vkformer file: tgt_vocab,
+ * split as tgt_join joins), without eos: for target prefixes and scoring. A
+ * piece the vocabulary lacks is <unk> where the tokenizer has one, else an
+ * error naming it. */
+VKF_API vkf_status vkf_model_encode_target_text(const vkf_model *model, const char *text, int32_t *out_ids,
+                                                uint32_t capacity, uint32_t *out_count);
+/* The id of a target vocabulary entry spelled exactly as the vocabulary spells
+ * it (Marian: the piece U+2581 "Haus", "</s>"; a vkformer file: a tgt_vocab word), or
+ * VKF_ERROR_INVALID_ARGUMENT naming it. */
+VKF_API vkf_status vkf_model_target_token_id(const vkf_model *model, const char *token, int32_t *out_id);
 
 #ifdef __cplusplus
 }

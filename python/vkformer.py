@@ -28,7 +28,8 @@ import weakref
 
 import numpy as np
 
-__all__ = ["VkformerError", "Context", "Model", "ModelConfig", "load", "library_version", "read_audio", "resample"]
+__all__ = ["VkformerError", "Context", "Model", "ModelConfig", "Score", "load", "library_version", "read_audio",
+           "resample"]
 
 # The C API this module was written against (include/vkformer.h).
 _API_MAJOR = 0
@@ -127,6 +128,10 @@ class _AudioBatch(ctypes.Structure):
     ]
 
 
+_TOKEN_FN = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int32),
+                             ctypes.c_uint32)
+
+
 class _GenerateOptions(ctypes.Structure):
     # vkf_generate_options (include/vkformer.h), field for field.
     _fields_ = [
@@ -145,7 +150,25 @@ class _GenerateOptions(ctypes.Structure):
         ("renormalize", ctypes.c_bool),
         ("forced_bos", ctypes.c_bool),
         ("forced_bos_id", ctypes.c_int32),
+        ("target_prefix", ctypes.c_void_p),
+        ("repetition_penalty", ctypes.c_float),
+        ("no_repeat_ngram", ctypes.c_uint32),
+        ("suppress_ids", ctypes.POINTER(ctypes.c_int32)),
+        ("n_suppress", ctypes.c_uint32),
+        ("bad_sequences", ctypes.c_void_p),
+        ("end_ids", ctypes.POINTER(ctypes.c_int32)),
+        ("n_end_ids", ctypes.c_uint32),
+        ("on_tokens", _TOKEN_FN),
+        ("on_tokens_user", ctypes.c_void_p),
+        ("on_progress", ctypes.c_void_p),
+        ("on_progress_user", ctypes.c_void_p),
+        ("max_new_factor", ctypes.c_float),
     ]
+
+
+class _GenerateOptionsStorage(ctypes.Union):
+    # Room for fields a newer library appends (vkf_model_generate_defaults fills them).
+    _fields_ = [("options", _GenerateOptions), ("_room", ctypes.c_uint8 * 1024)]
 
 
 class _ModelAttention(ctypes.Structure):
@@ -163,6 +186,10 @@ class _DeviceInfoHead(ctypes.Structure):
 _PRECISIONS = {"auto": 0, "f32": 1, "f16": 2, "int8": 3}
 _ACTIVATIONS = {0: "none", 1: "relu", 2: "gelu", 3: "silu"}
 _DTYPES = {0: "f32", 1: "i32", 2: "f16"}
+
+Score = collections.namedtuple("Score", ["logprobs", "sum", "normalized"])
+Score.__doc__ = ("Model.score()'s result: logprobs (float32, one per target id and one for eos), their sum, and "
+                 "sum / len(logprobs) (CTranslate2's normalisation).")
 
 ModelConfig = collections.namedtuple("ModelConfig", [f for f, _ in _ModelConfig._fields_])
 ModelConfig.__doc__ = ("vkf_model_config: activation is 'relu', 'gelu' or 'silu', activations 'f32' or 'f16', "
@@ -194,14 +221,22 @@ _SIGNATURES = {
                                     ctypes.POINTER(ctypes.c_float), ctypes.c_uint64]),
     "vkf_model_generate": (_STATUS, [_P, ctypes.POINTER(_Sequences), ctypes.c_uint32,
                                      ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_uint32)]),
-    "vkf_model_generate_defaults": (_STATUS, [_P, ctypes.POINTER(_GenerateOptions)]),
-    "vkf_model_generate_with": (_STATUS, [_P, ctypes.POINTER(_Sequences), ctypes.POINTER(_GenerateOptions),
+    "vkf_model_generate_defaults": (_STATUS, [_P, ctypes.POINTER(_GenerateOptionsStorage)]),
+    "vkf_model_generate_with": (_STATUS, [_P, ctypes.POINTER(_Sequences), ctypes.POINTER(_GenerateOptionsStorage),
                                           ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_uint32),
                                           ctypes.POINTER(ctypes.c_float)]),
+    "vkf_model_generate_batched": (_STATUS, [_P, ctypes.POINTER(_Sequences), ctypes.POINTER(_GenerateOptionsStorage),
+                                             ctypes.c_uint32, ctypes.POINTER(ctypes.c_int32),
+                                             ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_float)]),
+    "vkf_model_score": (_STATUS, [_P, ctypes.POINTER(_Sequences), ctypes.POINTER(_Sequences),
+                                  ctypes.POINTER(ctypes.c_float), ctypes.c_uint64]),
+    "vkf_model_encode_target_text": (_STATUS, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int32), ctypes.c_uint32,
+                                               ctypes.POINTER(ctypes.c_uint32)]),
+    "vkf_model_target_token_id": (_STATUS, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int32)]),
     "vkf_model_encode_text_with": (_STATUS, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                              ctypes.POINTER(ctypes.c_int32), ctypes.c_uint32,
                                              ctypes.POINTER(ctypes.c_uint32)]),
-    "vkf_model_set_target_language": (_STATUS, [_P, ctypes.c_char_p, ctypes.POINTER(_GenerateOptions)]),
+    "vkf_model_set_target_language": (_STATUS, [_P, ctypes.c_char_p, ctypes.POINTER(_GenerateOptionsStorage)]),
     "vkf_model_language": (ctypes.c_char_p, [_P, ctypes.c_uint32]),
     "vkf_model_encode_text": (_STATUS, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int32), ctypes.c_uint32,
                                         ctypes.POINTER(ctypes.c_uint32)]),
@@ -273,9 +308,11 @@ def _check(lib, status):
                             lib.vkf_status_string(status).decode())
 
 
-def _ids_array(ids, what):
-    """One sequence as a contiguous 1-D int32 array."""
+def _ids_array(ids, what, empty=False):
+    """One sequence as a contiguous 1-D int32 array (empty: it may hold no ids)."""
     a = np.asarray(ids)
+    if empty and a.size == 0:
+        return np.zeros(0, dtype=np.int32)
     if a.ndim != 1 or a.size == 0:
         raise ValueError("%s: a sequence of ids must be 1-D and not empty, got shape %s" % (what, a.shape))
     if a.dtype.kind not in "iu":
@@ -295,10 +332,10 @@ def _is_batch(x):
 
 
 class _Batch:
-    """A vkf_sequences over int32 arrays that it keeps alive."""
+    """A vkf_sequences over int32 arrays that it keeps alive (empty: sequences may be empty)."""
 
-    def __init__(self, seqs, what):
-        self.arrays = [_ids_array(s, "%s %d" % (what, i)) for i, s in enumerate(seqs)]
+    def __init__(self, seqs, what, empty=False):
+        self.arrays = [_ids_array(s, "%s %d" % (what, i), empty) for i, s in enumerate(seqs)]
         if not self.arrays:
             raise ValueError("%s: no sequences given" % what)
         n = len(self.arrays)
@@ -552,37 +589,99 @@ class Model:
                                                           a.size, buf, cap))
         return buf.value.decode("utf-8")
 
-    def translate(self, text, max_new=None, beams=None, source_lang=None, target_lang=None):
+    def encode_target(self, text):
+        """Target ids of a target-side text (the model's target tokenizer: Marian's
+        target.spm and target vocabulary), without eos, as int32."""
+        if "\0" in text:
+            raise ValueError("the text holds a NUL character at index %d" % text.index("\0"))
+        cap = self.config.max_len
+        ids = np.zeros(cap, dtype=np.int32)
+        n = ctypes.c_uint32()
+        _check(self._lib, self._lib.vkf_model_encode_target_text(
+            self._live(), text.encode("utf-8"), ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), cap,
+            ctypes.byref(n)))
+        return ids[:n.value].copy()
+
+    def token_id(self, token):
+        """The id of a target vocabulary entry, spelled as the vocabulary spells it."""
+        out = ctypes.c_int32()
+        _check(self._lib, self._lib.vkf_model_target_token_id(self._live(), token.encode("utf-8"), ctypes.byref(out)))
+        return out.value
+
+    def translate(self, text, max_new=None, beams=None, source_lang=None, target_lang=None, target_prefix=None,
+                  max_batch_tokens=None, **options):
         """Translation of a text, or of a list of texts (one batch): str or list
         of str. Decoding as generate() (the model's defaults: greedy, or a Hugging
         Face folder's generation_config); source_lang / target_lang: codes as the
         tokenizer names them (NLLB eng_Latn, M2M-100 en, mBART-50 en_XX), the
-        target forced as the first generated token where the family does so."""
+        target forced as the first generated token where the family does so.
+        target_prefix: a target text (or one per text) the translation continues;
+        the text returned holds it (where the target language is forced as the
+        first token, that token leads the prefix). max_batch_tokens and the other
+        options: as generate()."""
         if isinstance(text, str):
-            return self.translate([text], max_new, beams, source_lang, target_lang)[0]
+            prefix = target_prefix if target_prefix is None or isinstance(target_prefix, str) else target_prefix[0]
+            return self.translate([text], max_new, beams, source_lang, target_lang, prefix, max_batch_tokens,
+                                  **options)[0]
         texts = list(text)
         src = [self.encode(t, source_lang, target_lang) for t in texts]
-        return [self.decode(ids) for ids in self.generate(src, max_new, beams, target_lang=target_lang)]
+        prefix = None
+        if target_prefix is not None:
+            each = [target_prefix] * len(texts) if isinstance(target_prefix, str) else list(target_prefix)
+            prefix = [self.encode_target(p) for p in each]
+            lang = self._forced_language(target_lang)
+            if lang is not None:
+                prefix = [np.concatenate([[lang], p]).astype(np.int32) for p in prefix]
+                options["_no_forced_bos"] = True
+        out = self.generate(src, max_new, beams, target_lang=target_lang, target_prefix=prefix,
+                            max_batch_tokens=max_batch_tokens, **options)
+        return [self.decode(ids) for ids in out]
+
+    def _forced_language(self, target_lang):
+        """The token vkf_model_set_target_language forces first for target_lang, or None."""
+        storage = _GenerateOptionsStorage()
+        _check(self._lib, self._lib.vkf_model_generate_defaults(self._live(), ctypes.byref(storage)))
+        _check(self._lib, self._lib.vkf_model_set_target_language(
+            self._live(), target_lang.encode() if target_lang else None, ctypes.byref(storage)))
+        o = storage.options
+        return o.forced_bos_id if o.forced_bos else None
 
     # -- ids
 
-    def generate(self, src, max_new=None, beams=None, target_lang=None):
-        """Decoding with the model's defaults (vkf_model_generate_defaults: greedy
-        for a vkformer file; a Hugging Face folder's generation_config, e.g. 4
-        beams, forced eos, the pad id banned). src: one sequence of source ids (1-D)
-        or a batch (a 2-D array or a list of sequences of any lengths). Returns the
-        generated ids (int32, without bos and eos) as one array, or a list of arrays
-        for a batch. max_new: at most this many tokens (default: the model's own,
-        else max_len); beams: beam search with this many beams (1: greedy);
-        target_lang: generate in that language (vkf_model_set_target_language)."""
-        batch = _is_batch(src)
-        seqs = _Batch(src if batch else [src], "source")
-        opts = _GenerateOptions()
-        _check(self._lib, self._lib.vkf_model_generate_defaults(self._live(), ctypes.byref(opts)))
+    def _options(self, count, max_new, beams, target_lang, target_prefix, repetition_penalty, no_repeat_ngram,
+                 suppress, bad_sequences, end_ids, max_new_factor, no_forced_bos=False):
+        """vkf_generate_options for count sources: (storage, what it points to, ids per output row, prefixes)."""
+        storage = _GenerateOptionsStorage()
+        _check(self._lib, self._lib.vkf_model_generate_defaults(self._live(), ctypes.byref(storage)))
+        opts = storage.options
+        keep = []
+        prefixes = None
+        if target_prefix is not None:
+            tp = target_prefix
+            per_source = isinstance(tp, (list, tuple)) and len(tp) > 0 and not np.isscalar(tp[0])
+            if isinstance(tp, np.ndarray) and tp.ndim == 2:
+                per_source = True
+            arrays = [_ids_array(p, "target prefix %d" % i, True) for i, p in enumerate(tp)] if per_source else \
+                [_ids_array(tp, "target prefix", True)]
+            if per_source and len(arrays) != count:
+                raise ValueError("%d target prefixes for %d sources" % (len(arrays), count))
+            batch = _Batch(arrays, "target prefix", empty=True)
+            keep.append(batch)
+            opts.target_prefix = ctypes.cast(ctypes.pointer(batch.seq), ctypes.c_void_p)
+            prefixes = arrays if per_source else arrays * count
+        longest = max((a.size for a in prefixes), default=0) if prefixes else 0
         if max_new is not None:
             if int(max_new) < 1:
                 raise ValueError("max_new must be at least 1")
             opts.max_new = int(max_new)
+            opts.min_new = min(opts.min_new, opts.max_new)
+        elif longest:
+            # generate()'s max_length counts the decoder start and the prefix
+            default = opts.max_new or self.config.max_len
+            if longest >= default:
+                raise ValueError("the target prefix (%d ids) leaves no room under the model's default length (%d): "
+                                 "give max_new" % (longest, default))
+            opts.max_new = default - longest
             opts.min_new = min(opts.min_new, opts.max_new)
         if opts.max_new == 0:
             opts.max_new = self.config.max_len
@@ -591,17 +690,201 @@ class Model:
                 raise ValueError("beams must be at least 1")
             opts.beams = int(beams)
         opts.n_best = 1
+        if repetition_penalty is not None:
+            opts.repetition_penalty = float(repetition_penalty)
+        if no_repeat_ngram is not None:
+            opts.no_repeat_ngram = int(no_repeat_ngram)
+        if max_new_factor is not None:
+            opts.max_new_factor = float(max_new_factor)
+        if suppress is not None:
+            a = _ids_array(list(suppress), "suppress", True)
+            keep.append(a)
+            opts.suppress_ids = a.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+            opts.n_suppress = a.size
+        if bad_sequences is not None:
+            batch = _Batch(list(bad_sequences), "bad sequence")
+            keep.append(batch)
+            opts.bad_sequences = ctypes.cast(ctypes.pointer(batch.seq), ctypes.c_void_p)
+        if end_ids is not None:
+            a = _ids_array([end_ids] if np.isscalar(end_ids) else list(end_ids), "end_ids")
+            keep.append(a)
+            opts.end_ids = a.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+            opts.n_end_ids = a.size
         _check(self._lib, self._lib.vkf_model_set_target_language(
-            self._live(), target_lang.encode() if target_lang else None, ctypes.byref(opts)))
-        steps = opts.max_new
+            self._live(), target_lang.encode() if target_lang else None, ctypes.byref(storage)))
+        if no_forced_bos:
+            opts.forced_bos = False
+        return storage, keep, opts.max_new, prefixes
+
+    def generate(self, src, max_new=None, beams=None, target_lang=None, target_prefix=None, repetition_penalty=None,
+                 no_repeat_ngram=None, suppress=None, bad_sequences=None, end_ids=None, max_new_factor=None,
+                 max_batch_tokens=None, _no_forced_bos=False):
+        """Decoding with the model's defaults (vkf_model_generate_defaults: greedy
+        for a vkformer file; a Hugging Face folder's generation_config, e.g. 4
+        beams, forced eos, the pad id banned). src: one sequence of source ids (1-D)
+        or a batch (a 2-D array or a list of sequences of any lengths). Returns the
+        generated ids (int32, without bos and eos) as one array, or a list of arrays
+        for a batch. max_new: at most this many tokens after the prefix (default:
+        the model's own, else max_len); beams: beam search with this many beams (1:
+        greedy); target_lang: generate in that language (vkf_model_set_target_language).
+        As transformers' generate() applies them (vkf_generate_options):
+        target_prefix: target ids decoding continues after (one sequence, or one
+        per source), returned in front of the generated ids; repetition_penalty
+        (> 0); no_repeat_ngram (n); suppress: ids never generated; bad_sequences:
+        id sequences never generated; end_ids: ids that end a source (an id or a
+        list; default the model's eos); max_new_factor: at most ceil(factor x
+        source length) new ids per source. max_batch_tokens: sorted batches of at
+        most that many source ids (vkf_model_generate_batched); same results."""
+        batch = _is_batch(src)
+        seqs = _Batch(src if batch else [src], "source")
+        storage, keep, steps, prefixes = self._options(len(seqs), max_new, beams, target_lang, target_prefix,
+                                                       repetition_penalty, no_repeat_ngram, suppress, bad_sequences,
+                                                       end_ids, max_new_factor, _no_forced_bos)
         out = np.zeros((len(seqs), steps), dtype=np.int32)
         lengths = np.zeros(len(seqs), dtype=np.uint32)
-        _check(self._lib, self._lib.vkf_model_generate_with(self._live(), ctypes.byref(seqs.seq), ctypes.byref(opts),
-                                                            out.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
-                                                            lengths.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)),
-                                                            None))
+        out_p = out.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+        len_p = lengths.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32))
+        if max_batch_tokens is not None:
+            _check(self._lib, self._lib.vkf_model_generate_batched(self._live(), ctypes.byref(seqs.seq),
+                                                                   ctypes.byref(storage), int(max_batch_tokens), out_p,
+                                                                   len_p, None))
+        else:
+            _check(self._lib, self._lib.vkf_model_generate_with(self._live(), ctypes.byref(seqs.seq),
+                                                                ctypes.byref(storage), out_p, len_p, None))
+        del keep
         result = [out[i, :lengths[i]].copy() for i in range(len(seqs))]
+        if prefixes is not None:
+            result = [np.concatenate([p, r]).astype(np.int32) for p, r in zip(prefixes, result)]
         return result if batch else result[0]
+
+    def stream(self, text, max_new=None, beams=None, source_lang=None, target_lang=None, target_prefix=None,
+               **options):
+        """The translation of one text as it grows: yields str pieces whose
+        concatenation is translate()'s text (the prefix's text first). Greedy
+        decoding and sampling yield after each token that adds text; beam search
+        settles its hypotheses only at the end and yields the text then. The
+        decoding runs on a thread of its own while the generator is live: use
+        the model for nothing else until it is exhausted or closed; closing it
+        early stops the decoding. Options as translate()."""
+        import queue
+        import threading
+        src = [self.encode(text, source_lang, target_lang)]
+        prefix = None
+        if target_prefix is not None:
+            prefix = self.encode_target(target_prefix)
+            lang = self._forced_language(target_lang)
+            if lang is not None:
+                prefix = np.concatenate([[lang], prefix]).astype(np.int32)
+                options["_no_forced_bos"] = True
+        no_forced = options.pop("_no_forced_bos", False)
+        keys = ("repetition_penalty", "no_repeat_ngram", "suppress", "bad_sequences", "end_ids", "max_new_factor")
+        unknown = set(options) - set(keys)
+        if unknown:
+            raise TypeError("stream() got unexpected options %s" % ", ".join(sorted(unknown)))
+        storage, keep, steps, _ = self._options(1, max_new, beams, target_lang, prefix, *[options.get(k) for k in keys],
+                                                no_forced)
+        seqs = _Batch(src, "source")
+        ids = [] if prefix is None else [int(x) for x in prefix]
+        pieces = queue.Queue()
+        state = {"text": "", "stop": False}
+
+        def grown(final):
+            """What the text of ids adds to the text yielded so far."""
+            a = np.asarray(ids, dtype=np.int32)
+            t = self._decode_raw(a)
+            if not t.startswith(state["text"]):
+                return ""
+            add = t[len(state["text"]):]
+            if not final and add.endswith("\ufffd"):
+                add = add[:-1]
+            state["text"] += add
+            return add
+
+        def on_tokens(user, source, p, count):
+            try:
+                ids.extend(p[i] for i in range(count))
+                add = grown(False)
+                if add:
+                    pieces.put(add)
+                return not state["stop"]
+            except BaseException:  # never raise into C
+                return False
+
+        callback = _TOKEN_FN(on_tokens)
+        storage.options.on_tokens = callback
+        out = np.zeros((1, steps), dtype=np.int32)
+        lengths = np.zeros(1, dtype=np.uint32)
+        done = object()
+
+        def run():
+            try:
+                _check(self._lib, self._lib.vkf_model_generate_with(
+                    self._live(), ctypes.byref(seqs.seq), ctypes.byref(storage),
+                    out.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
+                    lengths.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)), None))
+                pieces.put(done)
+            except BaseException as e:
+                pieces.put(e)
+
+        if ids:
+            first = grown(False)
+            if first:
+                yield first
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        try:
+            while True:
+                item = pieces.get()
+                if item is done:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+            # the final text: the prefix and every id returned
+            del ids[len(ids):]
+            ids[:] = ([] if prefix is None else [int(x) for x in prefix]) + out[0, :lengths[0]].tolist()
+            rest = grown(True)
+            if rest:
+                yield rest
+        finally:
+            state["stop"] = True
+            worker.join()
+            del keep, callback
+
+    def _decode_raw(self, ids):
+        a = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1), dtype=np.int32)
+        cap = 1024 * (a.size + 1)
+        buf = ctypes.create_string_buffer(cap)
+        _check(self._lib, self._lib.vkf_model_decode_text(self._live(), a.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
+                                                          a.size, buf, cap))
+        return buf.value.decode("utf-8", "replace")
+
+    def score(self, src, tgt):
+        """Log-probabilities of given translations (vkf_model_score, CTranslate2's
+        score_batch): src a text or source ids (eos last), tgt a target text or
+        target ids (without eos); or lists of them (one batch). Returns a Score
+        (logprobs: float32 array of each target id's and then eos's
+        log-probability; sum; normalized = sum / len(logprobs)), or a list."""
+        batch = isinstance(src, (list, tuple)) and len(src) > 0 and (isinstance(src[0], str) or not np.isscalar(src[0]))
+        if isinstance(src, np.ndarray) and src.ndim == 2:
+            batch = True
+        srcs, tgts = (list(src), list(tgt)) if batch else ([src], [tgt])
+        if len(srcs) != len(tgts):
+            raise ValueError("%d sources but %d targets" % (len(srcs), len(tgts)))
+        srcs = [self.encode(s) if isinstance(s, str) else s for s in srcs]
+        tgts = [self.encode_target(t) if isinstance(t, str) else t for t in tgts]
+        s = _Batch(srcs, "source")
+        t = _Batch(tgts, "target", empty=True)
+        width = max(a.size for a in t.arrays) + 1
+        lp = np.zeros((len(s), width), dtype=np.float32)
+        _check(self._lib, self._lib.vkf_model_score(self._live(), ctypes.byref(s.seq), ctypes.byref(t.seq),
+                                                    lp.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), lp.size))
+        out = []
+        for i, a in enumerate(t.arrays):
+            row = lp[i, :a.size + 1].copy()
+            total = float(row.astype(np.float64).sum())
+            out.append(Score(row, total, total / row.size))
+        return out if batch else out[0]
 
     def forward(self, src, tgt):
         """The generator's logits (pre-softmax) for every target position:

@@ -12,8 +12,11 @@
 // workgroup, each scanning its chunk alone with a sorted list of its n_cand best
 // in registers: no barrier, two reads of the chunk.
 // eos is left out while the step (state[0]) is below min_new (and, with
-// renormalize, out of the sums too); at step force_step eos is the only
+// renormalize 1, out of the sums too); at step force_step eos is the only
 // candidate, with logit 0 (its score is the beam's, as after forced_eos).
+// renormalize 2: the row already holds log-probabilities (the logits
+// processor's output, not renormalised): the stats make stage 2 add them as
+// they are (max 0 and sum 1 in the first chunk, nothing in the others).
 #extension GL_GOOGLE_include_directive : require
 #include "act.glsl"
 #include "common.glsl"
@@ -21,13 +24,13 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint ROWS = 0;    // 1: the rows form
-const uint MAX_CAND = 32u;                      // n_cand <= 2 x 16 beams
+const uint MAX_CAND = 64u;                      // n_cand <= max(2, 1 + end ids) x beams (VKF_MAX_CANDIDATES)
 
 // Mirrored by vkf_push_beam_partial in push.h.
 layout(push_constant) uniform Push {
     uint rows, vocab, chunk, chunks, n_cand;
     int eos;
-    uint min_new, force_step, renormalize;
+    uint min_new, force_step, renormalize;   // renormalize: 0, 1 or 2 (see above)
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufLogits { ACT_T logits[]; };    // (rows, vocab)
@@ -56,7 +59,7 @@ void rows_main()
     const int step = state[0];
     const bool no_eos = step < int(pc.min_new);
     const bool forced = step >= 0 && uint(step) == pc.force_step;
-    const int skip = no_eos && pc.renormalize != 0u ? pc.eos : -1;
+    const int skip = no_eos && pc.renormalize == 1u ? pc.eos : -1;
     const float NEG_INF = uintBitsToFloat(0xff800000u);
     const uint nc = min(pc.n_cand, MAX_CAND);
     float best_x[MAX_CAND];
@@ -90,6 +93,10 @@ void rows_main()
     if (m != NEG_INF)
         for (uint v = v0; v < v1; v++)
             if (int(v) != skip) sum += exp(float(logits[base + v]) - m);
+    if (pc.renormalize == 2u) {
+        m = c == 0u ? 0.0 : NEG_INF;
+        sum = c == 0u ? 1.0 : 0.0;
+    }
     stats[g * 2u] = m;
     stats[g * 2u + 1u] = sum;
     for (uint q = 0u; q < nc; q++) {
@@ -111,7 +118,7 @@ void main()
     const int step = state[0];
     const bool no_eos = step < int(pc.min_new);
     const bool forced = step >= 0 && uint(step) == pc.force_step;
-    const int skip = no_eos && pc.renormalize != 0u ? pc.eos : -1;
+    const int skip = no_eos && pc.renormalize == 1u ? pc.eos : -1;
     const float NEG_INF = uintBitsToFloat(0xff800000u);
     // the chunk's max and sum of exp(x - max)
     float m = NEG_INF;
@@ -136,8 +143,9 @@ void main()
         barrier();
     }
     if (tid == 0u) {
-        stats[g * 2u] = m;
-        stats[g * 2u + 1u] = red_v[0];
+        const bool as_is = pc.renormalize == 2u;
+        stats[g * 2u] = as_is ? (c == 0u ? 0.0 : NEG_INF) : m;
+        stats[g * 2u + 1u] = as_is ? (c == 0u ? 1.0 : 0.0) : red_v[0];
     }
     barrier();
     // the chunk's n_cand best: rounds of a parallel arg-max after the previous winner

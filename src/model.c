@@ -156,6 +156,7 @@ vkf_status vkf_model_load_with(vkf_context *ctx, const char *path, const vkf_mod
         return st;
     }
     fill_config(m);
+    m->dec.banned = m->fm.banned, m->dec.n_banned = m->fm.n_banned;
     *out_model = m;
     return VKF_OK;
 }
@@ -223,6 +224,27 @@ vkf_status vkf_model_generate_with(vkf_model *m, const vkf_sequences *src, const
     vkf_generate_options_init(&o);
     if (options) o = *options;
     return vkf_decode_generate(&m->arch, &m->dec, src, 0, &o, out_ids, out_lengths, out_scores);
+}
+
+vkf_status vkf_model_generate_batched(vkf_model *m, const vkf_sequences *src, const vkf_generate_options *options,
+                                      uint32_t max_batch_tokens, int32_t *out_ids, uint32_t *out_lengths,
+                                      float *out_scores)
+{
+    if (!m || !out_ids || !out_lengths)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate_batched: %s is NULL",
+                        !m ? "model" : !out_ids ? "out_ids" : "out_lengths");
+    vkf_generate_options o;
+    vkf_generate_options_init(&o);
+    if (options) o = *options;
+    return vkf_decode_generate_batched(&m->arch, &m->dec, src, &o, max_batch_tokens, out_ids, out_lengths, out_scores);
+}
+
+vkf_status vkf_model_score(vkf_model *m, const vkf_sequences *src, const vkf_sequences *tgt, float *out_logprobs,
+                           uint64_t out_floats)
+{
+    if (!m || !out_logprobs)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_score: %s is NULL", m ? "out_logprobs" : "model");
+    return vkf_decode_score(&m->arch, src, tgt, out_logprobs, out_floats);
 }
 
 vkf_status vkf_model_generate_stats(const vkf_model *m, vkf_generate_stats *out)
@@ -396,6 +418,36 @@ vkf_status vkf_model_decode_text(const vkf_model *m, const int32_t *ids, uint32_
     out_text[0] = '\0';
     if (!m->fm.has_text) return vkf_fail(VKF_ERROR_UNSUPPORTED, "the model has no vocabularies (src_vocab, tgt_vocab)");
     return m->family->decode(&m->fm, ids, count, out_text, capacity);
+}
+
+vkf_status vkf_model_encode_target_text(const vkf_model *m, const char *text, int32_t *out_ids, uint32_t capacity,
+                                        uint32_t *out_count)
+{
+    if (!m || !text || !out_count || (capacity && !out_ids))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_encode_target_text: a required argument is NULL");
+    *out_count = 0;
+    if (!m->fm.has_text || !m->family->encode_target)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "the model has no target tokenizer (a %s model): give target ids instead",
+                        m->fm.name);
+    return m->family->encode_target(&m->fm, text, out_ids, capacity, out_count);
+}
+
+vkf_status vkf_model_target_token_id(const vkf_model *m, const char *token, int32_t *out_id)
+{
+    if (!m || !token || !out_id)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_target_token_id: a required argument is NULL");
+    *out_id = -1;
+    if (!m->fm.has_text || !m->family->target_token)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "the model has no target vocabulary (a %s model): give ids instead",
+                        m->fm.name);
+    int32_t id = m->family->target_token(&m->fm, token, strlen(token));
+    if (id < 0) {
+        char q[VKF_QUOTE_SIZE];
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s is not a token of the model's target vocabulary",
+                        vkf_quote(q, sizeof q, token, (size_t)-1));
+    }
+    *out_id = id;
+    return VKF_OK;
 }
 
 vkf_status vkf_model_set_target_language(const vkf_model *m, const char *code, vkf_generate_options *options)

@@ -101,6 +101,9 @@ RECORDS = {
     ("translate", None): dict(DECODE, text=str, translation=str, expected=Opt(str), match=Opt(bool),
                               hypotheses=[{"ids": [int], "text": str, "score": Opt(NUM)}]),
     ("translate", "error"): {"record": str, "index": int, "text": str, "error": str},
+    ("score", None): {"index": int, "src": [int], "tgt": [int], "logprobs": [NUM], "sum": NUM, "normalized": NUM,
+                      "length": int},
+    ("score", "error"): {"record": str, "index": int, "error": str},
 }
 
 
@@ -309,6 +312,24 @@ def main():
             failures.append("translate --json, a blank line: %r" % trb[2])
         if [r["index"] for r in trb] != [0, 1, 2, 3, 4] or trb[4]["translation"] != "7":
             failures.append("translate --json around failed lines: %r" % trb)
+
+    # sorted batches: records in input order, a failed line's error record in its place
+    trs = records(["translate", "--model", model, "-", "--max-batch-tokens", "6"],
+                  [("translate", None), ("translate", "error"), ("translate", None), ("translate", "error"),
+                   ("translate", None)], stdin=bad, rc=1)
+    if len(trs) == 5 and [r.get("translation") for r in trs] != [r.get("translation") for r in trb]:
+        failures.append("translate --json --max-batch-tokens differs from input-order batches: %r" % trs)
+
+    # score: one record per pair, an error record for a line that cannot be scored
+    sc = records(["score", "--model", model, "--src", "forty two", "--tgt", "42"], [("score", None)])
+    if len(sc) == 1 and (sc[0]["length"] != 3 or len(sc[0]["logprobs"]) != 3 or
+                         abs(sum(sc[0]["logprobs"]) - sc[0]["sum"]) > 1e-4 or
+                         abs(sc[0]["sum"] / 3 - sc[0]["normalized"]) > 1e-4):
+        failures.append("score --json: %r" % sc[0])
+    scf = records(["score", "--model", model, "--input", "-"], [("score", None), ("score", "error"), ("score", None)],
+                  stdin=b"forty two\t42\nzillion\t4\nseven\t7\n", rc=1)
+    if len(scf) == 3 and ([r["index"] for r in scf] != [0, 1, 2] or "zillion" not in scf[1]["error"]):
+        failures.append("score --input --json: %r" % scf)
 
     for f in failures:
         print("FAIL: " + f, file=sys.stderr)

@@ -1,7 +1,9 @@
 """python/vkformer.py on the build tree's shared library, against the CLI on the
 same driver: translations of held-out lines, generated ids, forward logits
-(single and batched), the ways of finding the library, and errors (exceptions
-carrying the library's message). Run with Debian's /usr/bin/python3 (numpy).
+(single and batched), the decoding options (repetition penalty, n-grams,
+suppressed ids and sequences, end ids, target prefixes, sorted batches), score()
+and stream(), the ways of finding the library, and errors (exceptions carrying
+the library's message). Run with Debian's /usr/bin/python3 (numpy).
 
 usage: test_python.py LIBVKFORMER.so VKFORMER MODEL HELDOUT.tsv
 """
@@ -119,6 +121,57 @@ for i, (src, tgt, logits) in enumerate(pairs):
     check(np.allclose(b[i, :n], logits, rtol=1e-4, atol=1e-4), "batched forward row %d equals its single run" % i)
     check(not np.any(b[i, n:]), "batched forward: rows past target %d's length are zero" % i)
 print("forward: logits as the CLI's .npy; generate: ids as the CLI's")
+
+# ---------------------------------------------------------------- decoding options, score, stream vs the CLI
+text = "seven hundred eighty seven"
+src = model.encode(text)
+for kw, flags in [({"repetition_penalty": 1.7}, ["--repetition-penalty", "1.7"]),
+                  ({"no_repeat_ngram": 1, "beams": 3}, ["--no-repeat-ngram", "1", "--beam", "3"]),
+                  ({"suppress": [model.token_id("7")]}, ["--suppress", str(model.token_id("7"))]),
+                  ({"bad_sequences": [[model.token_id("8"), model.token_id("7")]]}, ["--suppress-sequence", "8 7"]),
+                  ({"end_ids": [cfg.eos_id, model.token_id("8")]},
+                   ["--end-token", str(cfg.eos_id), "--end-token", str(model.token_id("8"))])]:
+    got = model.translate(text, **kw)
+    want = cli("translate", "--model", MODEL, text, *flags).strip()
+    check(got == want, "translate(%r, %s): %r, the CLI %r" % (text, kw, got, want))
+    ids = model.generate(src, **kw)
+    check(model.decode(ids) == got, "generate(%s) agrees with translate: %s" % (kw, ids.tolist()))
+got = model.translate(text, target_prefix="9", beams=2)
+want = cli("translate", "--model", MODEL, text, "--target-prefix", "9", "--beam", "2").strip()
+check(got == want and got.startswith("9"), "translate with target_prefix '9': %r, the CLI %r" % (got, want))
+ids = model.generate(src, target_prefix=[model.token_id("9")])
+check(ids[0] == model.token_id("9") and model.decode(ids) == model.translate(text, target_prefix="9"),
+      "generate with target_prefix returns the prefix first: %s" % ids.tolist())
+# sorted batches: the same as one batch
+many = texts[:10]
+check(model.translate(many, max_batch_tokens=12) == model.translate(many), "translate with max_batch_tokens")
+# score
+sc = model.score(text, "787")
+line = cli("score", "--model", MODEL, "--src", text, "--tgt", "787").split("\t")
+check(isinstance(sc, vkformer.Score) and sc.logprobs.dtype == np.float32 and len(sc.logprobs) == 4 and
+      abs(sc.sum - float(line[0])) < 1e-4 and abs(sc.normalized - float(line[1])) < 1e-4 and
+      np.allclose(sc.logprobs, [float(x) for x in line[2].split()], atol=1e-5),
+      "score: %s, the CLI %s" % (sc, line))
+tgt = model.generate(src)
+logits = model.forward(src, np.concatenate([[cfg.bos_id], tgt]))
+lsm = logits.astype(np.float64) - np.log(np.exp(logits.astype(np.float64) - logits.max(1, keepdims=True)).sum(
+    1, keepdims=True)) - logits.max(1, keepdims=True)
+want = [lsm[t, x] for t, x in enumerate(list(tgt) + [cfg.eos_id])]
+sc = model.score([src, src], [tgt, []])
+check(np.allclose(sc[0].logprobs, want, atol=1e-4) and len(sc[1].logprobs) == 1,
+      "score of ids against the forward pass's log_softmax: %s vs %s" % (sc[0].logprobs, want))
+# stream: the pieces join to translate()'s text
+for kw in [{}, {"beams": 3}, {"target_prefix": "7"}, {"repetition_penalty": 1.5}]:
+    pieces = list(model.stream(text, **kw))
+    check("".join(pieces) == model.translate(text, **kw) and all(pieces),
+          "stream(%s): %r joins to translate's %r" % (kw, pieces, model.translate(text, **kw)))
+first = model.stream(text)
+check(next(first) == "7", "stream's first piece")
+first.close()
+check(model.translate(text) == "787", "the model after a stream closed early")
+expect_error(lambda: model.translate(text, repetition_penalty=0), "VKF_ERROR_INVALID_ARGUMENT", "repetition_penalty")
+expect_error(lambda: model.token_id("seventy"), "VKF_ERROR_INVALID_ARGUMENT", "seventy")
+print("decoding options, score and stream as the CLI's")
 
 # ---------------------------------------------------------------- errors
 missing = os.path.join(tempfile.gettempdir(), "no-such-vkformer-model.safetensors")

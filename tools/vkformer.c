@@ -1,7 +1,7 @@
 /* The vkformer command-line tool: the global usage text and the dispatch to the
  * commands, one file each under tools/cli/ (bench attention: tools/bench_attention.c).
  *
- *   vkformer info | check | forward | generate | translate | tokenize | tune
+ *   vkformer info | check | forward | generate | translate | score | tokenize | tune
  *   vkformer bench matmul | model | attention | startup | translate
  *   vkformer COMMAND --help                        the command's own options
  *
@@ -49,6 +49,15 @@ static const char usage_text[] =
     "  translate --model FILE --input FILE|- [--batch B]   (or translate --model FILE -: stdin)\n"
     "                                        one text per line, decoded B at a time; lines\n"
     "                                        \"text<TAB>expected\" are scored: accuracy at the end\n"
+    "  translate --model MODEL --input FILE --max-batch-tokens N [--progress]   sorted by length, batches\n"
+    "                                        of N source tokens, output in input order\n"
+    "  generate|translate ... --repetition-penalty P --no-repeat-ngram N --suppress IDS|TOKENS\n"
+    "                --suppress-sequence IDS|TOKENS --end-token ID|TOKEN --max-new-factor F\n"
+    "                                        logits processors as Hugging Face generate() applies them\n"
+    "  translate ... --target-prefix TEXT | generate ... --target-prefix-ids IDS   continue a given start\n"
+    "  generate|translate ... --stream       print the output as it grows\n"
+    "  score --model MODEL --src TEXT --tgt TEXT | --input FILE   log-probability of each target token\n"
+    "                                        and eos: sum, sum / tokens, per token\n"
     "  tokenize --model MODEL TEXT | --input FILE|- | -   source ids (eos appended), one line per text\n"
     "  tokenize --model MODEL --decode IDS | --decode --input FILE|- | -   target ids to text\n"
     "MODEL (--model): a vkformer .safetensors file, or a Hugging Face Marian folder (opus-mt:\n"
@@ -95,6 +104,7 @@ static const struct {
 } commands[] = {
     {"info", cmd_info}, {"check", cmd_check}, {"bench", cmd_bench}, {"forward", cmd_forward},
     {"generate", cmd_generate}, {"translate", cmd_translate}, {"tokenize", cmd_tokenize}, {"tune", cmd_tune},
+    {"score", cmd_score},
 };
 
 static const struct {

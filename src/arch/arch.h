@@ -293,6 +293,11 @@ typedef vkf_status (*vkf_chunk_fn)(void *user, uint32_t first, uint32_t count);
 vkf_status vkf_run_chunked(vkf_context *ctx, vkf_chunking *c, uint32_t total, const uint32_t len[2], const char *what,
                            vkf_chunk_fn fn, void *user);
 
+/* The forward pass of one batch (checked sequences, longest S and T) run on
+ * the device, its logits left in (*out_plan)->logits (B*T, V): the plan is the
+ * arch's, valid until the next forward pass of another shape. */
+vkf_status vkf_arch_forward_device(vkf_arch *a, const vkf_sequences *src, const vkf_sequences *tgt, uint32_t S,
+                                   uint32_t T, vkf_fwd_plan **out_plan);
 /* Teacher-forced logits of every target position (vkf_model_forward). */
 vkf_status vkf_arch_forward(vkf_arch *a, const vkf_sequences *src, const vkf_sequences *tgt, float *out_logits,
                             uint64_t out_floats);

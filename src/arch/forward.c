@@ -226,18 +226,27 @@ vkf_status vkf_upload_lowrank(const vkf_arch *a, vkf_fwd_plan *p, const vkf_sequ
     return VKF_OK;
 }
 
+vkf_status vkf_arch_forward_device(vkf_arch *a, const vkf_sequences *src, const vkf_sequences *tgt, uint32_t S,
+                                   uint32_t T, vkf_fwd_plan **out_plan)
+{
+    vkf_fwd_plan *p;
+    VKF_TRY(forward_plan(a, src->count, S, T, false, &p));
+    VKF_TRY(vkf_upload_ids(a, src, S, p->src_ids, p->src_mask, p->src_lengths, p->src_pos));
+    VKF_TRY(vkf_upload_ids(a, tgt, T, p->tgt_ids, NULL, NULL, p->tgt_pos));
+    VKF_TRY(vkf_upload_lowrank(a, p, src));
+    VKF_TRY(vkf_cmd_submit(p->cmd));
+    a->last_forward = p->cmd;
+    *out_plan = p;
+    return VKF_OK;
+}
+
 /* One batch's logits into out (count, t_out, V), t_out >= the batch's longest target. */
 static vkf_status forward_batch(vkf_arch *a, const vkf_sequences *src, const vkf_sequences *tgt, uint32_t S, uint32_t T,
                                 float *out, uint32_t t_out)
 {
     uint32_t B = src->count, V = a->spec.tgt_vocab;
     vkf_fwd_plan *p;
-    VKF_TRY(forward_plan(a, B, S, T, false, &p));
-    VKF_TRY(vkf_upload_ids(a, src, S, p->src_ids, p->src_mask, p->src_lengths, p->src_pos));
-    VKF_TRY(vkf_upload_ids(a, tgt, T, p->tgt_ids, NULL, NULL, p->tgt_pos));
-    VKF_TRY(vkf_upload_lowrank(a, p, src));
-    VKF_TRY(vkf_cmd_submit(p->cmd));
-    a->last_forward = p->cmd;
+    VKF_TRY(vkf_arch_forward_device(a, src, tgt, S, T, &p));
     uint64_t need = (uint64_t)B * T * V;
     float *dst = out;
     if (T != t_out && !(dst = malloc(need * sizeof *dst)))

@@ -9,12 +9,48 @@
  *   beam.c      beam search: each step's top 2K per source on the GPU, Hugging
  *               Face's bookkeeping on the host
  *   generate.c  a call over a batch of sources, in chunks where one batch would
- *               pass the device's limits
+ *               pass the device's limits, and sorted batches of many sources
+ *   score.c     teacher-forced log-probabilities of given targets
+ * The logits processors (repetition penalty, n-grams, bad sequences, suppressed
+ * and end ids, forced tokens, target prefixes) run in the decode step on the
+ * device, before the step's choice (logits_process.comp).
  * Search strategies sit on top of the step; none of them is inside the graph. */
 #ifndef VKF_DECODE_H
 #define VKF_DECODE_H
 
 #include "arch/arch.h"
+
+/* The logits processor of a decode step (logits_process.comp), recorded into
+ * it: what transformers' generate() applies to each row's scores before the
+ * choice, in its order. */
+typedef struct vkf_proc {
+    bool on;                            /* the processor runs (else the step reads the logits as they are) */
+    float penalty;                      /* repetition penalty; 1: off */
+    uint32_t ngram;                     /* no-repeat n-gram size; 0: off */
+    uint32_t min_new;                   /* end ids banned before this many new tokens */
+    bool forced_eos;                    /* eos at each row's last step */
+    int32_t eos;                        /* the model's eos (forced_eos) */
+    int32_t forced_bos;                 /* the first new token after the start alone, or -1 */
+    uint32_t n_suppress, n_end, n_bad;  /* lengths of the lists: suppressed ids, end ids, bad-sequence ints */
+    uint32_t prefix_max;                /* longest target prefix of the batch */
+    bool unbanned_generator;            /* the step's generator leaves the model's banned ids in (beam search
+                                           with processors bans them after the log-softmax, as generate()) */
+} vkf_proc;
+
+/* One batch of a generation call: the options, and what they make of each source. */
+typedef struct vkf_decode_call {
+    const vkf_generate_options *o;      /* borrowed, checked; NULL: plain greedy decoding */
+    vkf_proc proc;
+    int32_t end_ids[VKF_MAX_END_IDS];   /* where a source ends: end_ids, or the model's eos */
+    uint32_t n_end;
+    uint32_t *prefix_len;               /* (sources) owned: target prefix lengths */
+    const int32_t **prefix;             /* (sources) owned array of borrowed ids */
+    uint32_t *limit;                    /* (sources) owned: new tokens each source may get */
+    uint32_t steps;                     /* decode steps of the plan: max(prefix + limit) */
+    int32_t *lists;                     /* (n_lists) owned: suppressed ids, end ids, bad sequences ([n, ids...]) */
+    uint32_t n_lists;
+    uint32_t first;                     /* index in the whole call of the batch's first source (callbacks) */
+} vkf_decode_call;
 
 /* Greedy decoding (or sampling) of B sources of length S for up to `steps`
  * tokens, or beam search over sources x beams rows. */
@@ -40,40 +76,62 @@ typedef struct vkf_gen_plan {
      * (even positions) gathers kv_rows[0] by parent into kv_rows[1] (and sets
      * [r][t] = r) and attends through it, step2 (odd) the other way round. */
     uint32_t sources, beams;            /* 0 beams: a greedy plan */
+    uint32_t n_cand;                    /* beam search's candidates per source and step */
     uint32_t min_new;                   /* recorded into beam_topk's push constants */
     bool forced_eos, renormalize;       /* likewise */
     vkf_tensor *kv_rows[2];             /* (B*K, steps) I32 each, owned */
     vkf_tensor *parent;                 /* (B*K) I32: the row each row continues */
     vkf_tensor *beam_scores;            /* (B*K) F32: sum of log-probabilities of each beam */
-    vkf_tensor *cand_scores, *cand_ids; /* (B, 2K) F32, I32: the step's best (beam, token) pairs */
-    vkf_tensor *topk_stats, *topk_x, *topk_id; /* (B*K, chunks, 2 | 2K | 2K): beam_partial.comp's results */
+    vkf_tensor *cand_scores, *cand_ids; /* (B, n_cand) F32, I32: the step's best (beam, token) pairs */
+    vkf_tensor *topk_stats, *topk_x, *topk_id; /* (B*K, chunks, 2 | n_cand | n_cand): beam_partial.comp's results */
     uint32_t topk_chunk, topk_chunks;   /* vocabulary ids per chunk, chunks per row */
     vkf_cmd *step2;                     /* owned, the decode step of odd positions */
     bool sample;                        /* a greedy plan whose step samples (recorded in) */
     vkf_generate_options sampling;
+    /* The logits processor (proc.on): its settings, recorded into both steps */
+    vkf_proc proc;
+    vkf_tensor *scores;                 /* (B, V) F32: the processed scores the step's choice reads */
+    vkf_tensor *inputs;                 /* (B, steps) I32: the token each row read at each position */
+    vkf_tensor *row_data;               /* (B, 2 + prefix_max) I32: prefix length, limit, prefix ids */
+    vkf_tensor *lists;                  /* (max(1, n_lists)) I32: suppressed ids, end ids, bad sequences */
 } vkf_gen_plan;
 
 /* A model's generation state: its plan (kept while calls have its shape), the
  * last call's stats and the batch sizes that fit the device. */
 typedef struct vkf_decoder {
     vkf_gen_plan *plan;                 /* owned, or NULL */
+    const int32_t *banned;              /* (n_banned) borrowed: ids no generation chooses (bad_words_ids of one id) */
+    uint32_t n_banned;
     vkf_generate_stats stats;
     vkf_chunking chunks;
 } vkf_decoder;
 
 /* ------------------------------------------------------------------ options.c */
 
-/* Options in range for this model (INVALID_ARGUMENT or UNSUPPORTED naming one). */
-vkf_status vkf_decode_check_options(const vkf_arch *a, const vkf_generate_options *o);
+/* Options in range for this model and a call of `sources` sources
+ * (INVALID_ARGUMENT or UNSUPPORTED naming one). */
+vkf_status vkf_decode_check_options(const vkf_arch *a, const vkf_generate_options *o, uint32_t sources);
+/* The batch src of a call (its first source at index `first` of the call) under
+ * checked options o (NULL: plain greedy); max_new 0: each source as far as the
+ * model's positions go after its prefix. Free with vkf_decode_call_free. */
+vkf_status vkf_decode_call_make(const vkf_arch *a, const vkf_decoder *d, const vkf_generate_options *o,
+                                const vkf_sequences *src, uint32_t first, uint32_t max_new, vkf_decode_call *out);
+void vkf_decode_call_free(vkf_decode_call *c);
+/* Whether id ends a source of the call. */
+bool vkf_is_end(const vkf_decode_call *c, int32_t id);
 
 /* ------------------------------------------------------------------ plan.c */
 
 /* The plan of `sources` sources of length S for up to `steps` tokens: greedy
  * (or sampling with `sampling`) with beams 0, else beam search with `beams`
- * rows per source and beam_opts' min_new, forced_eos and renormalize. */
+ * rows per source and beam_opts' min_new, forced_eos and renormalize; proc: the
+ * logits processor recorded into the step. */
 vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t S, uint32_t steps,
                               const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
-                              vkf_gen_plan **out);
+                              const vkf_proc *proc, vkf_gen_plan **out);
+/* Uploads a call's processor data (each row's prefix and limit, the lists) into
+ * a plan built with its proc; rows_per_source: beams (1 for greedy). */
+vkf_status vkf_gen_plan_upload_call(vkf_gen_plan *p, const vkf_decode_call *c, uint32_t rows_per_source);
 void vkf_gen_plan_free(vkf_gen_plan *p);
 /* Device bytes of a plan's tensors. */
 uint64_t vkf_gen_plan_bytes(const vkf_gen_plan *p);
@@ -82,14 +140,13 @@ void vkf_decoder_reset(vkf_decoder *d);
 
 /* ------------------------------------------------------------------ greedy.c, beam.c */
 
-/* Greedy decoding, or sampling with `sampling`, of one batch (checked sources);
- * forced_bos >= 0: the first token is that one (forced_bos_token_id). */
-vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src, uint32_t max_new,
-                             const vkf_generate_options *sampling, int32_t forced_bos, int32_t *out_ids,
-                             uint32_t *out_lengths);
-/* Beam search of one batch (checked options). */
-vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src, const vkf_generate_options *o,
-                           int32_t *out_ids, uint32_t *out_lengths, float *out_scores);
+/* Greedy decoding, or sampling where c->o asks for it, of one batch (checked
+ * sources); out_ids rows are `stride` ids apart. */
+vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src, const vkf_decode_call *c,
+                             uint32_t stride, int32_t *out_ids, uint32_t *out_lengths);
+/* Beam search of one batch (checked options c->o); out_ids rows are `stride` ids apart. */
+vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src, const vkf_decode_call *c,
+                           uint32_t stride, int32_t *out_ids, uint32_t *out_lengths, float *out_scores);
 
 /* ------------------------------------------------------------------ generate.c */
 
@@ -98,6 +155,18 @@ vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src
 vkf_status vkf_decode_generate(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src, uint32_t max_new,
                                const vkf_generate_options *o, int32_t *out_ids, uint32_t *out_lengths,
                                float *out_scores);
+
+/* vkf_model_generate_batched: sorted batches of at most max_batch_tokens source ids. */
+vkf_status vkf_decode_generate_batched(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src,
+                                       const vkf_generate_options *o, uint32_t max_batch_tokens, int32_t *out_ids,
+                                       uint32_t *out_lengths, float *out_scores);
+
+/* ------------------------------------------------------------------ score.c */
+
+/* vkf_model_score: teacher-forced log-probabilities of tgt (then eos) after
+ * the decoder start, out (count, T + 1). */
+vkf_status vkf_decode_score(vkf_arch *a, const vkf_sequences *src, const vkf_sequences *tgt, float *out,
+                            uint64_t out_floats);
 
 /* Milliseconds of a monotonic clock. */
 double vkf_now_ms(void);

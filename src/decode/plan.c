@@ -1,8 +1,9 @@
 /* Generation plans: the encoder run and every layer's cross-attention keys and
  * values (recorded once per batch shape), the KV caches, the buffers of one
  * decode step, and the step itself, recorded once and re-submitted per token:
- * the arch's decoder layer over one token per row, then the choice of the next
- * tokens (argmax, sampling, or beam search's top-k) and the position's advance. */
+ * the arch's decoder layer over one token per row, the logits processors where
+ * the call has any, then the choice of the next tokens (argmax, sampling, or
+ * beam search's top-k) and the position's advance. */
 #include "decode/decode.h"
 
 #include <stdlib.h>
@@ -34,7 +35,8 @@ void vkf_gen_plan_free(vkf_gen_plan *p)
     vkf_tensor *ts[] = {p->src_lengths, p->state,  p->step_ids,    p->tokens,     p->y,       p->y2,      p->yn,
                         p->qkv,         p->q,      p->attn,        p->tmp,        p->hidden,  p->scratch, p->logits,
                         p->bb_random,   p->parent, p->beam_scores, p->cand_scores, p->cand_ids,
-                        p->topk_stats,  p->topk_x, p->topk_id,    p->kv_rows[0],  p->kv_rows[1]};
+                        p->topk_stats,  p->topk_x, p->topk_id,    p->kv_rows[0],  p->kv_rows[1],
+                        p->scores,      p->inputs, p->row_data,   p->lists};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
     free(p);
 }
@@ -53,6 +55,7 @@ uint64_t vkf_gen_plan_bytes(const vkf_gen_plan *p)
                               p->yn,          p->qkv,    p->q,        p->attn,        p->tmp,         p->hidden,
                               p->scratch,     p->logits, p->bb_random, p->parent,     p->beam_scores,
                               p->cand_scores, p->cand_ids, p->topk_stats, p->topk_x, p->topk_id,
+                              p->kv_rows[0],  p->kv_rows[1], p->scores, p->inputs, p->row_data, p->lists,
                               e->src_ids, e->tgt_ids,    e->src_pos,  e->tgt_pos,     e->src_mask,    e->src_lengths,
                               e->a,           e->b,      e->n,        e->memory,      e->qkv,         e->q,
                               e->kv,          e->attn,   e->tmp,      e->hidden,      e->scores,      e->logits};
@@ -86,24 +89,52 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_arch *a, vkf_gen_plan *p, vkf
     vkf_embed_at at = {.seq_len = 1, .state = p->state};
     VKF_TRY(vkf_rec_embed(cmd, a, true, p->step_ids, B, &at, p->yn, io.x));
     for (uint32_t i = 0; i < s->decoder_layers; i++) VKF_TRY(vkf_rec_decoder_layer(cmd, a, i, &io));
-    /* logits = generator(FinalNorm(y)); next ids; position += 1 */
-    VKF_TRY(vkf_rec_decoder_output(cmd, a, io.x, p->yn, B, true, p->logits));
-    if (p->beams)
-        VKF_TRY(vkf_op_beam_topk(cmd, p->logits, p->beam_scores, p->state, p->topk_stats, p->topk_x, p->topk_id,
+    /* logits = generator(FinalNorm(y)), banned ids -inf (unless the processors ban them) */
+    VKF_TRY(vkf_rec_decoder_output(cmd, a, io.x, p->yn, B, !p->proc.unbanned_generator, p->logits));
+    /* scores = the logits processors over each row's sequence so far, where the
+     * call has any; they then hold min_new, forced eos and the end ids, so the
+     * choice below leaves those to them */
+    const vkf_proc *pr = &p->proc;
+    const vkf_tensor *choose_from = p->logits;
+    /* min_new and forced eos: beam search's, or sampling's own */
+    bool forced_eos = p->beams ? p->forced_eos : p->sample && p->sampling.forced_eos;
+    uint32_t min_new = p->beams ? p->min_new : p->sample ? p->sampling.min_new : 0;
+    uint32_t force_step = forced_eos ? p->steps - 1 : UINT32_MAX;
+    uint32_t renormalize = p->renormalize ? 1 : 0;
+    if (pr->on) {
+        vkf_logits_process_desc d = {
+            .rows = B, .vocab = s->tgt_vocab, .steps = p->steps, .logits = p->logits, .state = p->state,
+            .step_ids = p->step_ids, .row_index = rows, .inputs = p->inputs, .row_data = p->row_data,
+            .row_stride = 2 + pr->prefix_max, .lists = p->lists, .n_suppress = pr->n_suppress, .n_end = pr->n_end,
+            .n_bad = pr->n_bad, .log_probs = p->beams > 1, .penalty = pr->penalty, .ngram = pr->ngram,
+            .min_new = pr->min_new, .forced_bos = pr->forced_bos, .forced_eos = pr->forced_eos, .eos = pr->eos,
+            .scores = p->scores};
+        VKF_TRY(vkf_op_logits_process(cmd, &d));
+        choose_from = p->scores, min_new = 0, force_step = UINT32_MAX;
+        /* beam search takes the processed log-probabilities as they are, or
+         * renormalised (renormalize_logits); one beam (greedy) processed the
+         * logits, whose log_softmax its scores are */
+        renormalize = p->beams > 1 && !p->renormalize ? 2 : 0;
+    }
+    /* next ids; position += 1 */
+    if (p->beams) {
+        VKF_TRY(vkf_op_beam_topk(cmd, choose_from, p->beam_scores, p->state, p->topk_stats, p->topk_x, p->topk_id,
                                  p->topk_chunk, p->cand_scores, p->cand_ids, p->sources, p->beams, s->tgt_vocab,
-                                 2 * p->beams, s->eos_id, p->min_new, p->forced_eos ? p->steps - 1 : UINT32_MAX,
-                                 p->renormalize));
-    else if (p->sample)
-        VKF_TRY(vkf_op_sample(cmd, p->logits, p->state, p->step_ids, p->tokens, B, s->tgt_vocab, p->steps,
-                              &p->sampling, s->eos_id));
-    else
-        VKF_TRY(vkf_op_argmax(cmd, p->logits, p->state, p->step_ids, p->tokens, B, s->tgt_vocab, p->steps));
+                                 p->n_cand, s->eos_id, min_new, force_step, renormalize));
+    } else if (p->sample) {
+        vkf_generate_options so = p->sampling;
+        so.min_new = min_new, so.forced_eos = force_step != UINT32_MAX;
+        VKF_TRY(vkf_op_sample(cmd, choose_from, p->state, p->step_ids, p->tokens, B, s->tgt_vocab, p->steps, &so,
+                              s->eos_id));
+    } else {
+        VKF_TRY(vkf_op_argmax(cmd, choose_from, p->state, p->step_ids, p->tokens, B, s->tgt_vocab, p->steps));
+    }
     return vkf_op_advance(cmd, p->state);
 }
 
 vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t S, uint32_t steps,
                               const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
-                              vkf_gen_plan **out)
+                              const vkf_proc *proc, vkf_gen_plan **out)
 {
     vkf_context *ctx = a->ctx;
     const vkf_arch_spec *s = &a->spec;
@@ -116,6 +147,9 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
     if (beam_opts)
         p->min_new = beam_opts->min_new, p->forced_eos = beam_opts->forced_eos, p->renormalize = beam_opts->renormalize;
     if (sampling) p->sample = true, p->sampling = *sampling;
+    if (proc) p->proc = *proc;
+    /* beam search keeps max(2, 1 + end ids) x beams candidates, as generate() */
+    p->n_cand = beams * (proc && proc->n_end + 1 > 2 ? proc->n_end + 1 : 2);
     p->cross_kv = calloc(L, sizeof *p->cross_kv);
     p->cache_k = calloc(L, sizeof *p->cache_k);
     p->cache_v = calloc(L, sizeof *p->cache_v);
@@ -152,16 +186,24 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->kv_rows[0]);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->kv_rows[1]);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, 1, B, &p->beam_scores);
-        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, sources, 2 * beams, &p->cand_scores);
-        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, sources, 2 * beams, &p->cand_ids);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, sources, p->n_cand, &p->cand_scores);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, sources, p->n_cand, &p->cand_ids);
         /* beam_partial.comp's chunks: at most 32 per row, of at least 512 ids */
         uint32_t V = s->tgt_vocab, chunk = (uint32_t)vkf_div_up(V, 32);
         p->topk_chunk = chunk < 512 ? 512 : chunk;
         p->topk_chunks = (uint32_t)vkf_div_up(V, p->topk_chunk);
         uint64_t parts = (uint64_t)B * p->topk_chunks;
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, parts, 2, &p->topk_stats);
-        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, parts, 2 * beams, &p->topk_x);
-        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, parts, 2 * beams, &p->topk_id);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, parts, p->n_cand, &p->topk_x);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, parts, p->n_cand, &p->topk_id);
+    }
+    if (st == VKF_OK && p->proc.on) {
+        const vkf_proc *pr = &p->proc;
+        uint32_t lists = pr->n_suppress + pr->n_end + pr->n_bad;
+        st = vkf_tensor2(ctx, VKF_DTYPE_F32, B, s->tgt_vocab, &p->scores);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->inputs);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, 2 + pr->prefix_max, &p->row_data);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, lists ? lists : 1, &p->lists);
     }
     vkf_tensor **acts[] = {&p->y, &p->y2, &p->yn, &p->tmp};
     for (size_t i = 0; st == VKF_OK && i < sizeof acts / sizeof acts[0]; i++) st = vkf_tensor2(ctx, a->act, B, d, acts[i]);
@@ -201,4 +243,22 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
     }
     *out = p;
     return VKF_OK;
+}
+
+vkf_status vkf_gen_plan_upload_call(vkf_gen_plan *p, const vkf_decode_call *c, uint32_t rows_per_source)
+{
+    if (!p->proc.on) return VKF_OK;
+    uint32_t stride = 2 + p->proc.prefix_max, B = p->batch;
+    int32_t *h = calloc((size_t)B * stride, sizeof *h);
+    if (!h) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t r = 0; r < B; r++) {
+        uint32_t b = r / rows_per_source;
+        int32_t *row = h + (size_t)r * stride;
+        row[0] = (int32_t)c->prefix_len[b], row[1] = (int32_t)c->limit[b];
+        for (uint32_t j = 0; j < c->prefix_len[b]; j++) row[2 + j] = c->prefix[b][j];
+    }
+    vkf_status st = vkf_tensor_upload(p->row_data, h, (uint64_t)B * stride * sizeof *h);
+    free(h);
+    if (st == VKF_OK && c->n_lists) st = vkf_tensor_upload(p->lists, c->lists, (uint64_t)c->n_lists * sizeof *c->lists);
+    return st;
 }

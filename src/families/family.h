@@ -115,7 +115,19 @@ typedef struct vkf_family_model {
                                            forced as the first generated token (forced_bos) */
     void *state;                        /* the family's own (tokenizers), freed by its free() */
     vkf_mel_spec mel;                   /* models that read audio (spec.audio_mels > 0): the feature extractor */
+    struct vkf_gen_lists *gen_lists;    /* owned, or NULL: the lists `defaults` points into */
 } vkf_family_model;
+
+/* generation_config.json's lists (eos_token_id, suppress_tokens, bad_words_ids
+ * of several ids), which a family model's defaults borrow. */
+typedef struct vkf_gen_lists {
+    int32_t end_ids[VKF_MAX_END_IDS];
+    int32_t *suppress;                  /* owned */
+    int32_t *bad_ids;                   /* owned: every sequence, one after another */
+    uint32_t *bad_lengths;              /* owned */
+    const int32_t **bad_ptrs;           /* owned: into bad_ids */
+    vkf_sequences bad;                  /* over bad_ptrs and bad_lengths */
+} vkf_gen_lists;
 
 /* What the registry knows of a path before any family reads it. */
 typedef struct vkf_probe {
@@ -141,6 +153,12 @@ typedef struct vkf_family {
     vkf_status (*decode)(const vkf_family_model *fm, const int32_t *ids, uint32_t count, char *out_text,
                          size_t capacity);
     void (*free)(void *state);
+    /* target text -> target ids without eos, as the target tokenizer makes them
+     * (NULL: the family has no target tokenizer). */
+    vkf_status (*encode_target)(const vkf_family_model *fm, const char *text, int32_t *out_ids, uint32_t capacity,
+                                uint32_t *out_count);
+    /* The id of a target vocabulary entry (len bytes at token), or -1 (NULL: none). */
+    int32_t (*target_token)(const vkf_family_model *fm, const char *token, size_t len);
 } vkf_family;
 
 /* registry.c: the family that reads `path` (a file, or a folder by its

@@ -110,20 +110,34 @@ vkf_status vkf_hf_activation(json_t *o, const char *file, vkf_activation *out)
     return VKF_OK;
 }
 
-/* One token id, or a list holding one: *out, or -1 when absent or null. */
-static vkf_status one_id(json_t *g, const char *F, const char *key, uint32_t vocab, int64_t *out)
+/* One id or a list of ids (at most cap) of key: *n ids into out; *n 0 when absent or null. */
+static vkf_status id_list(json_t *g, const char *F, const char *key, uint32_t vocab, int32_t *out, uint32_t cap,
+                          uint32_t *n)
 {
     json_t *v = json_object_get(g, key);
-    *out = -1;
+    *n = 0;
     if (!v || json_is_null(v)) return VKF_OK;
-    if (json_is_array(v) && json_array_size(v) == 1) v = json_array_get(v, 0);
-    if (!json_is_integer(v))
-        return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: \"%s\" must be one id (several are not supported)", F, key);
-    json_int_t id = json_integer_value(v);
-    if (id < 0 || (uint64_t)id >= vocab)
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "%s: %s %lld is outside the vocabulary (%u)", F, key, (long long)id, vocab);
-    *out = id;
+    size_t count = json_is_array(v) ? json_array_size(v) : 1;
+    if (count == 0 || count > cap)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: \"%s\" must be one id or a list of 1..%u ids", F, key, cap);
+    for (size_t i = 0; i < count; i++) {
+        json_t *e = json_is_array(v) ? json_array_get(v, i) : v;
+        if (!json_is_integer(e)) return vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"%s\" must hold integer ids", F, key);
+        json_int_t id = json_integer_value(e);
+        if (id < 0 || (uint64_t)id >= vocab)
+            return vkf_fail(VKF_ERROR_BAD_MODEL, "%s: %s %lld is outside the vocabulary (%u)", F, key, (long long)id,
+                            vocab);
+        out[(*n)++] = (int32_t)id;
+    }
     return VKF_OK;
+}
+
+/* Whether id is one of the n ids. */
+static bool among(int32_t id, const int32_t *ids, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (ids[i] == id) return true;
+    return false;
 }
 
 vkf_status vkf_hf_generation(const char *dir, json_t *config, vkf_family_model *fm)
@@ -135,11 +149,16 @@ vkf_status vkf_hf_generation(const char *dir, json_t *config, vkf_family_model *
     vkf_arch_spec *s = &fm->spec;
     vkf_generate_options *o = &fm->defaults;
     vkf_generate_options_init(o);
-    int64_t beams = 1, max_length = 20, max_new = 0, min_length = 0, min_new = 0, nret = 1, start = 0, eos = 0, pad = 0;
-    int64_t forced_bos = -1, forced_eos = -1, ngram = 0;
+    int64_t beams = 1, max_length = 20, max_new = 0, min_length = 0, min_new = 0, nret = 1, start = 0, pad = 0;
+    int64_t forced_bos = -1, ngram = 0;
+    int32_t forced_eos[1] = {-1};
+    uint32_t n_forced_eos = 0;
     double lp = 1.0, rep = 1.0;
     bool sample = false;
-    vkf_status st = vkf_hf_int(g, F, "num_beams", 1, VKF_MAX_BEAMS, 1, &beams);
+    vkf_gen_lists *lists = calloc(1, sizeof *lists);
+    vkf_status st = lists ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    uint32_t n_end = 0;
+    if (st == VKF_OK) st = vkf_hf_int(g, F, "num_beams", 1, VKF_MAX_BEAMS, 1, &beams);
     if (st == VKF_OK) st = vkf_hf_int(g, F, "max_length", 2, INT32_MAX, 20, &max_length); /* transformers' default */
     if (st == VKF_OK) st = vkf_hf_int(g, F, "max_new_tokens", 1, INT32_MAX, 0, &max_new);
     if (st == VKF_OK) st = vkf_hf_int(g, F, "min_length", 0, INT32_MAX, 0, &min_length);
@@ -148,11 +167,14 @@ vkf_status vkf_hf_generation(const char *dir, json_t *config, vkf_family_model *
     /* a length penalty past +-1000 makes every score overflow to infinity */
     if (st == VKF_OK) st = vkf_hf_float(g, F, "length_penalty", -1000, 1000, 1.0, &lp);
     if (st == VKF_OK) st = vkf_hf_float(g, F, "repetition_penalty", 0, 1e30, 1.0, &rep);
+    if (st == VKF_OK && !(rep > 0))
+        st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: repetition_penalty %g must be above 0", F, rep);
+    if (st == VKF_OK) st = vkf_hf_int(g, F, "no_repeat_ngram_size", 0, INT32_MAX, 0, &ngram);
     if (st == VKF_OK) st = vkf_hf_bool(g, F, "renormalize_logits", false, &o->renormalize);
     if (st == VKF_OK) st = vkf_hf_int(g, F, "decoder_start_token_id", 0, s->tgt_vocab - 1, s->decoder_start_id, &start);
     if (st == VKF_OK) st = vkf_hf_int(g, F, "pad_token_id", 0, s->tgt_vocab - 1, s->pad_id, &pad);
-    if (st == VKF_OK) st = one_id(g, F, "eos_token_id", s->tgt_vocab, &eos);
-    if (st == VKF_OK && eos < 0) eos = s->eos_id;
+    /* eos_token_id: one id, or a list (generation ends at any of them) */
+    if (st == VKF_OK) st = id_list(g, F, "eos_token_id", s->tgt_vocab, lists->end_ids, VKF_MAX_END_IDS, &n_end);
     json_t *es = json_object_get(g, "early_stopping");
     if (st == VKF_OK && es && json_is_string(es)) {
         char q[VKF_QUOTE_SIZE];
@@ -164,42 +186,85 @@ vkf_status vkf_hf_generation(const char *dir, json_t *config, vkf_family_model *
     if (st == VKF_OK && sample)
         st = vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: do_sample true is not taken as a default (pass sampling options "
                       "explicitly)", F);
-    if (st == VKF_OK && rep != 1.0)
-        st = vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: repetition_penalty %g is not implemented", F, rep);
-    if (st == VKF_OK) st = vkf_hf_int(g, F, "no_repeat_ngram_size", 0, INT32_MAX, 0, &ngram);
-    if (st == VKF_OK && ngram)
-        st = vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: no_repeat_ngram_size %lld is not implemented", F, (long long)ngram);
-    if (st == VKF_OK) st = one_id(g, F, "forced_bos_token_id", s->tgt_vocab, &forced_bos);
-    if (st == VKF_OK) st = one_id(g, F, "forced_eos_token_id", s->tgt_vocab, &forced_eos);
-    if (st == VKF_OK && forced_eos >= 0 && forced_eos != eos)
-        st = vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: forced_eos_token_id must be eos_token_id %lld", F, (long long)eos);
-    json_t *bad = json_object_get(g, "bad_words_ids");
-    if (st == VKF_OK && bad && !json_is_null(bad)) {
-        if (!json_is_array(bad))
-            st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"bad_words_ids\" must be a list of lists of ids", F);
-        size_t n = st == VKF_OK ? json_array_size(bad) : 0;
-        if (n > 4096) st = vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: more than 4096 bad_words_ids", F);
-        if (st == VKF_OK && n && !(fm->banned = calloc(n, sizeof *fm->banned)))
+    if (st == VKF_OK) {
+        uint32_t n = 0;
+        int32_t id[1];
+        st = id_list(g, F, "forced_bos_token_id", s->tgt_vocab, id, 1, &n);
+        if (n) forced_bos = id[0];
+    }
+    if (st == VKF_OK) st = id_list(g, F, "forced_eos_token_id", s->tgt_vocab, forced_eos, 1, &n_forced_eos);
+    if (st == VKF_OK && n_end == 0) lists->end_ids[n_end++] = s->eos_id;
+    if (st == VKF_OK && n_forced_eos && !among(forced_eos[0], lists->end_ids, n_end))
+        st = vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: forced_eos_token_id %d must be one of eos_token_id", F, forced_eos[0]);
+    /* the model's eos: the forced one, else the first of the list */
+    int32_t eos = n_forced_eos ? forced_eos[0] : lists->end_ids[0];
+    /* suppress_tokens: SuppressTokensLogitsProcessor */
+    json_t *sup = json_object_get(g, "suppress_tokens");
+    if (st == VKF_OK && sup && !json_is_null(sup)) {
+        size_t n = json_is_array(sup) ? json_array_size(sup) : 0;
+        if (!json_is_array(sup) || n > 65536)
+            st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"suppress_tokens\" must be a list of at most 65536 ids", F);
+        if (st == VKF_OK && n && !(lists->suppress = malloc(n * sizeof *lists->suppress)))
             st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         for (size_t i = 0; st == VKF_OK && i < n; i++) {
-            json_t *w = json_array_get(bad, i);
-            if (!json_is_array(w) || json_array_size(w) != 1 || !json_is_integer(json_array_get(w, 0))) {
-                st = vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: bad_words_ids entry %zu is not one id (only single-token bans "
-                              "are implemented)", F, i);
-                break;
-            }
-            json_int_t id = json_integer_value(json_array_get(w, 0));
-            if (id < 0 || id >= s->tgt_vocab)
-                st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: bad_words_ids holds %lld, outside the vocabulary", F, (long long)id);
-            else if (id == eos)
-                st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: bad_words_ids bans eos", F);
+            json_t *e = json_array_get(sup, i);
+            if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) >= s->tgt_vocab)
+                st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: suppress_tokens entry %zu is not an id of the vocabulary", F, i);
             else
-                fm->banned[fm->n_banned++] = (int32_t)id;
+                lists->suppress[o->n_suppress++] = (int32_t)json_integer_value(e);
+        }
+    }
+    /* bad_words_ids: one id each is banned in every generation (a generator bias of
+     * -inf); longer sequences are the defaults' bad_sequences; an end id alone is
+     * ignored, as NoBadWordsLogitsProcessor ignores it */
+    json_t *bad = json_object_get(g, "bad_words_ids");
+    if (st == VKF_OK && bad && !json_is_null(bad)) {
+        size_t n = json_is_array(bad) ? json_array_size(bad) : 0, total = 0;
+        if (!json_is_array(bad)) st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"bad_words_ids\" must be a list of lists of ids", F);
+        if (st == VKF_OK && n > 4096) st = vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: more than 4096 bad_words_ids", F);
+        for (size_t i = 0; st == VKF_OK && i < n; i++) {
+            json_t *w = json_array_get(bad, i);
+            size_t len = json_is_array(w) ? json_array_size(w) : 0;
+            if (len == 0 || len > s->max_len)
+                st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: bad_words_ids entry %zu is not a list of 1..%u ids", F, i,
+                              s->max_len);
+            for (size_t j = 0; st == VKF_OK && j < len; j++) {
+                json_t *e = json_array_get(w, j);
+                if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) >= s->tgt_vocab)
+                    st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: bad_words_ids entry %zu holds an id outside the vocabulary",
+                                  F, i);
+            }
+            total += len;
+        }
+        if (st == VKF_OK && n) {
+            fm->banned = calloc(n, sizeof *fm->banned);
+            lists->bad_ids = malloc(total * sizeof *lists->bad_ids);
+            lists->bad_lengths = calloc(n, sizeof *lists->bad_lengths);
+            lists->bad_ptrs = calloc(n, sizeof *lists->bad_ptrs);
+            if (!fm->banned || !lists->bad_ids || !lists->bad_lengths || !lists->bad_ptrs)
+                st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        }
+        size_t used = 0;
+        for (size_t i = 0; st == VKF_OK && i < n; i++) {
+            json_t *w = json_array_get(bad, i);
+            size_t len = json_array_size(w);
+            int32_t first = (int32_t)json_integer_value(json_array_get(w, 0));
+            if (len == 1) {
+                if (!among(first, lists->end_ids, n_end)) fm->banned[fm->n_banned++] = first;
+                continue;
+            }
+            lists->bad_ptrs[lists->bad.count] = lists->bad_ids + used;
+            lists->bad_lengths[lists->bad.count++] = (uint32_t)len;
+            for (size_t j = 0; j < len; j++) lists->bad_ids[used++] = (int32_t)json_integer_value(json_array_get(w, j));
         }
     }
     json_decref(own);
-    VKF_TRY(st);
-    s->decoder_start_id = (int32_t)start, s->eos_id = (int32_t)eos, s->pad_id = (int32_t)pad;
+    if (st != VKF_OK) {
+        fm->gen_lists = lists; /* freed with the family model */
+        return st;
+    }
+    fm->gen_lists = lists;
+    s->decoder_start_id = (int32_t)start, s->eos_id = eos, s->pad_id = (int32_t)pad;
     /* max_length counts the decoder start token, as generate() does */
     uint64_t steps = max_new ? (uint64_t)max_new : (uint64_t)max_length - 1;
     o->max_new = (uint32_t)(steps < s->max_len ? steps : s->max_len);
@@ -208,8 +273,17 @@ vkf_status vkf_hf_generation(const char *dir, json_t *config, vkf_family_model *
     o->beams = (uint32_t)beams;
     o->n_best = (uint32_t)(nret <= beams ? nret : beams);
     o->length_penalty = (float)lp;
-    o->forced_eos = forced_eos >= 0;
+    o->forced_eos = n_forced_eos > 0;
     if (forced_bos >= 0) o->forced_bos = true, o->forced_bos_id = (int32_t)forced_bos;
+    o->repetition_penalty = (float)rep;
+    o->no_repeat_ngram = ngram > UINT32_MAX ? UINT32_MAX : (uint32_t)ngram;
+    if (o->n_suppress) o->suppress_ids = lists->suppress;
+    if (lists->bad.count) {
+        lists->bad.ids = lists->bad_ptrs;
+        lists->bad.lengths = lists->bad_lengths;
+        o->bad_sequences = &lists->bad;
+    }
+    if (n_end > 1) o->end_ids = lists->end_ids, o->n_end_ids = n_end;
     return VKF_OK;
 }
 

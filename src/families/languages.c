@@ -13,6 +13,13 @@ void vkf_family_model_free(const vkf_family *f, vkf_family_model *fm)
     for (uint32_t i = 0; i < fm->n_langs; i++) free(fm->lang_codes[i]);
     free(fm->lang_codes);
     free(fm->lang_ids);
+    if (fm->gen_lists) {
+        free(fm->gen_lists->suppress);
+        free(fm->gen_lists->bad_ids);
+        free(fm->gen_lists->bad_lengths);
+        free(fm->gen_lists->bad_ptrs);
+        free(fm->gen_lists);
+    }
     memset(fm, 0, sizeof *fm);
 }
 

@@ -192,6 +192,22 @@ static vkf_status encode(const vkf_family_model *fm, const char *text, const cha
     return VKF_OK;
 }
 
+/* MarianTokenizer's target side (text_target): target.spm, each piece looked up
+ * in the target vocabulary (unknown: <unk>); no eos. */
+static vkf_status encode_target(const vkf_family_model *fm, const char *text, int32_t *out_ids, uint32_t capacity,
+                                uint32_t *out_count)
+{
+    const marian *mm = fm->state;
+    const vkf_vocab *v = mm->separate_vocabs ? &mm->tgt : &mm->src;
+    return vkf_spm_ids(mm->tgt_spm, v, v->unk_id, text, strlen(text), out_ids, capacity, out_count);
+}
+
+static int32_t target_token(const vkf_family_model *fm, const char *token, size_t len)
+{
+    const marian *mm = fm->state;
+    return vkf_vocab_id(mm->separate_vocabs ? &mm->tgt : &mm->src, token, len);
+}
+
 /* MarianTokenizer.decode(skip_special_tokens=True): eos, pad and unk skipped, the
  * rest mapped to their pieces and decoded by the target spm. */
 static vkf_status decode(const vkf_family_model *fm, const int32_t *ids, uint32_t count, char *out_text,
@@ -223,4 +239,6 @@ const vkf_family vkf_family_marian = {
     .encode = encode,
     .decode = decode,
     .free = marian_free,
+    .encode_target = encode_target,
+    .target_token = target_token,
 };

@@ -314,6 +314,48 @@ static vkf_status encode(const vkf_family_model *fm, const char *text, const cha
     return VKF_OK;
 }
 
+/* Target text as decode() joins it: characters where tgt_join is empty, else
+ * whitespace-separated words, each a tgt_vocab entry; no eos. */
+static vkf_status encode_target(const vkf_family_model *fm, const char *text, int32_t *out_ids, uint32_t capacity,
+                                uint32_t *out_count)
+{
+    const vkformer_text *tx = fm->state;
+    if (!fm->has_text)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "the model has no vocabularies (src_vocab, tgt_vocab): give ids instead");
+    bool chars = tx->tgt_join[0] == '\0';
+    uint32_t n = 0;
+    for (const char *s = text; *s;) {
+        if (isspace((unsigned char)*s)) {
+            s++;
+            continue;
+        }
+        size_t len = 0;
+        if (chars) {
+            len = 1;
+            while ((s[len] & 0xc0) == 0x80) len++; /* one UTF-8 character */
+        } else {
+            while (s[len] && !isspace((unsigned char)s[len])) len++;
+        }
+        int id = find_token(tx->tgt_vocab, tx->tgt_vocab_size, s, len);
+        if (id < 0) {
+            char q[VKF_QUOTE_SIZE];
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s is not in the model's target vocabulary",
+                            vkf_quote(q, sizeof q, s, len));
+        }
+        if (n >= capacity) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity);
+        out_ids[n++] = id;
+        s += len;
+    }
+    *out_count = n;
+    return VKF_OK;
+}
+
+static int32_t target_token(const vkf_family_model *fm, const char *token, size_t len)
+{
+    const vkformer_text *tx = fm->state;
+    return fm->has_text ? find_token(tx->tgt_vocab, tx->tgt_vocab_size, token, len) : -1;
+}
+
 static vkf_status decode(const vkf_family_model *fm, const int32_t *ids, uint32_t count, char *out_text,
                          size_t capacity)
 {
@@ -371,6 +413,8 @@ static const vkf_family family = {
     .encode = encode,
     .decode = decode,
     .free = text_free,
+    .encode_target = encode_target,
+    .target_token = target_token,
 };
 
 const vkf_family *vkf_family_vkformer(void) { return &family; }

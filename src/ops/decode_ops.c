@@ -1,9 +1,23 @@
 /* The decoding kernels' host functions: beam search's table of cache rows
  * (kv_gather.comp), its top-2K of each source's beams x vocabulary in two stages
- * (beam_partial.comp, beam_topk.comp), and sampling (sample.comp). Greedy
- * decoding's argmax is in ops.c with the other decode-step ops. */
+ * (beam_partial.comp, beam_topk.comp), sampling (sample.comp), the logits
+ * processors of a step (logits_process.comp) and scoring's log-softmax-and-
+ * gather (logprob_gather.comp). Greedy decoding's argmax is in ops.c with the
+ * other decode-step ops. */
 #include "ops/ops.h"
 #include "runtime/push.h"
+
+/* A grid of `count` workgroups, laid out in 2-D past the device's x limit
+ * (linear_workgroup() in the shaders). */
+static vkf_status row_grid(const vkf_context *ctx, uint64_t count, uint32_t groups[3], const char *fn)
+{
+    uint64_t max_x = ctx->info.max_workgroup_count[0], x = count < max_x ? count : max_x;
+    uint64_t y = vkf_div_up(count, x ? x : 1);
+    if (y > ctx->info.max_workgroup_count[1])
+        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %llu workgroups exceed the device's grid", fn, (unsigned long long)count);
+    groups[0] = (uint32_t)x, groups[1] = (uint32_t)y, groups[2] = 1;
+    return VKF_OK;
+}
 
 /* ------------------------------------------------------------------ beam search */
 
@@ -37,7 +51,7 @@ vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_te
                             const vkf_tensor *state, vkf_tensor *stats, vkf_tensor *cand_x, vkf_tensor *cand_id,
                             uint32_t chunk, vkf_tensor *cand_scores, vkf_tensor *cand_ids, uint32_t sources,
                             uint32_t beams, uint32_t vocab, uint32_t n_cand, int32_t eos, uint32_t min_new,
-                            uint32_t force_step, bool renormalize)
+                            uint32_t force_step, uint32_t renormalize)
 {
     static const char fn[] = "beam_topk";
     VKF_TRY(vkf_check_cmd(cmd, logits, fn));
@@ -47,9 +61,9 @@ vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_te
     if (beams == 0 || beams > VKF_MAX_BEAMS || (uint64_t)beams * vocab > INT32_MAX || vocab == 0)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %u beams of %u tokens (1..%u beams, beams x vocab < 2^31)", fn,
                         beams, vocab, VKF_MAX_BEAMS);
-    if (n_cand == 0 || n_cand > 2 * VKF_MAX_BEAMS || chunk == 0)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: n_cand %u (1..%u) and chunk %u (> 0)", fn, n_cand,
-                        2 * VKF_MAX_BEAMS, chunk);
+    if (n_cand == 0 || n_cand > VKF_MAX_CAND || chunk == 0 || renormalize > 2)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: n_cand %u (1..%u), chunk %u (> 0), renormalize %u (0..2)", fn,
+                        n_cand, VKF_MAX_CAND, chunk, renormalize);
     uint32_t rows = sources * beams, chunks = (uint32_t)vkf_div_up(vocab, chunk);
     uint64_t parts = (uint64_t)rows * chunks;
     VKF_TRY(vkf_check_tensor(cmd, logits, logits->dtype, (uint64_t)rows * vocab, fn, "logits"));
@@ -117,4 +131,67 @@ vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
                              1, &pipe));
     vkf_binding b[4] = {{logits, VKF_READ}, {state, VKF_READ}, {ids, VKF_WRITE}, {tokens, VKF_WRITE}};
     return vkf_cmd_dispatch(cmd, pipe, b, 4, &pc, sizeof pc, groups, "sample");
+}
+
+/* ------------------------------------------------------------------ logits processors, scoring */
+
+vkf_status vkf_op_logits_process(vkf_cmd *cmd, const vkf_logits_process_desc *d)
+{
+    static const char fn[] = "logits_process";
+    VKF_TRY(vkf_check_cmd(cmd, d, fn));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    if (!d->logits || d->logits->dtype == VKF_DTYPE_I32 || d->logits->dtype == VKF_DTYPE_I8)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: logits must be an F32 or F16 tensor", fn);
+    if (!d->rows || !d->vocab || !d->steps || d->row_stride < 2 || !(d->penalty > 0))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: rows, vocab, steps must be positive, row_stride >= 2, "
+                        "penalty > 0", fn);
+    uint64_t cells = (uint64_t)d->rows * d->vocab;
+    VKF_TRY(vkf_check_tensor(cmd, d->logits, d->logits->dtype, cells, fn, "logits"));
+    VKF_TRY(vkf_check_tensor(cmd, d->state, VKF_DTYPE_I32, 1, fn, "state"));
+    VKF_TRY(vkf_check_tensor(cmd, d->step_ids, VKF_DTYPE_I32, d->rows, fn, "step_ids"));
+    if (d->row_index)
+        VKF_TRY(vkf_check_tensor(cmd, d->row_index, VKF_DTYPE_I32, (uint64_t)d->rows * d->steps, fn, "row_index"));
+    VKF_TRY(vkf_check_tensor(cmd, d->inputs, VKF_DTYPE_I32, (uint64_t)d->rows * d->steps, fn, "inputs"));
+    VKF_TRY(vkf_check_tensor(cmd, d->row_data, VKF_DTYPE_I32, (uint64_t)d->rows * d->row_stride, fn, "row_data"));
+    uint64_t lists = (uint64_t)d->n_suppress + d->n_end + d->n_bad;
+    VKF_TRY(vkf_check_tensor(cmd, d->lists, VKF_DTYPE_I32, lists ? lists : 1, fn, "lists"));
+    VKF_TRY(vkf_check_tensor(cmd, d->scores, VKF_DTYPE_F32, cells, fn, "scores"));
+    vkf_push_logits_process pc = {.rows = d->rows, .vocab = d->vocab, .steps = d->steps, .row_stride = d->row_stride,
+                                  .flags = (d->log_probs ? 1u : 0u) | (d->row_index ? 2u : 0u), .penalty = d->penalty,
+                                  .ngram = d->ngram, .n_suppress = d->n_suppress, .n_end = d->n_end, .n_bad = d->n_bad,
+                                  .min_new = d->min_new, .forced_bos = d->forced_bos,
+                                  .forced_eos = d->forced_eos ? 1u : 0u, .eos = d->eos};
+    uint32_t groups[3];
+    VKF_TRY(row_grid(ctx, d->rows, groups, fn));
+    uint32_t spec[1] = {ctx->tuning.row_workgroup};
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, d->logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_LOGITS_PROCESS_ACT16
+                                                                     : VKF_VARIANT_LOGITS_PROCESS, spec, 1, &pipe));
+    /* without a row index the state is bound in its place (never read) */
+    vkf_binding b[8] = {{d->logits, VKF_READ}, {d->state, VKF_READ}, {d->step_ids, VKF_READ},
+                        {d->row_index ? d->row_index : d->state, VKF_READ}, {d->inputs, VKF_READ | VKF_WRITE},
+                        {d->row_data, VKF_READ}, {d->lists, VKF_READ}, {d->scores, VKF_WRITE}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 8, &pc, sizeof pc, groups, "logits_process");
+}
+
+vkf_status vkf_op_logprob_gather(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *labels, vkf_tensor *out,
+                                 uint32_t rows, uint32_t vocab)
+{
+    static const char fn[] = "logprob_gather";
+    VKF_TRY(vkf_check_cmd(cmd, logits, fn));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    if (!logits || logits->dtype == VKF_DTYPE_I32 || logits->dtype == VKF_DTYPE_I8 || !rows || !vocab)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: logits must be an F32 or F16 tensor of positive size", fn);
+    VKF_TRY(vkf_check_tensor(cmd, logits, logits->dtype, (uint64_t)rows * vocab, fn, "logits"));
+    VKF_TRY(vkf_check_tensor(cmd, labels, VKF_DTYPE_I32, rows, fn, "labels"));
+    VKF_TRY(vkf_check_tensor(cmd, out, VKF_DTYPE_F32, rows, fn, "out"));
+    vkf_push_logprob_gather pc = {.rows = rows, .vocab = vocab};
+    uint32_t groups[3];
+    VKF_TRY(row_grid(ctx, rows, groups, fn));
+    uint32_t spec[1] = {ctx->tuning.row_workgroup};
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_LOGPROB_GATHER_ACT16
+                                                                  : VKF_VARIANT_LOGPROB_GATHER, spec, 1, &pipe));
+    vkf_binding b[3] = {{logits, VKF_READ}, {labels, VKF_READ}, {out, VKF_WRITE}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 3, &pc, sizeof pc, groups, "logprob_gather");
 }

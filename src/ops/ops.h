@@ -73,6 +73,7 @@ vkf_status vkf_op_advance(vkf_cmd *cmd, vkf_tensor *state);
 /* ------------------------------------------------------------------ decoding ops (decode_ops.c) */
 
 #define VKF_MAX_BEAMS 16                /* MAX_BEAMS of beam_topk.comp */
+#define VKF_MAX_CAND 64                 /* MAX_CAND of beam_partial.comp: candidates per source and step */
 
 /* Beam search's table of cache rows (kv_gather.comp): dst[r, j] = src[parent[r], j]
  * for j < t and dst[r, t] = r, t = state[0]; src and dst (rows, steps) I32. */
@@ -89,6 +90,35 @@ vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_te
                             const vkf_tensor *state, vkf_tensor *stats, vkf_tensor *cand_x, vkf_tensor *cand_id,
                             uint32_t chunk, vkf_tensor *cand_scores, vkf_tensor *cand_ids, uint32_t sources,
                             uint32_t beams, uint32_t vocab, uint32_t n_cand, int32_t eos, uint32_t min_new,
-                            uint32_t force_step, bool renormalize);
+                            uint32_t force_step, uint32_t renormalize);
+
+/* The logits processors of a decode step (logits_process.comp): scores (rows,
+ * vocab) F32 = the rows' logits (log_probs: their log_softmax) with the
+ * repetition penalty, n-gram and bad-sequence bans, min_new, forced bos/eos and
+ * suppressed ids applied, each row seeing its own sequence so far; rows inside
+ * their target prefix get their next prefix id as the only choice. */
+typedef struct vkf_logits_process_desc {
+    uint32_t rows, vocab, steps;
+    const vkf_tensor *logits;           /* (rows, vocab) F32 or F16 */
+    const vkf_tensor *state;            /* (1) I32: the step's input position t */
+    const vkf_tensor *step_ids;         /* (rows) I32: the step's input ids */
+    const vkf_tensor *row_index;        /* (rows, steps) I32 or NULL: beam search's rows of each position */
+    vkf_tensor *inputs;                 /* (rows, steps) I32: each row's input ids by position (written at t) */
+    const vkf_tensor *row_data;         /* (rows, row_stride) I32: prefix length, new-token limit, prefix ids */
+    uint32_t row_stride;
+    const vkf_tensor *lists;            /* I32: n_suppress suppressed ids, n_end end ids, n_bad bad-sequence ints */
+    uint32_t n_suppress, n_end, n_bad;
+    bool log_probs;
+    float penalty;                      /* 1: off */
+    uint32_t ngram, min_new;
+    int32_t forced_bos;                 /* -1: none */
+    bool forced_eos;
+    int32_t eos;
+    vkf_tensor *scores;                 /* (rows, vocab) F32 */
+} vkf_logits_process_desc;
+vkf_status vkf_op_logits_process(vkf_cmd *cmd, const vkf_logits_process_desc *desc);
+/* out[r] (rows) F32 = log_softmax(logits[r])[labels[r]], 0 where labels[r] < 0. */
+vkf_status vkf_op_logprob_gather(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *labels, vkf_tensor *out,
+                                 uint32_t rows, uint32_t vocab);
 
 #endif /* VKF_OPS_H */

@@ -105,6 +105,18 @@ static const uint32_t spirv_sample[] =
 static const uint32_t spirv_sample_act16[] =
 #include "sample_act16.spv.h"
     ;
+static const uint32_t spirv_logits_process[] =
+#include "logits_process.spv.h"
+    ;
+static const uint32_t spirv_logits_process_act16[] =
+#include "logits_process_act16.spv.h"
+    ;
+static const uint32_t spirv_logprob_gather[] =
+#include "logprob_gather.spv.h"
+    ;
+static const uint32_t spirv_logprob_gather_act16[] =
+#include "logprob_gather_act16.spv.h"
+    ;
 static const uint32_t spirv_lsh_hash[] =
 #include "attention_lsh_hash.spv.h"
     ;
@@ -278,6 +290,10 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_COOPMAT2_ACT16_I8B] = {"matmul_coopmat2_act16_i8b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_act16_i8b), 6, sizeof(vkf_push_matmul), 2},
     [VKF_VARIANT_EMBED_I8] = {"embed_i8", spirv_embed_i8, sizeof spirv_embed_i8, 7, sizeof(vkf_push_embed)},
     [VKF_VARIANT_EMBED_I8_ACT16] = {"embed_i8_act16", spirv_embed_i8_act16, sizeof spirv_embed_i8_act16, 7, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_LOGITS_PROCESS] = {"logits_process", spirv_logits_process, sizeof spirv_logits_process, 8, sizeof(vkf_push_logits_process)},
+    [VKF_VARIANT_LOGITS_PROCESS_ACT16] = {"logits_process_act16", spirv_logits_process_act16, sizeof spirv_logits_process_act16, 8, sizeof(vkf_push_logits_process)},
+    [VKF_VARIANT_LOGPROB_GATHER] = {"logprob_gather", spirv_logprob_gather, sizeof spirv_logprob_gather, 3, sizeof(vkf_push_logprob_gather)},
+    [VKF_VARIANT_LOGPROB_GATHER_ACT16] = {"logprob_gather_act16", spirv_logprob_gather_act16, sizeof spirv_logprob_gather_act16, 3, sizeof(vkf_push_logprob_gather)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }

@@ -137,7 +137,7 @@ typedef struct vkf_push_beam_partial {
     int32_t eos;
     uint32_t min_new;
     uint32_t force_step;                /* UINT32_MAX: never */
-    uint32_t renormalize;
+    uint32_t renormalize;               /* 0: log_softmax, 1: eos out of it before min_new, 2: log-probs as given */
 } vkf_push_beam_partial;
 _Static_assert(sizeof(vkf_push_beam_partial) == 9 * 4, "mirror of beam_partial.comp");
 
@@ -154,5 +154,27 @@ typedef struct vkf_push_sample {
     uint32_t force_step;                /* UINT32_MAX: never */
 } vkf_push_sample;
 _Static_assert(sizeof(vkf_push_sample) == 11 * 4, "mirror of sample.comp");
+
+/* shaders/logits_process.comp */
+typedef struct vkf_push_logits_process {
+    uint32_t rows, vocab;
+    uint32_t steps;                     /* columns of inputs and row_index */
+    uint32_t row_stride;                /* ints per row of row_data */
+    uint32_t flags;                     /* 1: log-probabilities (beam search), 2: row_index bound */
+    float penalty;
+    uint32_t ngram;
+    uint32_t n_suppress, n_end, n_bad;
+    uint32_t min_new;
+    int32_t forced_bos;                 /* -1: none */
+    uint32_t forced_eos;
+    int32_t eos;
+} vkf_push_logits_process;
+_Static_assert(sizeof(vkf_push_logits_process) == 14 * 4, "mirror of logits_process.comp");
+
+/* shaders/logprob_gather.comp */
+typedef struct vkf_push_logprob_gather {
+    uint32_t rows, vocab;
+} vkf_push_logprob_gather;
+_Static_assert(sizeof(vkf_push_logprob_gather) == 2 * 4, "mirror of logprob_gather.comp");
 
 #endif /* VKF_PUSH_H */

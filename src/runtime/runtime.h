@@ -186,6 +186,11 @@ typedef enum vkf_variant_id {
     /* int8 embedding tables (packed words; per-row scales at binding 5: 6 bindings) */
     VKF_VARIANT_EMBED_I8,
     VKF_VARIANT_EMBED_I8_ACT16,
+    /* decode: the logits processors of a step, scoring's log-softmax-and-gather */
+    VKF_VARIANT_LOGITS_PROCESS,
+    VKF_VARIANT_LOGITS_PROCESS_ACT16,
+    VKF_VARIANT_LOGPROB_GATHER,
+    VKF_VARIANT_LOGPROB_GATHER_ACT16,
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 

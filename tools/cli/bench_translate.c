@@ -48,7 +48,16 @@ static int run_bench_translate(const options *o)
         vkf_model_destroy(model);
         return close_context(ctx, EXIT_USAGE);
     }
-    vkf_generate_options g = beam_options(o, model, (uint32_t)N);
+    decode_setup ds;
+    int usage = decode_setup_make(o, model, false, &ds);
+    if (usage >= 0) {
+        free_id_lines(lines, n_lines);
+        vkf_model_destroy(model);
+        return close_context(ctx, usage);
+    }
+    vkf_generate_options g = ds.g; /* bench translate takes no list options: g points into the model only */
+    decode_setup_free(&ds);
+    g.max_new = (uint32_t)N;
     if (!cli_given(o, "--beam") && g.beams == 1) g.beams = 4; /* the model's num_beams where it has more */
     g.min_new = cli_given(o, "--min-new") ? (uint32_t)o->min_new : (uint32_t)N;
     g.n_best = 1;

@@ -19,6 +19,12 @@
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_NO_VULKAN = 3, EXIT_NO_DEVICE = 4, EXIT_WRONG = 5,
        EXIT_VALIDATION = 6 };
 
+/* The values of a repeatable option (CLI_LIST), in order. */
+typedef struct cli_list {
+    const char *v[64];
+    unsigned n;
+} cli_list;
+
 /* What the options of every command write to; each command reads its own. */
 typedef struct options {
     const char *command;                /* "generate", "bench matmul": for messages */
@@ -54,6 +60,15 @@ typedef struct options {
     bool decode;                        /* tokenize --decode: ids to text */
     const char *source_lang, *target_lang; /* translate --source-lang / --target-lang: codes as the tokenizer names them */
     const char *audio;                  /* forward --audio FILE: the source is a sound file (Whisper) */
+    const char *target_prefix;          /* translate --target-prefix TEXT, generate --target-prefix-ids IDS */
+    double repetition_penalty;          /* --repetition-penalty (1: off) */
+    unsigned long no_repeat_ngram;      /* --no-repeat-ngram N */
+    cli_list suppress, suppress_sequence, end_token; /* --suppress, --suppress-sequence, --end-token */
+    bool stream;                        /* --stream */
+    bool progress;                      /* translate --input --progress */
+    unsigned long max_batch_tokens;     /* translate --input --max-batch-tokens N */
+    double max_new_factor;              /* --max-new-factor F */
+    bool ids;                           /* score --ids: --src/--tgt (and --input) hold ids */
     const char *args[16];               /* the words that are not options, in order */
     int n_args;
     const char *given[64];              /* the options given (their canonical names) */
@@ -66,6 +81,7 @@ typedef enum cli_kind {
     CLI_REPEAT,                         /* const char *srcs[]: --src, repeatable */
     CLI_COUNT,                          /* unsigned long in [min, max] */
     CLI_NUMBER,                         /* double, finite */
+    CLI_LIST,                           /* cli_list: a repeatable string option */
 } cli_kind;
 
 typedef struct cli_option {
@@ -117,7 +133,20 @@ typedef struct cli_option {
     {"--temperature", CLI_NUMBER, CLI_OFF(temperature), 0, 0, "T", "sampling on the GPU at temperature T", NULL},   \
     {"--top-k", CLI_COUNT, CLI_OFF(top_k), 0, CLI_U32, "K", "sampling from the K likeliest tokens", NULL},           \
     {"--top-p", CLI_NUMBER, CLI_OFF(top_p), 0, 0, "P", "sampling from the likeliest tokens of mass P", NULL},        \
-    {"--timing", CLI_FLAG, CLI_OFF(timing), 0, 0, NULL, "tokens/s and time to first token on stderr", NULL}
+    {"--timing", CLI_FLAG, CLI_OFF(timing), 0, 0, NULL, "tokens/s and time to first token on stderr", NULL},        \
+    {"--repetition-penalty", CLI_NUMBER, CLI_OFF(repetition_penalty), 0, 0, "P",                                      \
+     "tokens already in the sequence score x P where negative, / P otherwise (P > 0; 1: off)", NULL},              \
+    {"--no-repeat-ngram", CLI_COUNT, CLI_OFF(no_repeat_ngram), 1, CLI_U32, "N", "no n-gram of N tokens twice", NULL}, \
+    {"--suppress", CLI_LIST, CLI_OFF(suppress), 0, 0, "IDS|TOKENS",                                                  \
+     "never generate these: ids (5,17) or target tokens separated by spaces; repeatable", NULL},                    \
+    {"--suppress-sequence", CLI_LIST, CLI_OFF(suppress_sequence), 0, 0, "IDS|TOKENS",                                \
+     "never generate this sequence (its last token is banned after the others); repeatable", NULL},                 \
+    {"--end-token", CLI_LIST, CLI_OFF(end_token), 0, 0, "ID|TOKEN",                                                  \
+     "a source ends at this token (eos_token_id as a list: replaces eos; repeatable)", NULL},                        \
+    {"--max-new-factor", CLI_NUMBER, CLI_OFF(max_new_factor), 0, 0, "F",                                              \
+     "at most ceil(F x source length) new tokens per source (Marian's max-length-factor)", NULL},                    \
+    {"--stream", CLI_FLAG, CLI_OFF(stream), 0, 0, NULL,                                                               \
+     "print the output as it grows (greedy, sampling; beam search prints at the end)", NULL}
 
 #define CLI_END {NULL, CLI_FLAG, 0, 0, 0, NULL, NULL, NULL}
 
@@ -163,6 +192,7 @@ int cmd_generate(int argc, char **argv);
 int cmd_translate(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_score(int argc, char **argv);
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -205,6 +235,36 @@ int open_model(const options *o, vkf_context **out_ctx, vkf_model **out_model);
 long parse_ids(const char *text, const char *flag, int32_t **out);
 /* How messages name an input: "stdin" for "-". */
 const char *input_name(const char *path);
+
+/* ------------------------------------------------------------------ decoding options (tools/cli/decode_options.c) */
+
+/* What generate and translate decode with: the model's defaults under the
+ * command line's options, and the storage of the lists they point to. */
+typedef struct decode_setup {
+    vkf_generate_options g;             /* g.max_new: the tokens after the prefix */
+    bool with;                          /* through vkf_model_generate_with (else plain greedy vkf_model_generate) */
+    uint32_t max_new;                   /* tokens after the prefix */
+    int32_t *prefix;                    /* owned: the target prefix (printed before each output), or NULL */
+    uint32_t n_prefix;
+    const int32_t *prefix_ptr;
+    vkf_sequences prefix_seq;           /* over prefix_ptr */
+    int32_t *suppress;                  /* owned: --suppress ids */
+    uint32_t n_suppress;
+    int32_t *seq_ids;                   /* owned: --suppress-sequence ids, one sequence after another */
+    uint32_t *seq_lens;                 /* owned */
+    const int32_t **seq_ptrs;           /* owned */
+    vkf_sequences seqs;
+    int32_t ends[VKF_MAX_END_IDS];      /* --end-token ids */
+} decode_setup;
+/* The options for the model (text: translate, whose --target-prefix is text);
+ * -1, or the exit code after one line (unknown tokens, a prefix that does not
+ * fit: usage errors). */
+int decode_setup_make(const options *o, const vkf_model *model, bool text, decode_setup *out);
+void decode_setup_free(decode_setup *s);
+/* --max-new, else the model's default length, else max_len. */
+uint32_t default_max_new(const options *o, const vkf_model *model);
+/* The prefix followed by ids (n of them), malloc'd; *out_n its length. */
+int32_t *with_prefix(const decode_setup *s, const int32_t *ids, uint32_t n, uint32_t *out_n);
 
 /* ------------------------------------------------------------------ text (tools/cli/text.c) */
 
@@ -275,8 +335,5 @@ typedef struct preset {
 const preset *find_preset(const char *name);
 bool write_random_model(const char *path, const preset *p, unsigned max_len);
 
-/* The decoding options of generate, translate and bench translate: the model's
- * defaults (a folder's generation_config) under the command's options. */
-vkf_generate_options beam_options(const options *o, const vkf_model *model, uint32_t max_new);
 
 #endif

@@ -118,7 +118,8 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, options *o)
         while (op->name && strcmp(a, op->name) != 0 && !(op->alias && strcmp(a, op->alias) == 0)) op++;
         if (!op->name)
             return cli_usage_error(o, "unknown option %s (vkformer %s --help lists its options)", quoted(a), o->command);
-        if (op->kind != CLI_REPEAT && cli_given(o, op->name)) return cli_usage_error(o, "%s given twice", op->name);
+        if (op->kind != CLI_REPEAT && op->kind != CLI_LIST && cli_given(o, op->name))
+            return cli_usage_error(o, "%s given twice", op->name);
         if (o->n_given < (int)(sizeof o->given / sizeof o->given[0])) o->given[o->n_given++] = op->name;
         char *field = (char *)o + op->offset;
         if (op->kind == CLI_FLAG) {
@@ -150,6 +151,14 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, options *o)
             if (!parse_number(value, (double *)field))
                 return cli_usage_error(o, "%s needs a finite number, not %s", op->name, quoted(value));
             break;
+        case CLI_LIST: {
+            cli_list *l = (cli_list *)field;
+            if (!*value) return cli_usage_error(o, "%s needs a value (%s), not \"\"", op->name, op->arg);
+            if (l->n == sizeof l->v / sizeof l->v[0])
+                return cli_usage_error(o, "at most %zu %s", sizeof l->v / sizeof l->v[0], op->name);
+            l->v[l->n++] = value;
+            break;
+        }
         case CLI_FLAG:
             break;
         }

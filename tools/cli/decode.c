@@ -1,13 +1,14 @@
-/* vkformer generate and translate: decoding (greedy, beam search, sampling) of id lists
- * and of text. */
+/* vkformer generate and translate: decoding (greedy, beam search, sampling, with
+ * the logits processors and target prefixes of decode_options.c) of id lists
+ * and of text; --stream prints the output as it grows; translate --input
+ * translates a file in input-order batches, or sorted by length in batches of
+ * a token budget (--max-batch-tokens), one output line per input line. */
 #include "cli.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define BEAM_GIVEN(o) cli_given(o, "--beam")
-#define SAMPLE(o) (cli_given(o, "--temperature") || cli_given(o, "--top-k") || cli_given(o, "--top-p"))
+#include <unistd.h>
 
 /* --timing: one line on stderr about the last generation. */
 static void print_timing(const options *o, const vkf_model *model, uint32_t sources)
@@ -26,25 +27,27 @@ typedef struct decode_json {
     vkf_model *model;
     const char *mode;                   /* greedy, beam, sample */
     uint32_t beams, max_new, sources;   /* sources: of the call (the batch) */
+    uint32_t stride;                    /* ids per hypothesis row of the outputs printed */
     vkf_generate_stats stats;           /* of the call */
 } decode_json;
 
-static decode_json json_for(const options *o, vkf_context *ctx, vkf_model *model, const vkf_generate_options *g,
-                            uint32_t max_new, uint32_t sources)
+static decode_json json_for(const options *o, vkf_context *ctx, vkf_model *model, const decode_setup *s,
+                            uint32_t sources)
 {
-    decode_json d = {o, ctx, model, "greedy", 1, max_new, sources, {0}};
-    if (g) {
-        d.mode = g->sample ? "sample" : g->beams > 1 ? "beam" : "greedy";
-        d.beams = g->beams ? g->beams : 1;
+    decode_json d = {o, ctx, model, "greedy", 1, s->max_new, sources, s->n_prefix + s->max_new, {0}};
+    if (s->with) {
+        d.mode = s->g.sample ? "sample" : s->g.beams > 1 ? "beam" : "greedy";
+        d.beams = s->g.beams ? s->g.beams : 1;
     }
     vkf_model_generate_stats(model, &d.stats);
     return d;
 }
 
 /* One record: source `index` (its ids src), its nb hypotheses (rows of out,
- * max_new apart; scores NULL: none), and for translate its text (and the expected
- * text of a scored line). text_buf holds decoded text (cap bytes). A blank line of
- * translate --input: src_len 0, nb 0 (no ids, translation ""). */
+ * d->stride apart, the target prefix included; scores NULL: none), and for
+ * translate its text (and the expected text of a scored line). text_buf holds
+ * decoded text (cap bytes). A blank line of translate --input: src_len 0, nb 0
+ * (no ids, translation ""). */
 static vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32_t *src, uint32_t src_len,
                                       const int32_t *out, const uint32_t *lens, const float *scores, uint32_t nb,
                                       const char *text, bool translate, const char *expected, char *text_buf, size_t cap)
@@ -52,7 +55,7 @@ static vkf_status print_decode_record(const decode_json *d, uint32_t index, cons
     const char *best = translate && nb == 0 ? "" : NULL;
     if (translate) { /* every hypothesis decodes before anything is printed: a failure leaves no half line */
         for (uint32_t h = nb; h-- > 0;) {
-            vkf_status st = vkf_model_decode_text(d->model, out + (size_t)h * d->max_new, lens[h], text_buf, cap);
+            vkf_status st = vkf_model_decode_text(d->model, out + (size_t)h * d->stride, lens[h], text_buf, cap);
             if (st != VKF_OK) return st;
             if (h == 0) best = text_buf;
         }
@@ -72,9 +75,9 @@ static vkf_status print_decode_record(const decode_json *d, uint32_t index, cons
     printf(",\"hypotheses\":[");
     for (uint32_t h = 0; h < nb; h++) {
         printf("%s{\"ids\":", h ? "," : "");
-        jsonl_ids(out + (size_t)h * d->max_new, lens[h]);
+        jsonl_ids(out + (size_t)h * d->stride, lens[h]);
         if (translate && h > 0) {
-            if (vkf_model_decode_text(d->model, out + (size_t)h * d->max_new, lens[h], text_buf, cap) != VKF_OK)
+            if (vkf_model_decode_text(d->model, out + (size_t)h * d->stride, lens[h], text_buf, cap) != VKF_OK)
                 text_buf[0] = '\0'; /* decoded once already */
             jsonl_string("text", text_buf);
         } else if (translate) {
@@ -105,58 +108,6 @@ static vkf_status print_decode_record(const decode_json *d, uint32_t index, cons
     return VKF_OK;
 }
 
-/* The decoding options: the model's defaults (a Hugging Face folder's
- * generation_config.json) under --beam, --length-penalty, --early-stopping,
- * --n-best, --min-new and the sampling options. */
-vkf_generate_options beam_options(const options *o, const vkf_model *model, uint32_t max_new)
-{
-    vkf_generate_options g;
-    if (vkf_model_generate_defaults(model, &g) != VKF_OK) vkf_generate_options_init(&g);
-    g.max_new = max_new;
-    if (cli_given(o, "--min-new")) g.min_new = (uint32_t)(o->min_new > UINT32_MAX ? UINT32_MAX : o->min_new);
-    if (!cli_given(o, "--min-new") && g.min_new > max_new) g.min_new = max_new; /* the defaults' min under --max-new */
-    if (BEAM_GIVEN(o)) g.beams = (uint32_t)(o->beam > UINT32_MAX ? UINT32_MAX : o->beam);
-    if (cli_given(o, "--n-best")) g.n_best = (uint32_t)(o->n_best > UINT32_MAX ? UINT32_MAX : o->n_best);
-    if (g.n_best > g.beams && !cli_given(o, "--n-best")) g.n_best = g.beams;
-    if (cli_given(o, "--length-penalty")) g.length_penalty = (float)o->length_penalty;
-    if (o->target_lang) vkf_model_set_target_language(model, o->target_lang, &g); /* checked by check_languages */
-    if (o->early_stopping) g.early_stopping = true;
-    if (SAMPLE(o)) {
-        if (!BEAM_GIVEN(o)) g.beams = 1, g.n_best = 1;
-        g.sample = true;
-        g.temperature = (float)o->temperature;
-        g.top_k = (uint32_t)(o->top_k > UINT32_MAX ? UINT32_MAX : o->top_k);
-        g.top_p = (float)o->top_p;
-        g.seed = o->seed;
-    }
-    return g;
-}
-
-/* --max-new, or the model's default (a Hugging Face folder's generation_config:
- * max_length - 1 or max_new_tokens), else max_len. */
-static uint32_t default_max_new(const options *o, const vkf_model *model, const vkf_model_config *cfg)
-{
-    if (o->max_new) return (uint32_t)o->max_new;
-    vkf_generate_options g;
-    if (vkf_model_generate_defaults(model, &g) == VKF_OK && g.max_new) return g.max_new;
-    return cfg->max_len;
-}
-
-/* Whether decoding goes through vkf_model_generate_with: beam search, sampling,
- * a target language, or a model whose defaults (generation_config) are not
- * plain greedy decoding. */
-static bool use_generate_with(const options *o, const vkf_model *model)
-{
-    vkf_generate_options g, plain;
-    vkf_generate_options_init(&plain);
-    if (vkf_model_generate_defaults(model, &g) != VKF_OK) return true;
-    bool defaults = g.beams != plain.beams || g.max_new != plain.max_new || g.min_new != plain.min_new ||
-                    g.length_penalty != plain.length_penalty || g.early_stopping != plain.early_stopping ||
-                    g.n_best != plain.n_best || g.forced_eos != plain.forced_eos || g.renormalize != plain.renormalize ||
-                    g.forced_bos != plain.forced_bos;
-    return BEAM_GIVEN(o) || SAMPLE(o) || o->target_lang || defaults;
-}
-
 /* --source-lang and --target-lang name codes the model knows, and (translate) a
  * model that needs a target language gets one: else a usage error listing a few codes. */
 static int check_languages(const options *o, const vkf_model *model, bool require_target)
@@ -181,90 +132,155 @@ static int check_languages(const options *o, const vkf_model *model, bool requir
     return -1;
 }
 
-/* Beam search of src: the best hypothesis as a line of ids (or text); with
- * --n-best N > 1, N lines "ids<TAB>score", best first. */
-static int beam_and_print(const options *o, vkf_context *ctx, vkf_model *model, const vkf_sequences *s,
-                          uint32_t max_new, bool as_text, const char *input_text)
+/* ------------------------------------------------------------------ generation of one batch */
+
+/* The outputs of one generation call, the target prefix put before each hypothesis. */
+typedef struct decoded {
+    uint32_t count, nb, stride;         /* sources, hypotheses each, ids per row of ids */
+    int32_t *ids;                       /* (count, nb, stride) owned: prefix + generated ids */
+    uint32_t *lens;                     /* (count, nb) owned */
+    float *scores;                      /* (count, nb) owned; NULL: none (plain greedy) */
+} decoded;
+
+static void decoded_free(decoded *r)
 {
-    vkf_generate_options g = beam_options(o, model, max_new);
-    uint32_t nb = g.n_best ? g.n_best : 1;
-    int32_t *out = xmalloc((size_t)s->count * nb * max_new * sizeof *out);
-    uint32_t *lens = xmalloc((size_t)s->count * nb * sizeof *lens);
-    float *scores = xmalloc((size_t)s->count * nb * sizeof *scores);
-    vkf_status st = vkf_model_generate_with(model, s, &g, out, lens, scores);
-    int code = st == VKF_OK ? 0 : fail(st);
-    if (code == 0) print_timing(o, model, s->count);
-    size_t cap = 64 + (size_t)max_new * 64;
-    char *text = xmalloc(cap);
-    if (code == 0 && o->json) {
-        decode_json d = json_for(o, ctx, model, &g, max_new, s->count);
-        for (uint32_t i = 0; code == 0 && i < s->count; i++) {
-            st = print_decode_record(&d, i, s->ids[i], s->lengths[i], out + (size_t)i * nb * max_new, lens + i * nb,
-                                     scores + i * nb, nb, input_text, as_text, NULL, text, cap);
-            if (st != VKF_OK) code = fail(st);
-        }
-    }
-    for (uint32_t h = 0; code == 0 && !o->json && h < s->count * nb; h++) {
-        const int32_t *ids = out + (size_t)h * max_new;
-        if (as_text) {
-            st = vkf_model_decode_text(model, ids, lens[h], text, cap);
-            if (st != VKF_OK) {
-                code = fail(st);
-                break;
-            }
-            printf("%s", text);
-        } else {
-            for (uint32_t i = 0; i < lens[h]; i++) printf("%s%d", i ? "," : "", ids[i]);
-        }
-        if (nb > 1) printf("\t%.6f", scores[h]);
-        printf("\n");
-    }
-    free(out), free(lens), free(scores), free(text);
-    vkf_model_destroy(model);
-    return close_context(ctx, code);
+    free(r->ids), free(r->lens), free(r->scores);
+    memset(r, 0, sizeof *r);
 }
 
-static int generate_and_print(const options *o, vkf_context *ctx, vkf_model *model, const int32_t *src, uint32_t len,
-                              bool as_text, const char *input_text)
+/* The library's outputs (rows max_new apart, without the prefix) as prefix + ids. */
+static void decoded_fill(decoded *r, const decode_setup *s, const int32_t *out, const uint32_t *lens)
 {
-    vkf_model_config cfg;
-    vkf_model_get_config(model, &cfg);
-    if (o->max_new > cfg.max_len) {
-        fprintf(stderr, "vkformer: --max-new %lu exceeds the model's max_len %u\n", o->max_new, cfg.max_len);
-        vkf_model_destroy(model);
-        return close_context(ctx, EXIT_USAGE);
+    for (size_t h = 0; h < (size_t)r->count * r->nb; h++) {
+        int32_t *row = r->ids + h * r->stride;
+        if (s->n_prefix) memcpy(row, s->prefix, s->n_prefix * sizeof *row);
+        memcpy(row + s->n_prefix, out + h * s->max_new, lens[h] * sizeof *row);
+        r->lens[h] = s->n_prefix + lens[h];
     }
-    uint32_t max_new = default_max_new(o, model, &cfg);
-    vkf_sequences s = {1, &src, &len};
-    if (use_generate_with(o, model)) return beam_and_print(o, ctx, model, &s, max_new, as_text, input_text);
-    int32_t *out = xmalloc((size_t)max_new * sizeof *out);
-    uint32_t out_len = 0;
-    vkf_status st = vkf_model_generate(model, &s, max_new, out, &out_len);
-    int code = 0;
-    if (st != VKF_OK) code = fail(st);
-    else print_timing(o, model, 1);
-    if (code) {
-    } else if (o->json) {
-        size_t cap = 64 + (size_t)max_new * 64;
-        char *text = xmalloc(cap);
-        decode_json d = json_for(o, ctx, model, NULL, max_new, 1);
-        st = print_decode_record(&d, 0, src, len, out, &out_len, NULL, 1, input_text, as_text, NULL, text, cap);
-        if (st != VKF_OK) code = fail(st);
-        free(text);
-    } else if (as_text) {
-        size_t cap = 64 + (size_t)out_len * 64;
-        char *text = xmalloc(cap);
-        st = vkf_model_decode_text(model, out, out_len, text, cap);
-        if (st != VKF_OK) code = fail(st);
-        else printf("%s\n", text);
-        free(text);
-    } else {
-        for (uint32_t i = 0; i < out_len; i++) printf("%s%d", i ? "," : "", out[i]);
+}
+
+/* Streaming (--stream): the output printed as it grows. Text: each step the
+ * whole target decoded again and whatever it adds to what was printed printed
+ * (an incomplete character at the end, U+FFFD, held back); ids: each new id. */
+typedef struct stream_state {
+    vkf_model *model;
+    bool as_text;
+    int32_t *ids;                       /* (cap) the prefix and the ids so far */
+    uint32_t n, cap;
+    char *printed;                      /* what was printed (text) */
+    size_t printed_len;
+    char *buf;                          /* decoded text */
+    size_t buf_cap;
+} stream_state;
+
+/* Prints what the text of the ids so far (final: the final text) adds to what
+ * was printed; returns false where it does not continue what was printed. */
+static bool stream_text(stream_state *s, const char *text, bool final)
+{
+    size_t len = strlen(text);
+    if (len < s->printed_len || memcmp(text, s->printed, s->printed_len) != 0) return false;
+    size_t upto = len;
+    if (!final && upto >= s->printed_len + 3 && memcmp(text + upto - 3, "\xef\xbf\xbd", 3) == 0) upto -= 3;
+    fwrite(text + s->printed_len, 1, upto - s->printed_len, stdout);
+    fflush(stdout);
+    memcpy(s->printed + s->printed_len, text + s->printed_len, upto - s->printed_len);
+    s->printed_len = upto;
+    return true;
+}
+
+static bool on_stream(void *user, uint32_t source, const int32_t *ids, uint32_t count)
+{
+    (void)source;
+    stream_state *s = user;
+    for (uint32_t i = 0; i < count && s->n < s->cap; i++) {
+        if (!s->as_text) printf("%s%d", s->n ? "," : "", ids[i]);
+        s->ids[s->n++] = ids[i];
+    }
+    if (!s->as_text) {
+        fflush(stdout);
+    } else if (vkf_model_decode_text(s->model, s->ids, s->n, s->buf, s->buf_cap) == VKF_OK) {
+        stream_text(s, s->buf, false); /* what no longer continues the printed text waits for the end */
+    }
+    return true;
+}
+
+/* Decodes s (generate's sources, or translate's one text) and prints each
+ * source's output: a line of ids (or text), n-best lines "ids<TAB>score", or
+ * JSON records; --stream prints one source's output as it grows. */
+static int decode_and_print(const options *o, vkf_context *ctx, vkf_model *model, const decode_setup *ds,
+                            const vkf_sequences *s, bool as_text, const char *input_text)
+{
+    uint32_t nb = ds->with ? ds->g.n_best : 1, max_new = ds->max_new;
+    int32_t *out = xmalloc((size_t)s->count * nb * max_new * sizeof *out);
+    uint32_t *lens = xmalloc((size_t)s->count * nb * sizeof *lens);
+    decoded r = {s->count, nb, ds->n_prefix + max_new, NULL, NULL, NULL};
+    r.ids = xmalloc((size_t)s->count * nb * r.stride * sizeof *r.ids);
+    r.lens = xmalloc((size_t)s->count * nb * sizeof *r.lens);
+    r.scores = ds->with ? xmalloc((size_t)s->count * nb * sizeof *r.scores) : NULL;
+    size_t cap = 64 + ((size_t)ds->n_prefix + max_new) * 64;
+    char *text = xmalloc(cap);
+    stream_state ss = {model, as_text, NULL, 0, ds->n_prefix + max_new, NULL, 0, NULL, cap};
+    vkf_generate_options g = ds->g;
+    bool stream = o->stream && (g.sample || g.beams == 1);
+    if (o->stream && !stream)
+        cli_error("--stream: beam search settles its hypotheses only at the end; the output follows then");
+    if (stream) {
+        ss.ids = xmalloc(ss.cap * sizeof *ss.ids);
+        ss.printed = xmalloc(cap);
+        ss.buf = text;
+        if (ds->n_prefix) memcpy(ss.ids, ds->prefix, ds->n_prefix * sizeof *ss.ids);
+        ss.n = ds->n_prefix;
+        for (uint32_t i = 0; !as_text && i < ds->n_prefix; i++) printf("%s%d", i ? "," : "", ds->prefix[i]);
+        if (as_text && ds->n_prefix && vkf_model_decode_text(model, ss.ids, ss.n, text, cap) == VKF_OK)
+            stream_text(&ss, text, false);
+        g.on_tokens = on_stream, g.on_tokens_user = &ss;
+    }
+    vkf_status st = ds->with ? vkf_model_generate_with(model, s, &g, out, lens, r.scores)
+                             : vkf_model_generate(model, s, max_new, out, lens);
+    int code = st == VKF_OK ? 0 : fail(st);
+    if (code == 0) {
+        decoded_fill(&r, ds, out, lens);
+        print_timing(o, model, s->count);
+    }
+    if (code == 0 && stream) {
+        /* the rest of the output; the text printed so far is a beginning of it */
+        if (!as_text) {
+            for (uint32_t i = ss.n; i < r.lens[0]; i++) printf("%s%d", i ? "," : "", r.ids[i]);
+        } else if ((st = vkf_model_decode_text(model, r.ids, r.lens[0], text, cap)) != VKF_OK) {
+            code = fail(st);
+        } else if (!stream_text(&ss, text, true)) {
+            printf("\n%s", text);
+            cli_error("--stream: the final text does not continue the text printed (printed again in full)");
+        }
         printf("\n");
+    } else if (code == 0 && o->json) {
+        decode_json d = json_for(o, ctx, model, ds, s->count);
+        for (uint32_t i = 0; code == 0 && i < s->count; i++) {
+            st = print_decode_record(&d, i, s->ids[i], s->lengths[i], r.ids + (size_t)i * nb * r.stride,
+                                     r.lens + i * nb, r.scores ? r.scores + i * nb : NULL, nb, input_text, as_text, NULL,
+                                     text, cap);
+            if (st != VKF_OK) code = fail(st);
+        }
+    } else {
+        for (uint32_t h = 0; code == 0 && h < s->count * nb; h++) {
+            const int32_t *ids = r.ids + (size_t)h * r.stride;
+            if (as_text) {
+                st = vkf_model_decode_text(model, ids, r.lens[h], text, cap);
+                if (st != VKF_OK) {
+                    code = fail(st);
+                    break;
+                }
+                printf("%s", text);
+            } else {
+                for (uint32_t i = 0; i < r.lens[h]; i++) printf("%s%d", i ? "," : "", ids[i]);
+            }
+            if (nb > 1) printf("\t%.6f", r.scores[h]);
+            printf("\n");
+        }
     }
-    free(out);
-    vkf_model_destroy(model);
-    return close_context(ctx, code);
+    free(out), free(lens), free(text), free(ss.ids), free(ss.printed);
+    decoded_free(&r);
+    return code;
 }
 
 /* A source of generate as messages name it: "stdin line 3", "--src 2". */
@@ -275,6 +291,15 @@ static const char *source_name(const options *o, unsigned long number, char *buf
     return buf;
 }
 
+/* --stream prints one source's text, never JSON. */
+static int check_stream(const options *o, uint32_t sources)
+{
+    if (!o->stream) return -1;
+    if (o->json) return cli_usage_error(o, "--stream prints the output as it grows; --json prints records: not both");
+    if (sources != 1 || o->input) return cli_usage_error(o, "--stream takes one source (TEXT, or one --src)");
+    return -1;
+}
+
 /* generate: every source (--src repeated, or --input FILE|-: one id list per line)
  * decoded as one batch; one line of ids per source (per hypothesis with --n-best).
  * Each source ends with eos, as translate's text does: eos_id is appended unless
@@ -283,9 +308,7 @@ static int run_generate(const options *o)
 {
     id_line *lines = NULL;
     long count = 0;
-    if (o->input && o->n_srcs) {
-        return cli_usage_error(o, "takes --src or --input (or -), not both");
-    }
+    if (o->input && o->n_srcs) return cli_usage_error(o, "takes --src or --input (or -), not both");
     if (o->input) {
         count = read_id_lines(o->input, &lines);
         if (count < 0) return EXIT_ERROR;
@@ -302,11 +325,16 @@ static int run_generate(const options *o)
         return cli_usage_error(o, "needs --src IDS (repeatable) or --input FILE|-");
     }
     uint32_t n = o->input ? (uint32_t)count : o->n_srcs;
+    int code = check_stream(o, n);
+    if (code >= 0) {
+        free_id_lines(lines, count);
+        return code;
+    }
+    code = 0;
     int32_t **ids = xmalloc(n * sizeof *ids);
     uint32_t *lens = xmalloc(n * sizeof *lens);
     unsigned long *numbers = xmalloc(n * sizeof *numbers); /* each source's line, or its --src */
     char where[512];                                        /* a source as messages name it */
-    int code = 0;
     for (uint32_t i = 0; i < n; i++) {
         numbers[i] = o->input ? lines[i].number : i + 1;
         source_name(o, numbers[i], where, sizeof where);
@@ -333,6 +361,7 @@ static int run_generate(const options *o)
         }
     }
     vkf_model_config cfg;
+    decode_setup ds = {0};
     if (code == 0 && model) {
         vkf_model_get_config(model, &cfg);
         for (uint32_t i = 0; !o->raw_ids && i < n; i++) /* end each source with eos, as translate does */
@@ -350,49 +379,24 @@ static int run_generate(const options *o)
                 cli_error("%s: %u ids%s, more than the model's %u positions (max_len)",
                           source_name(o, numbers[i], where, sizeof where), lens[i], o->raw_ids ? "" : " with eos",
                           cfg.max_len);
-                vkf_model_destroy(model);
-                code = close_context(ctx, EXIT_ERROR);
-                model = NULL;
+                code = EXIT_ERROR;
             }
-        if (code == 0 && o->max_new > cfg.max_len) {
-            fprintf(stderr, "vkformer: --max-new %lu exceeds the model's max_len %u\n", o->max_new, cfg.max_len);
-            vkf_model_destroy(model);
-            code = close_context(ctx, EXIT_USAGE);
-            model = NULL;
+        int usage = code == 0 ? decode_setup_make(o, model, false, &ds) : -1;
+        if (usage >= 0) code = usage;
+        if (code == 0) {
+            vkf_sequences s = {n, (const int32_t *const *)ids, lens};
+            code = decode_and_print(o, ctx, model, &ds, &s, false, NULL);
         }
-    }
-    if (code == 0 && model) {
-        uint32_t max_new = default_max_new(o, model, &cfg);
-        vkf_sequences s = {n, (const int32_t *const *)ids, lens};
-        if (use_generate_with(o, model)) {
-            code = beam_and_print(o, ctx, model, &s, max_new, false, NULL);
-        } else {
-            int32_t *out = xmalloc((size_t)n * max_new * sizeof *out);
-            uint32_t *out_lens = xmalloc(n * sizeof *out_lens);
-            vkf_status st = vkf_model_generate(model, &s, max_new, out, out_lens);
-            if (st != VKF_OK) code = fail(st);
-            if (code == 0 && o->json) {
-                decode_json d = json_for(o, ctx, model, NULL, max_new, n);
-                for (uint32_t b = 0; code == 0 && b < n; b++) {
-                    st = print_decode_record(&d, b, ids[b], lens[b], out + (size_t)b * max_new, &out_lens[b], NULL, 1,
-                                             NULL, false, NULL, NULL, 0);
-                    if (st != VKF_OK) code = fail(st);
-                }
-            }
-            for (uint32_t b = 0; code == 0 && !o->json && b < n; b++) {
-                for (uint32_t i = 0; i < out_lens[b]; i++) printf("%s%d", i ? "," : "", out[(size_t)b * max_new + i]);
-                printf("\n");
-            }
-            if (code == 0) print_timing(o, model, n);
-            free(out), free(out_lens);
-            vkf_model_destroy(model);
-            code = close_context(ctx, code);
-        }
+        decode_setup_free(&ds);
+        vkf_model_destroy(model);
+        code = close_context(ctx, code);
     }
     for (uint32_t i = 0; i < n; i++) free(ids[i]);
     free(ids), free(lens), free(numbers);
     return code;
 }
+
+/* ------------------------------------------------------------------ translate --input */
 
 /* One line of translate --input, from reading to printing. */
 typedef struct tr_line {
@@ -434,12 +438,113 @@ static void print_error_record(vkf_context *ctx, uint32_t index, const tr_line *
     jsonl_end(&info);
 }
 
-/* Translates every line of a file, `batch` lines per generate call; lines with a
- * TAB carry the expected output and are scored by exact match. Every line gives
- * one line of output: a blank line an empty one, and a line that cannot be
- * translated (a NUL byte, invalid UTF-8, a word the model does not know, too
- * many tokens) an empty one too (with --json: an error record), after one line
- * on stderr naming it; the others still translate, and the exit status is 1. */
+/* A line read, checked and encoded: its source ids go to row `*ns` of ids (rows
+ * of max_len + 1) and ptrs/lens where it has any. */
+static void read_line(const options *o, vkf_model *model, const vkf_model_config *cfg, const line_reader *r,
+                      const char *line, size_t len, tr_line *l, int32_t *ids, const int32_t **ptrs, uint32_t *lens,
+                      uint32_t *ns, unsigned long *failed)
+{
+    *l = (tr_line){NULL, 0, NULL, NULL, -1};
+    char why[128];
+    if (!text_check(line, len, why, sizeof why)) {
+        l->text = copy_bytes(line, len), l->len = len;
+        line_failed(l, r, why);
+        (*failed)++;
+        return;
+    }
+    const char *tab = strchr(line, '\t');
+    l->len = tab ? (size_t)(tab - line) : len;
+    l->text = copy_bytes(line, l->len);
+    l->expected = tab ? copy_bytes(tab + 1, len - l->len - 1) : NULL;
+    if (strspn(l->text, " \t\r\v\f") == l->len) return; /* blank: an empty line */
+    int32_t *row = ids + (size_t)*ns * (cfg->max_len + 1);
+    if (vkf_model_encode_text_with(model, l->text, o->source_lang, o->target_lang, row, cfg->max_len, &lens[*ns]) !=
+        VKF_OK) {
+        line_failed(l, r, vkf_last_error());
+        (*failed)++;
+        return;
+    }
+    l->source = (int32_t)*ns;
+    ptrs[(*ns)++] = row;
+}
+
+/* The output of lines [0, n) (numbered from `done`), whose sources' outputs are
+ * in r; updates the scored / correct counts. */
+static vkf_status print_lines(const options *o, vkf_context *ctx, vkf_model *model, const decode_setup *ds,
+                              tr_line *lines, uint32_t n, uint32_t done, const decoded *r, const int32_t *const *ptrs,
+                              const uint32_t *lens, uint32_t ns, char *text, size_t cap, unsigned long *scored,
+                              unsigned long *correct)
+{
+    vkf_status st = VKF_OK;
+    decode_json d = {0};
+    if (o->json) {
+        d = json_for(o, ctx, model, ds, ns);
+        if (ns == 0) d.stats = (vkf_generate_stats){0}; /* no generate call in this batch */
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        tr_line *l = &lines[i];
+        int32_t b = l->source;
+        const char *result = ""; /* a blank or failed line's */
+        const int32_t *row = b >= 0 ? r->ids + (size_t)b * r->stride : NULL;
+        if (st == VKF_OK && l->error) {
+            if (o->json) print_error_record(ctx, done + i, l);
+            else printf("\n");
+        } else if (st == VKF_OK && o->json) {
+            uint32_t none = 0;
+            st = print_decode_record(&d, done + i, b >= 0 ? ptrs[b] : NULL, b >= 0 ? lens[b] : 0, row,
+                                     b >= 0 ? &r->lens[b] : &none, b >= 0 && r->scores ? &r->scores[b] : NULL,
+                                     b >= 0 ? 1 : 0, l->text, true, l->expected, text, cap);
+            result = b >= 0 ? text : "";
+        } else if (st == VKF_OK && b >= 0) {
+            st = vkf_model_decode_text(model, row, r->lens[b], text, cap);
+            if (st == VKF_OK) printf("%s\n", text);
+            result = text;
+        } else if (st == VKF_OK) {
+            printf("\n");
+        }
+        if (st == VKF_OK && l->expected) (*scored)++, *correct += !l->error && strcmp(result, l->expected) == 0;
+        free(l->text), free(l->expected), free(l->error);
+    }
+    return st;
+}
+
+/* --progress (or stderr a terminal): sources done, tokens/s, ETA. */
+typedef struct progress {
+    bool on, tty;
+    double t0;                          /* seconds */
+    uint32_t base;                      /* sources done before the current call */
+    uint64_t tokens;                    /* before the current call */
+    uint32_t total;                     /* 0: not known (input order) */
+} progress;
+
+static void progress_line(progress *p, uint32_t done, uint64_t tokens, bool last)
+{
+    if (!p->on) return;
+    double s = now_s() - p->t0, rate = s > 0 ? (double)tokens / s : 0.0;
+    char eta[64] = "";
+    if (p->total && done && done < p->total) snprintf(eta, sizeof eta, ", ETA %.0f s", s * (p->total - done) / done);
+    char of[32] = "";
+    if (p->total) snprintf(of, sizeof of, " of %u", p->total);
+    fprintf(stderr, "%s%u%s sentences, %.1f target tokens/s%s%s", p->tty ? "\r\033[K" : "", done, of, rate, eta,
+            p->tty && !last ? "" : "\n");
+    fflush(stderr);
+}
+
+static void on_progress(void *user, uint32_t done, uint32_t total, uint64_t tokens)
+{
+    progress *p = user;
+    (void)total;
+    progress_line(p, p->base + done, p->tokens + tokens, false);
+}
+
+/* Translates every line of a file, `batch` lines per generate call, or (with
+ * --max-batch-tokens) the whole input sorted by length in batches of that many
+ * source tokens; lines with a TAB carry the expected output and are scored by
+ * exact match. Every line gives one line of output, in input order: a blank
+ * line an empty one, and a line that cannot be translated (a NUL byte, invalid
+ * UTF-8, a word the model does not know, too many tokens) an empty one too
+ * (with --json: an error record), after one line on stderr naming it; the
+ * others still translate, and the exit status is 1. */
 static int translate_file(const options *o)
 {
     line_reader r;
@@ -451,116 +556,103 @@ static int translate_file(const options *o)
         lines_close(&r);
         return code;
     }
+    decode_setup ds = {0};
     int usage = check_languages(o, model, true);
+    if (usage < 0) usage = decode_setup_make(o, model, true, &ds);
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    bool sorted = cli_given(o, "--max-batch-tokens");
+    uint32_t B = o->batch ? (uint32_t)o->batch : 64;
     if (usage >= 0) {
         lines_close(&r);
+        decode_setup_free(&ds);
         vkf_model_destroy(model);
         return close_context(ctx, usage);
     }
-    vkf_model_config cfg;
-    vkf_model_get_config(model, &cfg);
-    uint32_t B = o->batch ? (uint32_t)o->batch : 64, max_new = default_max_new(o, model, &cfg);
-    if (max_new > cfg.max_len || B > 4096) {
-        fprintf(stderr, "vkformer: --max-new must be at most max_len (%u) and --batch at most 4096\n", cfg.max_len);
-        lines_close(&r);
-        vkf_model_destroy(model);
-        return close_context(ctx, EXIT_USAGE);
-    }
-    tr_line *lines = xmalloc(B * sizeof *lines);
-    float *scores = xmalloc(B * sizeof *scores);
-    uint32_t done = 0; /* lines read before this batch */
-    int32_t *ids = xmalloc((size_t)B * (cfg.max_len + 1) * sizeof *ids), *out = xmalloc((size_t)B * max_new * sizeof *out);
-    const int32_t **ptrs = xmalloc(B * sizeof *ptrs);
-    uint32_t *lens = xmalloc(B * sizeof *lens), *out_lens = xmalloc(B * sizeof *out_lens);
-    size_t cap = (size_t)max_new * 64 + 64;
+    ds.g.n_best = 1;
+    uint32_t max_new = ds.max_new, cap_lines = sorted ? 1024 : B;
+    tr_line *lines = xmalloc(cap_lines * sizeof *lines);
+    int32_t *ids = xmalloc((size_t)cap_lines * (cfg.max_len + 1) * sizeof *ids);
+    const int32_t **ptrs = xmalloc(cap_lines * sizeof *ptrs);
+    uint32_t *lens = xmalloc(cap_lines * sizeof *lens);
+    size_t cap = ((size_t)ds.n_prefix + max_new) * 64 + 64;
     char *text = xmalloc(cap);
     unsigned long scored = 0, correct = 0, failed = 0;
     vkf_generate_stats total = {0};
-    uint32_t sources = 0;
+    uint32_t sources = 0, done = 0; /* lines read before this batch */
+    progress pg = {o->progress || isatty(2), isatty(2) != 0, now_s(), 0, 0, 0};
     vkf_status st = VKF_OK;
     bool more = true;
     while (st == VKF_OK && more) {
         uint32_t n = 0, ns = 0; /* lines, and sources among them */
         char *line;
         size_t len;
-        while (n < B && (more = lines_next(&r, &line, &len))) {
-            tr_line *l = &lines[n++];
-            *l = (tr_line){NULL, 0, NULL, NULL, -1};
-            char why[128];
-            if (!text_check(line, len, why, sizeof why)) {
-                l->text = copy_bytes(line, len), l->len = len;
-                line_failed(l, &r, why);
-                failed++;
-                continue;
+        while ((sorted || n < B) && (more = lines_next(&r, &line, &len))) {
+            if (n == cap_lines) { /* sorted: the whole input is read first */
+                cap_lines *= 2;
+                lines = realloc(lines, cap_lines * sizeof *lines);
+                ids = realloc(ids, (size_t)cap_lines * (cfg.max_len + 1) * sizeof *ids);
+                ptrs = realloc(ptrs, cap_lines * sizeof *ptrs);
+                lens = realloc(lens, cap_lines * sizeof *lens);
+                if (!lines || !ids || !ptrs || !lens) {
+                    cli_error("out of host memory reading %s", r.name);
+                    exit(EXIT_ERROR);
+                }
+                for (uint32_t i = 0; i < ns; i++) ptrs[i] = ids + (size_t)i * (cfg.max_len + 1);
             }
-            char *tab = strchr(line, '\t');
-            l->len = tab ? (size_t)(tab - line) : len;
-            l->text = copy_bytes(line, l->len);
-            l->expected = tab ? copy_bytes(tab + 1, len - l->len - 1) : NULL;
-            if (strspn(l->text, " \t\r\v\f") == l->len) continue; /* blank: an empty line */
-            int32_t *row = ids + (size_t)ns * (cfg.max_len + 1);
-            if (vkf_model_encode_text_with(model, l->text, o->source_lang, o->target_lang, row, cfg.max_len, &lens[ns]) !=
-                VKF_OK) {
-                line_failed(l, &r, vkf_last_error());
-                failed++;
-                continue;
-            }
-            l->source = (int32_t)ns;
-            ptrs[ns++] = row;
+            read_line(o, model, &cfg, &r, line, len, &lines[n++], ids, ptrs, lens, &ns, &failed);
         }
         if (n == 0) break;
-        vkf_generate_options g = beam_options(o, model, max_new);
-        g.n_best = 1;
+        decoded out = {ns, 1, ds.n_prefix + max_new, NULL, NULL, NULL};
         if (ns > 0) {
             vkf_sequences s = {ns, ptrs, lens};
-            if (use_generate_with(o, model)) st = vkf_model_generate_with(model, &s, &g, out, out_lens, scores);
-            else st = vkf_model_generate(model, &s, max_new, out, out_lens);
+            int32_t *raw = xmalloc((size_t)ns * max_new * sizeof *raw);
+            uint32_t *raw_lens = xmalloc(ns * sizeof *raw_lens);
+            out.ids = xmalloc((size_t)ns * out.stride * sizeof *out.ids);
+            out.lens = xmalloc(ns * sizeof *out.lens);
+            out.scores = ds.with ? xmalloc(ns * sizeof *out.scores) : NULL; /* plain greedy: no scores */
+            if (sorted) {
+                vkf_generate_options g = ds.g;
+                pg.total = ns;
+                g.on_progress = on_progress, g.on_progress_user = &pg;
+                st = vkf_model_generate_batched(model, &s, &g, (uint32_t)o->max_batch_tokens, raw, raw_lens, out.scores);
+            } else if (ds.with) {
+                st = vkf_model_generate_with(model, &s, &ds.g, raw, raw_lens, out.scores);
+            } else {
+                st = vkf_model_generate(model, &s, max_new, raw, raw_lens);
+            }
             vkf_generate_stats t;
             if (st == VKF_OK && vkf_model_generate_stats(model, &t) == VKF_OK) {
                 if (sources == 0) total.first_token_ms = t.first_token_ms;
                 total.total_ms += t.total_ms, total.steps += t.steps, total.tokens += t.tokens;
                 sources += ns;
             }
-        }
-        decode_json d = {0};
-        if (st == VKF_OK && o->json) {
-            d = json_for(o, ctx, model, use_generate_with(o, model) ? &g : NULL, max_new, ns);
-            if (ns == 0) d.stats = (vkf_generate_stats){0}; /* no generate call in this batch */
-        }
-        for (uint32_t i = 0; i < n; i++) {
-            tr_line *l = &lines[i];
-            int32_t b = l->source;
-            const char *result = ""; /* a blank or failed line's */
-            if (st == VKF_OK && l->error) {
-                if (o->json) print_error_record(ctx, done + i, l);
-                else printf("\n");
-            } else if (st == VKF_OK && o->json) {
-                uint32_t none = 0;
-                st = print_decode_record(&d, done + i, b >= 0 ? ptrs[b] : NULL, b >= 0 ? lens[b] : 0,
-                                         b >= 0 ? out + (size_t)b * max_new : NULL, b >= 0 ? &out_lens[b] : &none,
-                                         b >= 0 && use_generate_with(o, model) ? &scores[b] : NULL, b >= 0 ? 1 : 0,
-                                         l->text, true, l->expected, text, cap);
-                result = b >= 0 ? text : "";
-            } else if (st == VKF_OK && b >= 0) {
-                st = vkf_model_decode_text(model, out + (size_t)b * max_new, out_lens[b], text, cap);
-                if (st == VKF_OK) printf("%s\n", text);
-                result = text;
-            } else if (st == VKF_OK) {
-                printf("\n");
+            if (st == VKF_OK) decoded_fill(&out, &ds, raw, raw_lens);
+            free(raw), free(raw_lens);
+            if (st == VKF_OK && !sorted) {
+                pg.base += ns, pg.tokens = total.tokens;
+                progress_line(&pg, pg.base, pg.tokens, false);
             }
-            if (st == VKF_OK && l->expected) scored++, correct += !l->error && strcmp(result, l->expected) == 0;
-            free(l->text), free(l->expected), free(l->error);
         }
+        if (st == VKF_OK)
+            st = print_lines(o, ctx, model, &ds, lines, n, done, &out, ptrs, lens, ns, text, cap, &scored, &correct);
+        decoded_free(&out);
         done += n;
         if (st != VKF_OK) code = fail(st);
     }
+    if (pg.on && pg.tty && sources) fprintf(stderr, "\n");
     if (r.failed && code == 0) code = EXIT_ERROR;
     if (code == 0 && scored && !o->json) /* JSON: each record's "match" */
         printf("accuracy: %lu of %lu (%.2f%%) exact matches\n", correct, scored, 100.0 * correct / scored);
-    if (code == 0 && o->timing)
-        fprintf(stderr, "timing: %u sources in batches of %u, %llu tokens in %.1f ms (%u steps): %.1f tokens/s, first "
-                "token after %.1f ms\n", sources, B, (unsigned long long)total.tokens, total.total_ms, total.steps,
-                total.total_ms > 0 ? 1e3 * (double)total.tokens / total.total_ms : 0.0, total.first_token_ms);
+    if (code == 0 && o->timing) {
+        char batches[64];
+        if (sorted) snprintf(batches, sizeof batches, "sorted batches of %lu tokens", o->max_batch_tokens);
+        else snprintf(batches, sizeof batches, "batches of %u", B);
+        fprintf(stderr, "timing: %u sources in %s, %llu tokens in %.1f ms (%u steps): %.1f tokens/s, first "
+                "token after %.1f ms\n", sources, batches, (unsigned long long)total.tokens, total.total_ms,
+                total.steps, total.total_ms > 0 ? 1e3 * (double)total.tokens / total.total_ms : 0.0,
+                total.first_token_ms);
+    }
     if (code == 0 && failed) {
         cli_error("%lu of %u lines of %s were not translated (each named above; an empty line stands for it)", failed,
                   done, r.name);
@@ -568,7 +660,8 @@ static int translate_file(const options *o)
     }
     fflush(stdout);
     lines_close(&r);
-    free(lines), free(scores), free(ids), free(out), free(ptrs), free(lens), free(out_lens), free(text);
+    free(lines), free(ids), free(ptrs), free(lens), free(text);
+    decode_setup_free(&ds);
     vkf_model_destroy(model);
     return close_context(ctx, code);
 }
@@ -578,10 +671,17 @@ static int run_translate(const options *o, const char *text)
 {
     if (o->input) {
         if (text) return cli_usage_error(o, "takes TEXT or --input FILE|- (or -), not both");
+        if (o->stream) return check_stream(o, 2);
+        if (cli_given(o, "--batch") && cli_given(o, "--max-batch-tokens"))
+            return cli_usage_error(o, "takes --batch (input order) or --max-batch-tokens (sorted), not both");
         return translate_file(o);
     }
     if (!text) return cli_usage_error(o, "needs the text to translate (TEXT, --input FILE or - : stdin)");
     if (cli_given(o, "--batch")) return cli_usage_error(o, "--batch applies to --input only");
+    if (cli_given(o, "--max-batch-tokens")) return cli_usage_error(o, "--max-batch-tokens applies to --input only");
+    if (o->progress) return cli_usage_error(o, "--progress applies to --input only");
+    int usage = check_stream(o, 1);
+    if (usage >= 0) return usage;
     char why[128];
     if (!text_check(text, strlen(text), why, sizeof why)) {
         cli_error("translate: TEXT: %s", why);
@@ -591,8 +691,11 @@ static int run_translate(const options *o, const char *text)
     vkf_model *model;
     int code = open_model(o, &ctx, &model);
     if (code) return code;
-    int usage = check_languages(o, model, true);
+    decode_setup ds = {0};
+    usage = check_languages(o, model, true);
+    if (usage < 0) usage = decode_setup_make(o, model, true, &ds);
     if (usage >= 0) {
+        decode_setup_free(&ds);
         vkf_model_destroy(model);
         return close_context(ctx, usage);
     }
@@ -603,16 +706,16 @@ static int run_translate(const options *o, const char *text)
     vkf_status st = vkf_model_encode_text_with(model, text, o->source_lang, o->target_lang, ids, cfg.max_len, &n);
     if (st != VKF_OK) {
         code = fail(st);
-        vkf_model_destroy(model);
-        free(ids);
-        return close_context(ctx, code == EXIT_ERROR ? EXIT_ERROR : code);
+    } else {
+        const int32_t *src = ids;
+        vkf_sequences s = {1, &src, &n};
+        code = decode_and_print(o, ctx, model, &ds, &s, true, text);
     }
-    code = generate_and_print(o, ctx, model, ids, n, true, text);
     free(ids);
-    return code;
+    decode_setup_free(&ds);
+    vkf_model_destroy(model);
+    return close_context(ctx, code);
 }
-
-
 
 /* Options of generate and translate beside their own. */
 #define DECODE_COMMAND_OPTIONS                                                                                       \
@@ -624,7 +727,7 @@ static int run_translate(const options *o, const char *text)
 
 static void decode_defaults(options *o)
 {
-    o->length_penalty = 1.0, o->temperature = 1.0, o->top_p = 1.0;
+    o->length_penalty = 1.0, o->temperature = 1.0, o->top_p = 1.0, o->repetition_penalty = 1.0;
 }
 
 int cmd_generate(int argc, char **argv)
@@ -635,6 +738,8 @@ int cmd_generate(int argc, char **argv)
         {"--raw-ids", CLI_FLAG, CLI_OFF(raw_ids), 0, 0, NULL, "the ids exactly as given (no eos appended)", NULL},
         {"--target-lang", CLI_STRING, CLI_OFF(target_lang), 0, 0, "L", "the target language (forced as the first "
          "generated token)", NULL},
+        {"--target-prefix-ids", CLI_STRING, CLI_OFF(target_prefix), 0, 0, "IDS", "decoding continues after these "
+         "target ids (printed with the output); --max-new counts the ids after them", NULL},
         DECODE_COMMAND_OPTIONS,
         CLI_END,
     };
@@ -661,17 +766,24 @@ int cmd_generate(int argc, char **argv)
 int cmd_translate(int argc, char **argv)
 {
     static const cli_option table[] = {
-        {"--batch", CLI_COUNT, CLI_OFF(batch), 1, 4096, "B", "with --input: lines decoded together (default 64)", NULL},
+        {"--batch", CLI_COUNT, CLI_OFF(batch), 1, 4096, "B", "with --input: lines decoded together, in input order "
+         "(default 64)", NULL},
+        {"--max-batch-tokens", CLI_COUNT, CLI_OFF(max_batch_tokens), 1, CLI_U32, "N", "with --input: the whole input "
+         "sorted by length, in batches of at most N source tokens (count x longest); output in input order", NULL},
+        {"--progress", CLI_FLAG, CLI_OFF(progress), 0, 0, NULL, "with --input: a progress line on stderr (sentences, "
+         "tokens/s, ETA; on by default where stderr is a terminal)", NULL},
         {"--source-lang", CLI_STRING, CLI_OFF(source_lang), 0, 0, "L", "the source language as the tokenizer names it "
          "(eng_Latn, en, en_XX); default: the tokenizer's", NULL},
         {"--target-lang", CLI_STRING, CLI_OFF(target_lang), 0, 0, "L", "the target language (forced as the first "
          "token, or Marian's >>L<< in the source)", NULL},
+        {"--target-prefix", CLI_STRING, CLI_OFF(target_prefix), 0, 0, "TEXT", "decoding continues after this target "
+         "text (printed with the output); --max-new counts the tokens after it", NULL},
         DECODE_COMMAND_OPTIONS,
         CLI_END,
     };
     static const cli_command cmd = {
-        "translate", "--model MODEL TEXT [options]\n--model MODEL --input FILE|- [--batch B] [options]\n"
-        "--model MODEL - [--batch B] [options]",
+        "translate", "--model MODEL TEXT [options]\n--model MODEL --input FILE|- [--batch B | --max-batch-tokens N] "
+        "[options]\n--model MODEL - [--batch B] [options]",
         "decodes text (models with vocabularies or a Marian folder's tokenizers); quote TEXT as one\n"
         "argument. --input (or -: stdin) translates one text per line, B at a time; lines\n"
         "\"text<TAB>expected\" are scored, the accuracy printed at the end", table};
