@@ -7,6 +7,7 @@
  *   hf.c            what Hugging Face folders share: JSON keys, generation_config.json
  *   vkformer_file.c vkformer's own file (docs/file-format.md)
  *   marian.c        Marian (opus-mt)
+ *   m2m100.c, mbart.c, bart.c: M2M-100 and NLLB, mBART, BART
  *   safetensors.c, tokenizer_spm.cc: the file container and SentencePiece
  * Adding a family is one file, one line in registry.c and its tests. */
 #ifndef VKF_FAMILY_H
@@ -138,7 +139,7 @@ vkf_status vkf_family_find(const char *path, const vkf_family **out_family, vkf_
 /* The vkformer file family (the fuzzer's dry run starts from it). */
 const vkf_family *vkf_family_vkformer(void);
 /* The families' tables (one per file). */
-extern const vkf_family vkf_family_marian, vkf_family_m2m100, vkf_family_mbart;
+extern const vkf_family vkf_family_marian, vkf_family_m2m100, vkf_family_mbart, vkf_family_bart;
 void vkf_family_model_free(const vkf_family *f, vkf_family_model *fm);
 /* Index of language `code` in fm's list, or -1. */
 int32_t vkf_family_language(const vkf_family_model *fm, const char *code);
