@@ -455,6 +455,54 @@ static int run_bpe(const char *dir)
 
 /* ------------------------------------------------------------------ bad files */
 
+/* MANIFEST_BPE: "FOLDER<TAB>bart|whisper<TAB>words" under DIR/bpe: vkf_bpe_open
+ * refuses each with VKF_ERROR_BAD_MODEL and one line holding the words (no words:
+ * the folder must load). */
+static int run_bad_bpe(const char *dir)
+{
+    char *manifest = path_join(dir, "MANIFEST_BPE");
+    FILE *f = fopen(manifest, "r");
+    free(manifest);
+    CHECK(f != NULL, "%s/MANIFEST_BPE: cannot open", dir);
+    if (!f) return 0;
+    char line[1024];
+    int count = 0, valid = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        if (!t2) continue;
+        *t1 = *t2 = '\0';
+        const char *want = t2 + 1;
+        vkf_bpe_kind kind = strcmp(t1 + 1, "whisper") == 0 ? VKF_BPE_WHISPER : VKF_BPE_BART;
+        char sub[1100];
+        snprintf(sub, sizeof sub, "bpe/%s", line);
+        char *path = path_join(dir, sub);
+        vkf_bpe_text *t = (vkf_bpe_text *)(uintptr_t)1;
+        vkf_status st = vkf_bpe_open(path, kind, &t);
+        const char *msg = vkf_last_error();
+        free(path);
+        if (!want[0]) {
+            CHECK(st == VKF_OK && t, "%s: the valid folder does not load: %s", line, msg);
+            if (st == VKF_OK) vkf_bpe_free(t);
+            valid++;
+            continue;
+        }
+        CHECK(st == VKF_ERROR_BAD_MODEL && t == NULL, "%s: opened (status %d, %s)", line, (int)st, msg);
+        CHECK(msg[0] && !strchr(msg, '\n') && !strchr(msg, '\r'), "%s: not one line: %s", line, msg);
+        char words[512];
+        snprintf(words, sizeof words, "%s", want);
+        for (char *w = strtok(words, " "); w; w = strtok(NULL, " "))
+            CHECK(strstr(msg, w) != NULL, "%s: the message does not say \"%s\": %s", line, w, msg);
+        if (st == VKF_OK) vkf_bpe_free(t);
+        if (getenv("TEST_HFTOK_VERBOSE")) printf("%-34s %s\n", line, msg);
+        count++;
+    }
+    fclose(f);
+    CHECK(count >= 30 && valid == 2, "MANIFEST_BPE: %d malformed folders, %d valid ones", count, valid);
+    printf("%d malformed byte-level BPE folders refused, %d valid ones loaded\n", count, valid);
+    return 0;
+}
+
 static int run_bad(const char *dir)
 {
     char *manifest = path_join(dir, "MANIFEST");
@@ -491,7 +539,7 @@ static int run_bad(const char *dir)
     free(manifest);
     CHECK(count >= 20, "only %d malformed files in the manifest", count);
     printf("%d malformed files refused\n", count);
-    return 0;
+    return run_bad_bpe(dir);
 }
 
 /* ------------------------------------------------------------------ long inputs */

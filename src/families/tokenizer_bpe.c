@@ -25,9 +25,9 @@
  * removes text that reads like a timestamp, <|1.00|>, as WhisperTokenizer.decode.
  * The slow files are checked here with messages naming file and line; the rest
  * by the reader. */
-#include "families/family.h"
 #include "families/tokenizer.h"
 #include "families/tokenizer_json.h"
+#include "runtime/runtime.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -120,6 +120,31 @@ static vkf_status read_json_file(const char *dir, const char *name, size_t max, 
     *out = j;
     return VKF_OK;
 }
+
+/* Whether dir/name is a regular file; *what: "missing" or "not a regular file". */
+static bool is_file(const char *dir, const char *name, const char **what)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat sb;
+    if (stat(path, &sb) != 0) return *what = "missing", false;
+    if (!S_ISREG(sb.st_mode)) return *what = "not a regular file", false;
+    return true;
+}
+
+/* A boolean key of a config (absent or null: def). */
+static vkf_status config_bool(const json_t *o, const char *file, const char *key, bool def, bool *out)
+{
+    const json_t *v = o ? json_object_get(o, key) : NULL;
+    *out = def;
+    if (!v || json_is_null(v)) return VKF_OK;
+    if (!json_is_boolean(v)) return vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"%s\" must be true or false", file, key);
+    *out = json_is_true(v);
+    return VKF_OK;
+}
+
+/* Config files: JSON objects of at most this many bytes. */
+#define MAX_CONFIG_BYTES VKF_HFTOK_MAX_FILE_BYTES
 
 /* merges.txt as tokenizers' BPE::read_file reads it: lines split at '\n' (a
  * '\r' before it dropped), "#version" lines skipped, every other line exactly two
@@ -588,7 +613,7 @@ static vkf_status special_ids(vkf_bpe_text *t, const added_plan *P, const json_t
     bool predict = false;
     VKF_TRY(config_string(tc, "language", &lang));
     VKF_TRY(config_string(tc, "task", &task));
-    VKF_TRY(vkf_hf_bool((json_t *)tc, "tokenizer_config.json", "predict_timestamps", false, &predict));
+    VKF_TRY(config_bool(tc, "tokenizer_config.json", "predict_timestamps", false, &predict));
     int32_t pre[4], np = 0;
     pre[np++] = lookup(t, "<|startoftranscript|>");
     if (lang) {
@@ -629,9 +654,13 @@ vkf_status vkf_bpe_open(const char *dir, vkf_bpe_kind kind, vkf_bpe_text **out)
     t->sot = t->sot_prev = t->sot_lm = t->no_speech = t->no_timestamps = t->transcribe = t->translate = -1;
     t->timestamp_begin = -1;
     const char *what = NULL;
-    vkf_status st = vkf_hf_read_json(dir, "tokenizer_config.json", true, &tc);
+    /* tokenizer_config.json holds model_max_length 1e30 written as an integer, past
+     * json_int_t: its numbers are read as reals (none of its keys read here is one) */
+    vkf_status st = read_json_file(dir, "tokenizer_config.json", MAX_CONFIG_BYTES, JSON_DECODE_INT_AS_REAL, &tc);
+    if (st == VKF_OK && tc && !json_is_object(tc))
+        st = vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer_config.json must hold a JSON object");
     if (st == VKF_OK) {
-        t->from_json = vkf_hf_file(dir, "tokenizer.json", &what);
+        t->from_json = is_file(dir, "tokenizer.json", &what);
         if (!t->from_json && strcmp(what, "missing") != 0)
             st = vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer.json is %s", what);
     }
@@ -645,10 +674,10 @@ vkf_status vkf_bpe_open(const char *dir, vkf_bpe_kind kind, vkf_bpe_text **out)
             st = vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer.json: model.type must be \"BPE\" for a %s tokenizer",
                           kind == VKF_BPE_BART ? "BART" : "Whisper");
     } else if (st == VKF_OK) {
-        if (!vkf_hf_file(dir, "vocab.json", &what) || !vkf_hf_file(dir, "merges.txt", &what))
-            st = vkf_fail(VKF_ERROR_BAD_MODEL, "the folder has no tokenizer.json, and %s is %s",
-                          vkf_hf_file(dir, "vocab.json", NULL) ? "merges.txt" : "vocab.json", what);
-        if (st == VKF_OK) st = read_json_file(dir, "vocab.json", VKF_HF_MAX_JSON, JSON_REJECT_DUPLICATES, &vocab);
+        const char *bad_file = !is_file(dir, "vocab.json", &what) ? "vocab.json"
+                               : !is_file(dir, "merges.txt", &what) ? "merges.txt" : NULL;
+        if (bad_file) st = vkf_fail(VKF_ERROR_BAD_MODEL, "the folder has no tokenizer.json, and %s is %s", bad_file, what);
+        if (st == VKF_OK) st = read_json_file(dir, "vocab.json", MAX_CONFIG_BYTES, JSON_REJECT_DUPLICATES, &vocab);
         if (st == VKF_OK && !json_is_object(vocab))
             st = vkf_fail(VKF_ERROR_BAD_MODEL, "vocab.json must hold an object (token -> id)");
         json_t *merges = st == VKF_OK ? json_array() : NULL;
@@ -660,10 +689,10 @@ vkf_status vkf_bpe_open(const char *dir, vkf_bpe_kind kind, vkf_bpe_text **out)
             if (!root) st = OOM();
         }
         json_decref(merges);
-        if (st == VKF_OK) st = read_json_file(dir, "special_tokens_map.json", VKF_HF_MAX_JSON, 0, &stm);
+        if (st == VKF_OK) st = read_json_file(dir, "special_tokens_map.json", MAX_CONFIG_BYTES, 0, &stm);
         if (st == VKF_OK && stm && !json_is_object(stm))
             st = vkf_fail(VKF_ERROR_BAD_MODEL, "special_tokens_map.json must hold an object");
-        if (st == VKF_OK) st = read_json_file(dir, "added_tokens.json", VKF_HF_MAX_JSON, JSON_REJECT_DUPLICATES, &atj);
+        if (st == VKF_OK) st = read_json_file(dir, "added_tokens.json", MAX_CONFIG_BYTES, JSON_REJECT_DUPLICATES, &atj);
     }
     if (st == VKF_OK) {
         const json_t *fa = t->from_json ? json_object_get(root, "added_tokens") : NULL;
@@ -676,7 +705,7 @@ vkf_status vkf_bpe_open(const char *dir, vkf_bpe_kind kind, vkf_bpe_text **out)
     for (size_t i = 0; added && i < P.added.n; i++)
         if (json_array_append_new(added, token_json(&P.added.v[i], i)) != 0) st = OOM();
     bool aps = false;
-    if (st == VKF_OK) st = vkf_hf_bool(tc, "tokenizer_config.json", "add_prefix_space", false, &aps);
+    if (st == VKF_OK) st = config_bool(tc, "tokenizer_config.json", "add_prefix_space", false, &aps);
     if (st == VKF_OK) {
         json_t *model = json_object_get(root, "model");
         int bad = json_object_set_new(root, "added_tokens", added);
