@@ -10,9 +10,10 @@ does not need:
     /work/shared/tools/hf_python.sh tools/make_bpe_cases.py tests/data/tokenizers
 
 Everything is drawn from a fixed seed. One GPT-2-style vocabulary is trained here with the real
-`tokenizers` library (byte-level BPE, 6,000 entries, on text generated below: English with
-contractions, 18 other languages and scripts, emoji, digits, code), then laid out as the two
-families lay it out:
+`tokenizers` library (byte-level BPE asked for 6,000 entries, min_frequency 2, on 30,000 lines
+generated below: English with contractions, 18 other languages and scripts, emoji, digits, code;
+it learns 4,732: the 256 byte characters and 4,476 merges), then laid out as the two families lay
+it out:
   BART     <s> <pad> </s> <unk> at 0..3, the BPE tokens after them, <mask> last (as fairseq's
            dictionary places them in facebook/bart-*)
   Whisper  the BPE tokens from 0, <|endoftext|> after them, then (added tokens)
@@ -30,11 +31,16 @@ Folder forms (each written as NAME.folder.json.xz: {file name: file text}):
                   "transcribe" in tokenizer_config.json
   whisper_saved   WhisperTokenizer(language="french", task="translate", predict_timestamps=True)
                   .save_pretrained: tokenizer.json + tokenizer_config.json
+  bart_legacy     transformers 4.x's slow files: vocab.json + merges.txt, special_tokens_map.json
+                  with <mask> as an AddedToken with lstrip, tokenizer_config.json without
+                  added_tokens_decoder
 and for each NAME.cases.json.xz: {"name", "vocab_size" (len(tokenizer)), "added": [[content, id,
 special], ...], "encode": [[text index, ids, ids with special tokens, decode(ids with special,
 skip_special_tokens=False), decode(..., True)], ...], "decode": [[ids, decode(skip=False),
 decode(skip=True)], ...]}, all from AutoTokenizer.from_pretrained(folder) (WhisperTokenizer's
-decode strips a <|startofprev|> prompt and timestamp text, as it does). Compact forms as
+decode strips a <|startofprev|> prompt and timestamp text, as it does). A form with "same_as"
+(bart_saved, bart_legacy: bart_hub; whisper_legacy, whisper_saved: whisper_hub) holds null for
+plain ids equal to its base form's for the same text. Compact forms as
 tools/make_tokenizer_cases.py writes them: ids with special tokens as [prefix, suffix] around the
 plain ids; a decode equal to the text as 0; the skip=False decode as [prefix, suffix] around the
 skip=True one; the skip=True decode equal to the other as 1.
