@@ -19,6 +19,7 @@ import copy
 import json
 import os
 import random
+import shutil
 import struct
 import sys
 
@@ -111,9 +112,8 @@ def write_bad_bpe(out):
 
     def folder(name, kind, words, change=None, json_form=False):
         d = os.path.join(root, name)
-        os.makedirs(d, exist_ok=True)
-        for f in os.listdir(d):
-            os.remove(os.path.join(d, f))
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
         files = bpe_folder(kind)
         if json_form:
             files = {"tokenizer.json": json.dumps(bpe_tokenizer_json(kind), ensure_ascii=False),
