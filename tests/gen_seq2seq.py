@@ -7,8 +7,7 @@ usage: /usr/bin/python3 tests/gen_seq2seq.py OUT_DIR m2m_100|nllb|mbart|bart [--
 
 BART (BartForConditionalGeneration, as facebook/bart-large): config.json with bart-large's keys,
 generation_config.json with its defaults (forced_bos_token_id 0, forced_eos_token_id 2,
-decoder_start_token_id 2, num_beams 4, early_stopping true; not its no_repeat_ngram_size 3, which
-vkformer refuses), model.safetensors (model.shared.weight, learned positions of max_positions + 2
+decoder_start_token_id 2, num_beams 4, early_stopping true, no_repeat_ngram_size 3), model.safetensors (model.shared.weight, learned positions of max_positions + 2
 rows, layernorm_embedding, post-LN layers, no final norms, final_logits_bias), and the byte-level BPE
 tokenizer of tests/data/tokenizers (tools/make_bpe_cases.py's GPT-2-style vocabulary, made with the
 real tokenizers library): --tokenizer hub writes vocab.json + merges.txt, saved the tokenizer.json +
@@ -194,15 +193,16 @@ def make_bart(out, d_model, layers, heads, ffn, seed, max_positions, dtype, name
         "encoder_attention_heads": heads, "encoder_ffn_dim": ffn, "encoder_layerdrop": 0.0, "encoder_layers": layers,
         "eos_token_id": 2, "forced_bos_token_id": 0, "forced_eos_token_id": 2, "gradient_checkpointing": False,
         "init_std": 0.02, "is_encoder_decoder": True, "max_position_embeddings": max_positions,
-        "model_type": "bart", "normalize_before": False, "normalize_embedding": True, "num_beams": 4,
+        "model_type": "bart", "no_repeat_ngram_size": 3, "normalize_before": False, "normalize_embedding": True,
+        "num_beams": 4,
         "num_hidden_layers": layers, "pad_token_id": 1, "scale_embedding": False,
         "transformers_version": "4.26.0.dev0", "use_cache": True, "vocab_size": V,
     }
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
     gen = {"_from_model_config": True, "bos_token_id": 0, "decoder_start_token_id": 2, "early_stopping": True,
-           "eos_token_id": 2, "forced_bos_token_id": 0, "forced_eos_token_id": 2, "num_beams": 4, "pad_token_id": 1,
-           "transformers_version": "4.27.0.dev0"}
+           "eos_token_id": 2, "forced_bos_token_id": 0, "forced_eos_token_id": 2, "no_repeat_ngram_size": 3,
+           "num_beams": 4, "pad_token_id": 1, "transformers_version": "4.27.0.dev0"}
     with open(os.path.join(out, "generation_config.json"), "w") as f:
         json.dump(gen, f, indent=2)
     w = random_weights(cfg, seed)

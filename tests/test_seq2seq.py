@@ -393,6 +393,7 @@ def check_bart(tmp, rng, quick):
             ok("%s generate --raw-ids --beam 4: %d sources as the reference" % (label, len(sources)))
         if form == "hub":
             check_bart_misuse(label, path)
+            check_ngram(tmp, path, V, rng)
             if not quick:
                 check_variants(label, path, tmp, V, rng)
     for kind in gen_seq2seq.BART_MALFORMED:
@@ -405,6 +406,67 @@ def check_bart(tmp, rng, quick):
             bad("bart malformed %s" % kind, "exit %d, stderr %r" % (p.returncode, p.stderr))
         else:
             ok("bart malformed %s: %s" % (kind, lines[0][:100]))
+
+
+def check_ngram(tmp, path, V, rng):
+    """no_repeat_ngram_size 1, 2 and 3 through --no-repeat-ngram, greedy and beam 4, on random sources, against
+    the reference (NoRepeatNGramLogitsProcessor; beam scores without renormalization, the folder's
+    renormalize_logits false), and again with renormalize_logits true (the ban then renormalizes). The bans
+    must change some outputs, else the check proves nothing."""
+    import shutil
+    renorm = os.path.join(tmp, "bart-renorm")
+    shutil.rmtree(renorm, ignore_errors=True)
+    shutil.copytree(path, renorm)
+    with open(os.path.join(renorm, "generation_config.json")) as f:
+        gc = json.load(f)
+    gc["renormalize_logits"] = True
+    with open(os.path.join(renorm, "generation_config.json"), "w") as f:
+        json.dump(gc, f)
+    sources = [[int(x) for x in rng.integers(3, V, n)] for n in (1, 2, 4, 7, 12, 20)]
+    for folder, label in ((path, "bart"), (renorm, "bart (renormalize_logits)")):
+        ref = seq2seq_ref.load_folder(folder)
+        for n in (1, 2, 3):
+            for beams in (1, 4):
+                args = ["generate", "--model", folder, "--beam", str(beams), "--max-new", "14", "--raw-ids",
+                        "--no-repeat-ngram", str(n)]
+                for src in sources:
+                    args += ["--src", ids_arg(src)]
+                p = run(args)
+                outs = [parse_ids(line) for line in p.stdout.strip().split("\n")] if p.returncode == 0 else None
+                ref.generation_config["no_repeat_ngram_size"] = n
+                wants = [bart_reference_ids(ref, src, beams, 14) for src in sources]
+                ref.generation_config["no_repeat_ngram_size"] = 0
+                plain = [bart_reference_ids(ref, src, beams, 14) for src in sources]
+                changed = sum(w != q for w, q in zip(wants, plain))
+                what = "%s --no-repeat-ngram %d --beam %d" % (label, n, beams)
+                if outs != wants:
+                    bad(what, p.stderr.strip() or "%s, reference %s" % (outs, wants))
+                elif changed == 0:
+                    bad(what, "the bans changed none of %d outputs: the check proves nothing" % len(sources))
+                else:
+                    ok("%s: %d sources as the reference (%d changed by the bans)" % (what, len(sources), changed))
+    # sampling bans before drawing: no output may hold an n-gram twice (the decoder start counts), where the
+    # same draws without the bans do
+    def repeats(outs, n):
+        return [o for o in outs if len({tuple(([2] + o)[i:i + n]) for i in range(len(o) + 2 - n)}) != len(o) + 2 - n]
+    for n, temperature in ((1, "0.3"), (2, "0.05")):
+        got = {}
+        for m in (n, 0):
+            args = ["generate", "--model", path, "--temperature", temperature, "--seed", "11", "--max-new", "14",
+                    "--raw-ids", "--no-repeat-ngram", str(m)]
+            for src in sources:
+                args += ["--src", ids_arg(src)]
+            p = run(args)
+            got[m] = [parse_ids(line) for line in p.stdout.strip().split("\n")] if p.returncode == 0 else None
+        if got[n] is None or got[0] is None:
+            bad("bart sampling --no-repeat-ngram %d" % n, p.stderr.strip())
+        elif repeats(got[n], n):
+            bad("bart sampling --no-repeat-ngram %d" % n, "repeated n-grams in %s" % repeats(got[n], n)[0])
+        elif not repeats(got[0], n):
+            bad("bart sampling --no-repeat-ngram %d" % n, "no repeats without the bans either: the check proves nothing")
+        else:
+            ok("bart sampling --no-repeat-ngram %d: no n-gram twice in %d outputs (%d repeat one without)" %
+               (n, len(got[n]), len(repeats(got[0], n))))
 
 
 def check_bart_misuse(label, path):

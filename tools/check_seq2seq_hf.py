@@ -20,7 +20,8 @@ tokenizer on N strings (default 2000: scripts, emoji, whitespace runs, digits, p
 BART (BartForConditionalGeneration, each of gen_seq2seq's tokenizer forms: hub vocab.json + merges.txt,
 save_pretrained tokenizer.json, 4.x slow files): logits (teacher forcing, pad inside), generate() greedy
 and beam 4 with the folder's generation_config (forced_bos_token_id 0, forced_eos_token_id 2,
-early_stopping) against the reference on the golden cases' ids, generate() on random ids, and
+early_stopping, no_repeat_ngram_size 3) against the reference on the golden cases' ids, generate() on
+random ids, no_repeat_ngram_size 1 to 3 with and without renormalize_logits (hub form), and
 AutoTokenizer on the model folder against the golden cases test_seq2seq uses (ids with special tokens
 of every text, decode(skip_special_tokens=True) of every id list).
 Prints one line per check and a summary; exit 1 on any mismatch.
@@ -111,6 +112,27 @@ def check_bart(tmp, rng, AutoModelForSeq2SeqLM, AutoTokenizer):
                 same += g == test_seq2seq.bart_reference_ids(ref, src, beams, 12)
         report(same == 2 * len(sources), "bart (%s) generate: %d of %d (%d sources, greedy and beam 4, the folder's "
                "forced_bos/forced_eos/early_stopping) identical" % (form, same, 2 * len(sources), len(sources)))
+        if form == "hub":
+            # no_repeat_ngram_size 1..3, with and without renormalize_logits, on random sources
+            same = total = changed = 0
+            for n in (1, 2, 3):
+                for renorm in (False, True):
+                    ref.generation_config.update(no_repeat_ngram_size=n, renormalize_logits=renorm)
+                    for src in [[int(x) for x in rng.integers(3, V, k)] for k in (2, 6, 15)]:
+                        for beams in (1, 4):
+                            g = hf.generate(input_ids=torch.tensor([src]), num_beams=beams, max_new_tokens=14,
+                                            no_repeat_ngram_size=n, renormalize_logits=renorm)[0].tolist()[1:]
+                            if g and g[-1] == 2:
+                                g = g[:-1]
+                            mine = test_seq2seq.bart_reference_ids(ref, src, beams, 14)
+                            ref.generation_config["no_repeat_ngram_size"] = 0
+                            changed += mine != test_seq2seq.bart_reference_ids(ref, src, beams, 14)
+                            ref.generation_config["no_repeat_ngram_size"] = n
+                            same += g == mine
+                            total += 1
+            ref.generation_config.update(no_repeat_ngram_size=3, renormalize_logits=False)
+            report(same == total, "bart no_repeat_ngram_size 1..3 (renormalize_logits false and true, greedy and beam "
+                   "4): %d of %d identical (%d changed by the bans)" % (same, total, changed))
         tok = AutoTokenizer.from_pretrained(path)
         enc_same = sum(tok(texts[c[0]])["input_ids"] == test_seq2seq.with_special(c) for c in cases["encode"])
         dec_same = sum(tok.decode(d[0], skip_special_tokens=True) == d[2] for d in cases["decode"])
