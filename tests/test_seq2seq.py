@@ -396,6 +396,7 @@ def check_bart(tmp, rng, quick):
             check_ngram(tmp, path, V, rng)
             if not quick:
                 check_variants(label, path, tmp, V, rng)
+    check_bart_cnn_vocab(tmp)
     for kind in gen_seq2seq.BART_MALFORMED:
         path = os.path.join(tmp, "bad-bart-%s" % kind)
         words = gen_seq2seq.make_malformed(path, "bart", kind)
@@ -467,6 +468,37 @@ def check_ngram(tmp, path, V, rng):
         else:
             ok("bart sampling --no-repeat-ngram %d: no n-gram twice in %d outputs (%d repeat one without)" %
                (n, len(got[n]), len(repeats(got[0], n))))
+
+
+def check_bart_cnn_vocab(tmp):
+    """vocab_size one below the tokenizer (facebook/bart-large-cnn: 50264, its <mask> 50264): the folder
+    loads and translates, text holding <mask> fails with one line naming the token and vocab_size."""
+    import gen_marian
+    path = os.path.join(tmp, "bart-cnn-vocab")
+    info = gen_seq2seq.make_folder(path, "bart", seed=5)
+    V = info["vocab_size"] - 1
+    w = gen_marian.read_safetensors(os.path.join(path, "model.safetensors"))
+    w["model.shared.weight"] = w["model.shared.weight"][:V]
+    w["final_logits_bias"] = w["final_logits_bias"][:, :V]
+    gen_marian.write_safetensors(os.path.join(path, "model.safetensors"), w)
+    with open(os.path.join(path, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["vocab_size"] = V
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    ref = seq2seq_ref.load_folder(path)
+    p = run(["translate", "--model", path, "--beam", "2", "--max-new", "6", "--json", "the house sees a big dog"])
+    rec = json.loads(p.stdout.splitlines()[0]) if p.returncode == 0 and p.stdout.strip() else None
+    if not rec or rec["ids"] != bart_reference_ids(ref, rec["src"], 2, 6):
+        bad("bart vocab_size below the tokenizer's <mask>: translate", p.stderr.strip() or str(rec))
+    else:
+        ok("bart vocab_size below the tokenizer's <mask>: loads and translates as the reference")
+    p = run(["translate", "--model", path, "a <mask> b"])
+    lines = p.stderr.strip().splitlines()
+    if p.returncode not in (1, 2) or len(lines) != 1 or "<mask>" not in lines[0] or "vocab_size" not in lines[0]:
+        bad("bart text holding a token past vocab_size", "exit %d, stderr %r" % (p.returncode, p.stderr))
+    else:
+        ok("bart text holding a token past vocab_size: %s" % lines[0][-90:])
 
 
 def check_bart_misuse(label, path):

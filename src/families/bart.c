@@ -14,6 +14,7 @@
  * and forced_eos_token_id come from generation_config.json through hf.c. */
 #include "families/family.h"
 #include "families/tokenizer.h"
+#include "families/tokenizer_json.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -105,9 +106,14 @@ static vkf_status open_folder(const vkf_probe *p, const void *data, size_t size,
     VKF_TRY(st);
     VKF_TRY(vkf_bpe_open(dir, VKF_BPE_BART, &m->text));
     const vkf_arch_spec *s = &fm->spec;
-    if (vkf_bpe_size(m->text) > s->tgt_vocab)
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "the tokenizer's %u ids pass config.json's vocab_size %u",
-                        vkf_bpe_size(m->text), s->tgt_vocab);
+    /* The tokenizer may hold ids past vocab_size: bart-large-cnn's config says 50264
+     * and its <mask> is 50264. Text that holds such a token fails in encode; the
+     * tokens generation needs must fit. */
+    const int32_t need[3] = {m->text->eos, m->text->bos, m->text->pad};
+    for (int k = 0; k < 3; k++)
+        if (need[k] >= (int32_t)s->tgt_vocab)
+            return vkf_fail(VKF_ERROR_BAD_MODEL, "the tokenizer's %s token has id %d, past config.json's vocab_size %u",
+                            k == 0 ? "eos" : k == 1 ? "bos" : "pad", need[k], s->tgt_vocab);
     if (m->text->eos != s->eos_id)
         return vkf_fail(VKF_ERROR_BAD_MODEL, "the tokenizer's eos token (id %d) is not config.json's eos_token_id %d",
                         m->text->eos, s->eos_id);
@@ -159,8 +165,15 @@ static vkf_status encode(const vkf_family_model *fm, const char *text, const cha
     uint32_t n = 0;
     VKF_TRY(vkf_bpe_encode(m->text, text, strlen(text), /*add_special=*/true, &ids, &n));
     vkf_status st = VKF_OK;
-    if (n > capacity) st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity);
-    else if (n) memcpy(out_ids, ids, (size_t)n * sizeof *ids);
+    for (uint32_t i = 0; i < n && st == VKF_OK; i++)
+        if ((uint32_t)ids[i] >= fm->spec.src_vocab) {
+            char q[VKF_QUOTE_SIZE];
+            const char *tok = vkf_hftok_token(m->text->tok, ids[i]);
+            st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text's token %s has id %d, past config.json's vocab_size %u",
+                          tok ? vkf_quote(q, sizeof q, tok, (size_t)-1) : "?", ids[i], fm->spec.src_vocab);
+        }
+    if (st == VKF_OK && n > capacity) st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity);
+    else if (st == VKF_OK && n) memcpy(out_ids, ids, (size_t)n * sizeof *ids);
     free(ids);
     VKF_TRY(st);
     *out_count = n;

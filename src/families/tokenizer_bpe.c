@@ -344,7 +344,7 @@ typedef struct added_plan {
     bool has_named[7];
 } added_plan;
 
-/* The extra special tokens (a list) into l as AddedToken(special=True). */
+/* The extra special tokens (a list) into l. */
 static vkf_status parse_extra(const json_t *a, const char *file, const char *key, tok_list *l)
 {
     if (!a || json_is_null(a)) return VKF_OK;
@@ -355,7 +355,8 @@ static vkf_status parse_extra(const json_t *a, const char *file, const char *key
         char what[96];
         snprintf(what, sizeof what, "%s[%zu]", key, i);
         tok_spec t;
-        VKF_TRY(parse_token(json_array_get(a, i), file, what, true, true, &t));
+        /* a string is AddedToken(s, special=True); an object keeps its own flags */
+        VKF_TRY(parse_token(json_array_get(a, i), file, what, true, false, &t));
         VKF_TRY(tok_list_add(l, &t));
     }
     return VKF_OK;
@@ -513,9 +514,12 @@ static vkf_status plan_added(vkf_bpe_kind kind, const json_t *tc, const json_t *
                 t.special = true;
         if (tok_list_find(&P->added, t.content, t.len) < 0) st = tok_list_add(&P->added, &t);
     }
-    for (int k = 0; st == VKF_OK && k < 7; k++)
-        if (P->has_named[k] && tok_list_find(&P->added, P->named[k].content, P->named[k].len) < 0)
-            st = tok_list_add(&P->added, &P->named[k]);
+    for (int k = 0; st == VKF_OK && k < 7; k++) {
+        if (!P->has_named[k] || tok_list_find(&P->added, P->named[k].content, P->named[k].len) >= 0) continue;
+        tok_spec t = P->named[k];
+        t.special = true; /* a named token is made special, whatever its flag said */
+        st = tok_list_add(&P->added, &t);
+    }
     for (size_t i = 0; st == VKF_OK && i < extra.n; i++)
         if (tok_list_find(&P->added, extra.v[i].content, extra.v[i].len) < 0) st = tok_list_add(&P->added, &extra.v[i]);
     tok_list_free(&extra);
