@@ -807,11 +807,6 @@ typedef struct vkf_generate_options {
      * it counts as a generated token, and beam search scores it 0 (init false). */
     bool forced_bos;
     int32_t forced_bos_id;
-    /* no_repeat_ngram_size: with n > 0 no n-gram occurs twice in a hypothesis (the
-     * decoder start counts, as in Hugging Face's input_ids): each step bans the ids
-     * that would complete an n-gram already there, as NoRepeatNGramLogitsProcessor;
-     * beam scores stay log_softmax over every id unless renormalize (init 0: off). */
-    uint32_t no_repeat_ngram_size;
 } vkf_generate_options;
 
 /* Fills the defaults; max_new 0 stands for the model's max_len. */

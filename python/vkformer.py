@@ -133,7 +133,6 @@ class _GenerateOptions(ctypes.Structure):
         ("renormalize", ctypes.c_bool),
         ("forced_bos", ctypes.c_bool),
         ("forced_bos_id", ctypes.c_int32),
-        ("no_repeat_ngram_size", ctypes.c_uint32),
     ]
 
 

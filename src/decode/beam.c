@@ -70,10 +70,10 @@ vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src
     d->stats = (vkf_generate_stats){0};
     vkf_gen_plan *p = d->plan;
     if (!p || p->beams != K || p->sources != B || p->src_len != S || p->steps != steps || p->min_new != o.min_new ||
-        p->forced_eos != o.forced_eos || p->renormalize != o.renormalize || p->ngram != o.no_repeat_ngram_size) {
+        p->forced_eos != o.forced_eos || p->renormalize != o.renormalize) {
         vkf_gen_plan_free(d->plan);
         d->plan = NULL;
-        VKF_TRY(vkf_gen_plan_build(a, B, K, S, steps, &o, NULL, o.no_repeat_ngram_size, &p));
+        VKF_TRY(vkf_gen_plan_build(a, B, K, S, steps, &o, NULL, &p));
         d->plan = p;
     }
     VKF_TRY(vkf_upload_ids(a, src, S, p->enc->src_ids, p->enc->src_mask, p->enc->src_lengths, p->enc->src_pos));
@@ -87,12 +87,7 @@ vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src
     double *hscore = malloc((size_t)B * (K + 1) * sizeof *hscore);
     uint32_t *hlen = malloc((size_t)B * (K + 1) * sizeof *hlen);
     int32_t *hids = malloc((size_t)B * (K + 1) * steps * sizeof *hids);
-    /* no_repeat_ngram_size: each row's tokens with the decoder start first */
-    const uint32_t ngram = o.no_repeat_ngram_size;
-    int32_t *ng_hist = ngram ? malloc((size_t)R * (steps + 1) * sizeof *ng_hist) : NULL;
-    uint32_t *ng_len = ngram ? malloc((size_t)R * sizeof *ng_len) : NULL;
-    vkf_status st = hist && next_hist && parent && tok && score && cs && ci && hyps && hscore && hlen && hids &&
-                            (!ngram || (ng_hist && ng_len))
+    vkf_status st = hist && next_hist && parent && tok && score && cs && ci && hyps && hscore && hlen && hids
                         ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for beam search");
     for (uint32_t b = 0; st == VKF_OK && b < B; b++)
         hyps[b] = (hyp_set){0, 1e9, hscore + (size_t)b * (K + 1), hlen + (size_t)b * (K + 1),
@@ -110,14 +105,7 @@ vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src
     if (st == VKF_OK) st = vkf_tensor_upload(p->state, &zero, sizeof zero);
     uint32_t finished = 0;
     for (uint32_t t = 0; st == VKF_OK && t < steps && finished < B; t++) {
-        for (uint32_t r = 0; ngram && r < R; r++) {
-            int32_t *h = ng_hist + (size_t)r * (steps + 1);
-            h[0] = a->spec.decoder_start_id;
-            memcpy(h + 1, hist + (size_t)r * steps, (size_t)t * sizeof *h);
-            ng_len[r] = t + 1;
-        }
-        if (ngram) st = vkf_gen_plan_bans(p, ng_hist, steps + 1, ng_len);
-        if (st == VKF_OK) st = vkf_tensor_upload(p->parent, parent, (uint64_t)R * sizeof *parent);
+        st = vkf_tensor_upload(p->parent, parent, (uint64_t)R * sizeof *parent);
         if (st == VKF_OK) st = vkf_tensor_upload(p->step_ids, tok, (uint64_t)R * sizeof *tok);
         if (st == VKF_OK) st = vkf_tensor_upload(p->beam_scores, score, (uint64_t)R * sizeof *score);
         if (st == VKF_OK) st = vkf_cmd_submit(t % 2 ? p->step2 : p->step);
@@ -198,6 +186,6 @@ vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src
     for (uint32_t b = 0; st == VKF_OK && b < B; b++) d->stats.tokens += out_lengths[b * NB];
     d->stats.total_ms = vkf_now_ms() - t0;
     free(hist), free(next_hist), free(parent), free(tok), free(score), free(cs), free(ci), free(hyps);
-    free(hscore), free(hlen), free(hids), free(ng_hist), free(ng_len);
+    free(hscore), free(hlen), free(hids);
     return st;
 }

@@ -51,11 +51,6 @@ typedef struct vkf_gen_plan {
     vkf_cmd *step2;                     /* owned, the decode step of odd positions */
     bool sample;                        /* a greedy plan whose step samples (recorded in) */
     vkf_generate_options sampling;
-    /* no_repeat_ngram_size (0: none): before each step the host lists every row's
-     * banned ids (vkf_gen_plan_bans), which the step sets to -inf (ban_ids.comp) */
-    uint32_t ngram;
-    vkf_tensor *bans;                   /* (B, steps + 1) I32, -1 padded; or NULL */
-    int32_t *ban_host;                  /* (B, steps + 1) owned: the host's copy */
 } vkf_gen_plan;
 
 /* A model's generation state: its plan (kept while calls have its shape), the
@@ -75,16 +70,10 @@ vkf_status vkf_decode_check_options(const vkf_arch *a, const vkf_generate_option
 
 /* The plan of `sources` sources of length S for up to `steps` tokens: greedy
  * (or sampling with `sampling`) with beams 0, else beam search with `beams`
- * rows per source and beam_opts' min_new, forced_eos and renormalize; ngram > 0
- * bans repeated n-grams of that size (no_repeat_ngram_size). */
+ * rows per source and beam_opts' min_new, forced_eos and renormalize. */
 vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t S, uint32_t steps,
                               const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
-                              uint32_t ngram, vkf_gen_plan **out);
-/* no_repeat_ngram_size's bans of the next step, uploaded: row r's tokens so far
- * are hist[r * stride ..][0, len[r]) (the decoder start first, as transformers'
- * input_ids); an n-gram of them whose first n - 1 tokens are the row's last
- * n - 1 bans its last token (NoRepeatNGramLogitsProcessor). */
-vkf_status vkf_gen_plan_bans(vkf_gen_plan *p, const int32_t *hist, size_t stride, const uint32_t *len);
+                              vkf_gen_plan **out);
 void vkf_gen_plan_free(vkf_gen_plan *p);
 /* Device bytes of a plan's tensors. */
 uint64_t vkf_gen_plan_bytes(const vkf_gen_plan *p);
@@ -94,11 +83,10 @@ void vkf_decoder_reset(vkf_decoder *d);
 /* ------------------------------------------------------------------ greedy.c, beam.c */
 
 /* Greedy decoding, or sampling with `sampling`, of one batch (checked sources);
- * forced_bos >= 0: the first token is that one (forced_bos_token_id); ngram > 0:
- * no_repeat_ngram_size. */
+ * forced_bos >= 0: the first token is that one (forced_bos_token_id). */
 vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src, uint32_t max_new,
-                             const vkf_generate_options *sampling, int32_t forced_bos, uint32_t ngram,
-                             int32_t *out_ids, uint32_t *out_lengths);
+                             const vkf_generate_options *sampling, int32_t forced_bos, int32_t *out_ids,
+                             uint32_t *out_lengths);
 /* Beam search of one batch (checked options). */
 vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src, const vkf_generate_options *o,
                            int32_t *out_ids, uint32_t *out_lengths, float *out_scores);

@@ -34,7 +34,6 @@ static vkf_status generate_chunk(void *user, uint32_t first, uint32_t count)
                                               g->out_lengths + rows, g->out_scores ? g->out_scores + rows : NULL)
                             : vkf_decode_greedy(g->a, d, &part, g->max_new, sampling,
                                                 g->o && g->o->forced_bos ? g->o->forced_bos_id : -1,
-                                                g->o ? g->o->no_repeat_ngram_size : 0,
                                                 g->out_ids + rows * g->max_new, g->out_lengths + rows);
     VKF_TRY(st); /* a plan too large was never kept: greedy and beam free the old one first */
     vkf_generate_stats *t = &g->total;

@@ -18,8 +18,8 @@ static bool same_sampling(const vkf_gen_plan *p, const vkf_generate_options *o)
 
 /* Greedy decoding, or sampling with `sampling`: one token per row and step. */
 vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src, uint32_t max_new,
-                             const vkf_generate_options *sampling, int32_t forced_bos, uint32_t ngram,
-                             int32_t *out_ids, uint32_t *out_lengths)
+                             const vkf_generate_options *sampling, int32_t forced_bos, int32_t *out_ids,
+                             uint32_t *out_lengths)
 {
     uint32_t S;
     VKF_TRY(vkf_check_sequences(a, src, a->spec.src_vocab, "source", &S));
@@ -30,11 +30,10 @@ vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *s
     double t0 = vkf_now_ms();
     d->stats = (vkf_generate_stats){0};
     vkf_gen_plan *p = d->plan;
-    if (!p || p->beams || p->batch != B || p->src_len != S || p->steps != max_new || !same_sampling(p, sampling) ||
-        p->ngram != ngram) {
+    if (!p || p->beams || p->batch != B || p->src_len != S || p->steps != max_new || !same_sampling(p, sampling)) {
         vkf_gen_plan_free(d->plan);
         d->plan = NULL;
-        VKF_TRY(vkf_gen_plan_build(a, B, 0, S, max_new, NULL, sampling, ngram, &p));
+        VKF_TRY(vkf_gen_plan_build(a, B, 0, S, max_new, NULL, sampling, &p));
         d->plan = p;
     }
     VKF_TRY(vkf_upload_ids(a, src, S, p->enc->src_ids, p->enc->src_mask, p->enc->src_lengths, p->enc->src_pos));
@@ -42,13 +41,7 @@ vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *s
     int32_t *ids = malloc((size_t)B * sizeof *ids);
     int32_t *tokens = malloc((size_t)B * max_new * sizeof *tokens);
     bool *done = calloc(B, sizeof *done);
-    /* no_repeat_ngram_size: each row's tokens, the decoder start first */
-    int32_t *hist = ngram ? malloc((size_t)B * (max_new + 1) * sizeof *hist) : NULL;
-    uint32_t *hist_len = ngram ? malloc((size_t)B * sizeof *hist_len) : NULL;
-    vkf_status st = ids && tokens && done && (!ngram || (hist && hist_len))
-                        ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (uint32_t b = 0; st == VKF_OK && ngram && b < B; b++)
-        hist[(size_t)b * (max_new + 1)] = a->spec.decoder_start_id, hist_len[b] = 1;
+    vkf_status st = ids && tokens && done ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (uint32_t b = 0; st == VKF_OK && b < B; b++) {
         ids[b] = (int32_t)src->lengths[b];
         out_lengths[b] = 0;
@@ -63,8 +56,7 @@ vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *s
      * chosen ids to know when every sequence has reached eos. */
     uint32_t steps = 0, finished = 0;
     while (st == VKF_OK && steps < max_new && finished < B) {
-        if (ngram) st = vkf_gen_plan_bans(p, hist, max_new + 1, hist_len);
-        if (st == VKF_OK) st = vkf_cmd_submit(p->step);
+        st = vkf_cmd_submit(p->step);
         if (st == VKF_OK) st = vkf_tensor_download(p->step_ids, ids, (uint64_t)B * sizeof *ids);
         if (steps == 0) d->stats.first_token_ms = vkf_now_ms() - t0;
         if (steps == 0 && forced_bos >= 0 && st == VKF_OK) {
@@ -73,8 +65,6 @@ vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *s
             for (uint32_t b = 0; b < B; b++) ids[b] = forced_bos;
             st = vkf_tensor_upload(p->step_ids, ids, (uint64_t)B * sizeof *ids);
         }
-        for (uint32_t b = 0; st == VKF_OK && ngram && b < B; b++)
-            hist[(size_t)b * (max_new + 1) + hist_len[b]++] = ids[b];
         for (uint32_t b = 0; st == VKF_OK && b < B; b++) {
             if (done[b]) continue;
             if (ids[b] == a->spec.eos_id) done[b] = true, finished++;
@@ -91,7 +81,7 @@ vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *s
     d->stats.plan_bytes = vkf_gen_plan_bytes(p);
     for (uint32_t b = 0; st == VKF_OK && b < B; b++) d->stats.tokens += out_lengths[b];
     d->stats.total_ms = vkf_now_ms() - t0;
-    free(ids), free(tokens), free(done), free(hist), free(hist_len);
+    free(ids), free(tokens), free(done);
     return st;
 }
 

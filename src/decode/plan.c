@@ -34,9 +34,8 @@ void vkf_gen_plan_free(vkf_gen_plan *p)
     vkf_tensor *ts[] = {p->src_lengths, p->state,  p->step_ids,    p->tokens,     p->y,       p->y2,      p->yn,
                         p->qkv,         p->q,      p->attn,        p->tmp,        p->hidden,  p->scratch, p->logits,
                         p->bb_random,   p->parent, p->beam_scores, p->cand_scores, p->cand_ids,
-                        p->topk_stats,  p->topk_x, p->topk_id,    p->kv_rows[0],  p->kv_rows[1], p->bans};
+                        p->topk_stats,  p->topk_x, p->topk_id,    p->kv_rows[0],  p->kv_rows[1]};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
-    free(p->ban_host);
     free(p);
 }
 
@@ -53,7 +52,7 @@ uint64_t vkf_gen_plan_bytes(const vkf_gen_plan *p)
     const vkf_tensor *ts[] = {p->src_lengths, p->state,  p->step_ids, p->tokens,      p->y,           p->y2,
                               p->yn,          p->qkv,    p->q,        p->attn,        p->tmp,         p->hidden,
                               p->scratch,     p->logits, p->bb_random, p->parent,     p->beam_scores,
-                              p->cand_scores, p->cand_ids, p->topk_stats, p->topk_x, p->topk_id, p->bans,
+                              p->cand_scores, p->cand_ids, p->topk_stats, p->topk_x, p->topk_id,
                               e->src_ids, e->tgt_ids,    e->src_pos,  e->tgt_pos,     e->src_mask,    e->src_lengths,
                               e->a,           e->b,      e->n,        e->memory,      e->qkv,         e->q,
                               e->kv,          e->attn,   e->tmp,      e->hidden,      e->scores,      e->logits};
@@ -87,11 +86,8 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_arch *a, vkf_gen_plan *p, vkf
     vkf_embed_at at = {.seq_len = 1, .state = p->state};
     VKF_TRY(vkf_rec_embed(cmd, a, true, p->step_ids, B, &at, p->yn, io.x));
     for (uint32_t i = 0; i < s->decoder_layers; i++) VKF_TRY(vkf_rec_decoder_layer(cmd, a, i, &io));
-    /* logits = generator(FinalNorm(y)); the n-gram bans; next ids; position += 1 */
+    /* logits = generator(FinalNorm(y)); next ids; position += 1 */
     VKF_TRY(vkf_rec_decoder_output(cmd, a, io.x, p->yn, B, true, p->logits));
-    if (p->ngram)
-        VKF_TRY(vkf_op_ban_ids(cmd, p->logits, p->bans, p->state, p->beams && !p->renormalize ? p->beam_scores : NULL, B,
-                               s->tgt_vocab, p->steps + 1, p->forced_eos ? p->steps - 1 : UINT32_MAX));
     if (p->beams)
         VKF_TRY(vkf_op_beam_topk(cmd, p->logits, p->beam_scores, p->state, p->topk_stats, p->topk_x, p->topk_id,
                                  p->topk_chunk, p->cand_scores, p->cand_ids, p->sources, p->beams, s->tgt_vocab,
@@ -105,31 +101,9 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_arch *a, vkf_gen_plan *p, vkf
     return vkf_op_advance(cmd, p->state);
 }
 
-vkf_status vkf_gen_plan_bans(vkf_gen_plan *p, const int32_t *hist, size_t stride, const uint32_t *len)
-{
-    const uint32_t n = p->ngram, cap = p->steps + 1;
-    for (uint32_t r = 0; r < p->batch; r++) {
-        const int32_t *h = hist + (size_t)r * stride;
-        int32_t *out = p->ban_host + (size_t)r * cap;
-        uint32_t count = 0, L = len[r];
-        if (L + 1 >= n) {
-            /* the n-grams h[i..i+n) whose first n - 1 tokens are the last n - 1 */
-            for (uint32_t i = 0; i + n <= L; i++) {
-                if (n > 1 && memcmp(h + i, h + L - (n - 1), (size_t)(n - 1) * sizeof *h) != 0) continue;
-                int32_t id = h[i + n - 1];
-                uint32_t k = 0;
-                while (k < count && out[k] != id) k++;
-                if (k == count && count < cap) out[count++] = id;
-            }
-        }
-        for (uint32_t k = count; k < cap; k++) out[k] = -1;
-    }
-    return vkf_tensor_upload(p->bans, p->ban_host, (uint64_t)p->batch * cap * sizeof *p->ban_host);
-}
-
 vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t S, uint32_t steps,
                               const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
-                              uint32_t ngram, vkf_gen_plan **out)
+                              vkf_gen_plan **out)
 {
     vkf_context *ctx = a->ctx;
     const vkf_arch_spec *s = &a->spec;
@@ -142,7 +116,6 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
     if (beam_opts)
         p->min_new = beam_opts->min_new, p->forced_eos = beam_opts->forced_eos, p->renormalize = beam_opts->renormalize;
     if (sampling) p->sample = true, p->sampling = *sampling;
-    p->ngram = ngram;
     p->cross_kv = calloc(L, sizeof *p->cross_kv);
     p->cache_k = calloc(L, sizeof *p->cache_k);
     p->cache_v = calloc(L, sizeof *p->cache_v);
@@ -174,11 +147,6 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
     if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, 1, &p->state);
     if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->step_ids);
     if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->tokens);
-    if (st == VKF_OK && ngram) {
-        st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, (uint64_t)steps + 1, &p->bans);
-        if (st == VKF_OK && !(p->ban_host = malloc((size_t)B * (steps + 1) * sizeof *p->ban_host)))
-            st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a generation plan");
-    }
     if (st == VKF_OK && beams) {
         st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->parent);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->kv_rows[0]);

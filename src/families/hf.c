@@ -167,6 +167,8 @@ vkf_status vkf_hf_generation(const char *dir, json_t *config, vkf_family_model *
     if (st == VKF_OK && rep != 1.0)
         st = vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: repetition_penalty %g is not implemented", F, rep);
     if (st == VKF_OK) st = vkf_hf_int(g, F, "no_repeat_ngram_size", 0, INT32_MAX, 0, &ngram);
+    if (st == VKF_OK && ngram)
+        st = vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: no_repeat_ngram_size %lld is not implemented", F, (long long)ngram);
     if (st == VKF_OK) st = one_id(g, F, "forced_bos_token_id", s->tgt_vocab, &forced_bos);
     if (st == VKF_OK) st = one_id(g, F, "forced_eos_token_id", s->tgt_vocab, &forced_eos);
     if (st == VKF_OK && forced_eos >= 0 && forced_eos != eos)
@@ -208,7 +210,6 @@ vkf_status vkf_hf_generation(const char *dir, json_t *config, vkf_family_model *
     o->length_penalty = (float)lp;
     o->forced_eos = forced_eos >= 0;
     if (forced_bos >= 0) o->forced_bos = true, o->forced_bos_id = (int32_t)forced_bos;
-    o->no_repeat_ngram_size = (uint32_t)ngram;
     return VKF_OK;
 }
 

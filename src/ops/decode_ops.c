@@ -1,8 +1,7 @@
 /* The decoding kernels' host functions: beam search's table of cache rows
  * (kv_gather.comp), its top-2K of each source's beams x vocabulary in two stages
- * (beam_partial.comp, beam_topk.comp), sampling (sample.comp), and the bans of
- * no_repeat_ngram_size (ban_ids.comp). Greedy decoding's argmax is in ops.c with
- * the other decode-step ops. */
+ * (beam_partial.comp, beam_topk.comp), and sampling (sample.comp). Greedy
+ * decoding's argmax is in ops.c with the other decode-step ops. */
 #include "ops/ops.h"
 #include "runtime/push.h"
 
@@ -118,34 +117,4 @@ vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
                              1, &pipe));
     vkf_binding b[4] = {{logits, VKF_READ}, {state, VKF_READ}, {ids, VKF_WRITE}, {tokens, VKF_WRITE}};
     return vkf_cmd_dispatch(cmd, pipe, b, 4, &pc, sizeof pc, groups, "sample");
-}
-
-/* ------------------------------------------------------------------ bans */
-
-vkf_status vkf_op_ban_ids(vkf_cmd *cmd, vkf_tensor *logits, const vkf_tensor *bans, const vkf_tensor *state,
-                          vkf_tensor *beam_scores, uint32_t rows, uint32_t cols, uint32_t max_bans, uint32_t force_step)
-{
-    static const char fn[] = "ban_ids";
-    VKF_TRY(vkf_check_cmd(cmd, logits, fn));
-    vkf_context *ctx = vkf_cmd_context(cmd);
-    if (!logits || logits->dtype == VKF_DTYPE_I32)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: logits must be an F32 or F16 tensor", fn);
-    if (!rows || !cols || !max_bans) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive", fn);
-    VKF_TRY(vkf_check_tensor(cmd, logits, logits->dtype, (uint64_t)rows * cols, fn, "logits"));
-    VKF_TRY(vkf_check_tensor(cmd, bans, VKF_DTYPE_I32, (uint64_t)rows * max_bans, fn, "bans"));
-    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
-    if (beam_scores) VKF_TRY(vkf_check_tensor(cmd, beam_scores, VKF_DTYPE_F32, rows, fn, "beam_scores"));
-    if (rows > ctx->info.max_workgroup_count[0])
-        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %u rows exceed the device's grid", fn, rows);
-    vkf_push_ban_ids pc = {.rows = rows, .cols = cols, .max_bans = max_bans, .correct = beam_scores != NULL,
-                           .force_step = force_step};
-    uint32_t groups[3] = {rows, 1, 1};
-    uint32_t spec[1] = {ctx->tuning.row_workgroup};
-    const vkf_pipeline *pipe;
-    VKF_TRY(vkf_pipeline_get(ctx, logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_BAN_IDS_ACT16 : VKF_VARIANT_BAN_IDS, spec,
-                             1, &pipe));
-    /* greedy plans have no beam scores: the context's dummy at binding 3, which the shader then never reads */
-    vkf_binding b[4] = {{logits, VKF_READ | VKF_WRITE}, {bans, VKF_READ}, {state, VKF_READ},
-                        {beam_scores, beam_scores ? VKF_READ | VKF_WRITE : VKF_READ}};
-    return vkf_cmd_dispatch(cmd, pipe, b, 4, &pc, sizeof pc, groups, "ban_ids");
 }

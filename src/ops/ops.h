@@ -90,11 +90,5 @@ vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_te
                             uint32_t chunk, vkf_tensor *cand_scores, vkf_tensor *cand_ids, uint32_t sources,
                             uint32_t beams, uint32_t vocab, uint32_t n_cand, int32_t eos, uint32_t min_new,
                             uint32_t force_step, bool renormalize);
-/* logits[row, bans[row, j]] = -inf for each bans[row, j] >= 0 (bans (rows, max_bans) I32,
- * no_repeat_ngram_size's; each id once per row); with beam_scores (rows) F32 non-NULL,
- * beam_scores[row] -= log(S_all / S_kept) except at position force_step (see
- * ban_ids.comp): beam search's scores stay log_softmax over every id. */
-vkf_status vkf_op_ban_ids(vkf_cmd *cmd, vkf_tensor *logits, const vkf_tensor *bans, const vkf_tensor *state,
-                          vkf_tensor *beam_scores, uint32_t rows, uint32_t cols, uint32_t max_bans, uint32_t force_step);
 
 #endif /* VKF_OPS_H */

@@ -105,12 +105,6 @@ static const uint32_t spirv_sample[] =
 static const uint32_t spirv_sample_act16[] =
 #include "sample_act16.spv.h"
     ;
-static const uint32_t spirv_ban_ids[] =
-#include "ban_ids.spv.h"
-    ;
-static const uint32_t spirv_ban_ids_act16[] =
-#include "ban_ids_act16.spv.h"
-    ;
 static const uint32_t spirv_lsh_hash[] =
 #include "attention_lsh_hash.spv.h"
     ;
@@ -284,8 +278,6 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_COOPMAT2_ACT16_I8B] = {"matmul_coopmat2_act16_i8b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_act16_i8b), 6, sizeof(vkf_push_matmul), 2},
     [VKF_VARIANT_EMBED_I8] = {"embed_i8", spirv_embed_i8, sizeof spirv_embed_i8, 7, sizeof(vkf_push_embed)},
     [VKF_VARIANT_EMBED_I8_ACT16] = {"embed_i8_act16", spirv_embed_i8_act16, sizeof spirv_embed_i8_act16, 7, sizeof(vkf_push_embed)},
-    [VKF_VARIANT_BAN_IDS] = {"ban_ids", spirv_ban_ids, sizeof spirv_ban_ids, 4, sizeof(vkf_push_ban_ids)},
-    [VKF_VARIANT_BAN_IDS_ACT16] = {"ban_ids_act16", spirv_ban_ids_act16, sizeof spirv_ban_ids_act16, 4, sizeof(vkf_push_ban_ids)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }

@@ -155,13 +155,4 @@ typedef struct vkf_push_sample {
 } vkf_push_sample;
 _Static_assert(sizeof(vkf_push_sample) == 11 * 4, "mirror of sample.comp");
 
-/* shaders/ban_ids.comp */
-typedef struct vkf_push_ban_ids {
-    uint32_t rows, cols;
-    uint32_t max_bans;          /* columns of bans */
-    uint32_t correct;           /* 1: beam_scores[row] -= log(S_all / S_kept) */
-    uint32_t force_step;        /* no correction at this position */
-} vkf_push_ban_ids;
-_Static_assert(sizeof(vkf_push_ban_ids) == 5 * 4, "mirror of ban_ids.comp");
-
 #endif /* VKF_PUSH_H */

@@ -186,8 +186,6 @@ typedef enum vkf_variant_id {
     /* int8 embedding tables (packed words; per-row scales at binding 5: 6 bindings) */
     VKF_VARIANT_EMBED_I8,
     VKF_VARIANT_EMBED_I8_ACT16,
-    VKF_VARIANT_BAN_IDS,                /* generate.c: no_repeat_ngram_size's bans, beam scores corrected */
-    VKF_VARIANT_BAN_IDS_ACT16,
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 

@@ -43,7 +43,6 @@ typedef struct options {
     bool verbose;                       /* --verbose: the library's info messages too */
     bool no_coopmat;                    /* --no-coopmat (also handled in main for every command) */
     unsigned long beam, n_best, min_new;
-    unsigned long no_repeat_ngram;      /* --no-repeat-ngram N */
     double length_penalty;
     bool early_stopping;
     const char *srcs[256];              /* generate: every --src, in order */
@@ -114,8 +113,6 @@ typedef struct cli_option {
     {"--n-best", CLI_COUNT, CLI_OFF(n_best), 1, 16, "N", "beam: N lines \"ids<TAB>score\" per source, best first",\
      NULL},                                                                                                          \
     {"--min-new", CLI_COUNT, CLI_OFF(min_new), 0, CLI_U32, "N", "hold eos off for N steps", NULL},                   \
-    {"--no-repeat-ngram", CLI_COUNT, CLI_OFF(no_repeat_ngram), 0, CLI_U32, "N",                                       \
-     "no N-gram twice in an output (0: off; default: generation_config)", NULL},                                    \
     {"--temperature", CLI_NUMBER, CLI_OFF(temperature), 0, 0, "T", "sampling on the GPU at temperature T", NULL},   \
     {"--top-k", CLI_COUNT, CLI_OFF(top_k), 0, CLI_U32, "K", "sampling from the K likeliest tokens", NULL},           \
     {"--top-p", CLI_NUMBER, CLI_OFF(top_p), 0, 0, "P", "sampling from the likeliest tokens of mass P", NULL},        \

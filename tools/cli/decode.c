@@ -107,7 +107,7 @@ static vkf_status print_decode_record(const decode_json *d, uint32_t index, cons
 
 /* The decoding options: the model's defaults (a Hugging Face folder's
  * generation_config.json) under --beam, --length-penalty, --early-stopping,
- * --n-best, --min-new, --no-repeat-ngram and the sampling options. */
+ * --n-best, --min-new and the sampling options. */
 vkf_generate_options beam_options(const options *o, const vkf_model *model, uint32_t max_new)
 {
     vkf_generate_options g;
@@ -119,8 +119,6 @@ vkf_generate_options beam_options(const options *o, const vkf_model *model, uint
     if (cli_given(o, "--n-best")) g.n_best = (uint32_t)(o->n_best > UINT32_MAX ? UINT32_MAX : o->n_best);
     if (g.n_best > g.beams && !cli_given(o, "--n-best")) g.n_best = g.beams;
     if (cli_given(o, "--length-penalty")) g.length_penalty = (float)o->length_penalty;
-    if (cli_given(o, "--no-repeat-ngram"))
-        g.no_repeat_ngram_size = (uint32_t)(o->no_repeat_ngram > UINT32_MAX ? UINT32_MAX : o->no_repeat_ngram);
     if (o->target_lang) vkf_model_set_target_language(model, o->target_lang, &g); /* checked by check_languages */
     if (o->early_stopping) g.early_stopping = true;
     if (SAMPLE(o)) {
@@ -155,8 +153,8 @@ static bool use_generate_with(const options *o, const vkf_model *model)
     bool defaults = g.beams != plain.beams || g.max_new != plain.max_new || g.min_new != plain.min_new ||
                     g.length_penalty != plain.length_penalty || g.early_stopping != plain.early_stopping ||
                     g.n_best != plain.n_best || g.forced_eos != plain.forced_eos || g.renormalize != plain.renormalize ||
-                    g.forced_bos != plain.forced_bos || g.no_repeat_ngram_size != plain.no_repeat_ngram_size;
-    return BEAM_GIVEN(o) || SAMPLE(o) || o->target_lang || defaults || cli_given(o, "--no-repeat-ngram");
+                    g.forced_bos != plain.forced_bos;
+    return BEAM_GIVEN(o) || SAMPLE(o) || o->target_lang || defaults;
 }
 
 /* --source-lang and --target-lang name codes the model knows, and (translate) a
