@@ -4,6 +4,12 @@ directory, with a MANIFEST: one line per file, "FILE<TAB>words its one-line mess
 must hold". Each is a small valid tokenizer broken one way: wrong JSON types,
 unknown components, huge or sparse ids, merges that name unknown tokens or loop,
 bad regexes and charsmaps, nesting past the limit, truncated or non-JSON text.
+And malformed byte-level BPE folders for tokenizer.h's vkf_bpe_open (BART's and
+Whisper's slow files, vocab.json + merges.txt + configs, and their tokenizer.json)
+under bpe/, with MANIFEST_BPE: "FOLDER<TAB>bart|whisper<TAB>words": merges.txt lines
+that are not two tokens, name unknown tokens or are not UTF-8, vocab.json, merges.txt
+and tokenizer.json past 256 MiB (sparse files), bad ids and types in every config
+file, an unknown Whisper language or task, no <|startoftranscript|>.
 Standard library only.
 
 usage: gen_bad_tokenizers.py OUT_DIR
@@ -13,6 +19,7 @@ import copy
 import json
 import os
 import random
+import shutil
 import struct
 import sys
 
@@ -41,6 +48,188 @@ def unigram_base():
     t["model"] = {"type": "Unigram", "unk_id": 0, "byte_fallback": False,
                   "vocab": [["<unk>", 0.0], ["a", -1.0], ["b", -2.0], ["▁", -1.5]]}
     return t
+
+
+def bytes_to_unicode():
+    """GPT-2's byte -> character table."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def bpe_folder(kind):
+    """A small valid byte-level BPE folder: {file name: text}."""
+    chars = sorted(bytes_to_unicode().values())
+    merges = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("Ġ", "a")]
+    vocab = {}
+    if kind == "bart":
+        for t in ("<s>", "<pad>", "</s>", "<unk>"):
+            vocab[t] = len(vocab)
+    for c in chars:
+        vocab[c] = len(vocab)
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    files = {"merges.txt": "#version: 0.2\n" + "".join("%s %s\n" % m for m in merges)}
+    if kind == "bart":
+        vocab["<mask>"] = len(vocab)
+        files["special_tokens_map.json"] = json.dumps({"mask_token": {"content": "<mask>", "lstrip": True}})
+        files["tokenizer_config.json"] = json.dumps({"add_prefix_space": False, "model_max_length": 1024})
+    else:
+        vocab["<|endoftext|>"] = len(vocab)
+        specials = ["<|startoftranscript|>", "<|en|>", "<|zh|>", "<|de|>", "<|translate|>", "<|transcribe|>",
+                    "<|startoflm|>", "<|startofprev|>", "<|nospeech|>", "<|notimestamps|>"]
+        files["added_tokens.json"] = json.dumps({t: len(vocab) + i for i, t in enumerate(specials)})
+        files["tokenizer_config.json"] = json.dumps({"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+                                                     "unk_token": "<|endoftext|>", "language": "en",
+                                                     "task": "transcribe", "tokenizer_class": "WhisperTokenizer"})
+    files["vocab.json"] = json.dumps(vocab, ensure_ascii=False)
+    return files
+
+
+def bpe_tokenizer_json(kind):
+    files = bpe_folder(kind)
+    vocab = json.loads(files["vocab.json"])
+    merges = [l for l in files["merges.txt"].split("\n")[1:] if l]
+    added = [{"id": i, "content": t, "special": True, "normalized": False}
+             for t, i in json.loads(files.get("added_tokens.json", "{}")).items()]
+    return {"version": "1.0", "added_tokens": added, "normalizer": None,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+            "post_processor": None, "decoder": {"type": "ByteLevel"},
+            "model": {"type": "BPE", "vocab": vocab, "merges": merges}}
+
+
+def write_bad_bpe(out):
+    """Malformed byte-level BPE folders under out/bpe and out/MANIFEST_BPE."""
+    root = os.path.join(out, "bpe")
+    os.makedirs(root, exist_ok=True)
+    manifest = []
+
+    def folder(name, kind, words, change=None, json_form=False):
+        d = os.path.join(root, name)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        files = bpe_folder(kind)
+        if json_form:
+            files = {"tokenizer.json": json.dumps(bpe_tokenizer_json(kind), ensure_ascii=False),
+                     "tokenizer_config.json": files["tokenizer_config.json"]}
+        if change:
+            change(files, d)
+        for fn, data in files.items():
+            if data is None:
+                continue
+            with open(os.path.join(d, fn), "wb") as f:
+                f.write(data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data)
+        manifest.append("%s\t%s\t%s" % (name, kind, words))
+
+    def merges_line(k, text):
+        def change(files, d):
+            lines = files["merges.txt"].split("\n")
+            lines[k] = text
+            files["merges.txt"] = "\n".join(lines)
+        return change
+
+    def edit(fn, f):
+        def change(files, d):
+            files[fn] = f(files[fn])
+        return change
+
+    def edit_json(fn, f):
+        def change(files, d):
+            j = json.loads(files[fn])
+            f(j)
+            files[fn] = json.dumps(j, ensure_ascii=False)
+        return change
+
+    def sparse(fn, size=300 << 20):
+        def change(files, d):
+            files[fn] = None
+            with open(os.path.join(d, fn), "wb") as f:
+                f.truncate(size)
+        return change
+
+    def remove(fn):
+        return lambda files, d: files.__setitem__(fn, None)
+
+    folder("valid-bart", "bart", "")           # sanity: both valid folders load (words empty: must load)
+    folder("valid-whisper", "whisper", "")
+    folder("merges-three", "bart", "merges.txt line 3 is not two tokens separated by one space",
+           merges_line(2, "Ġ t x"))
+    folder("merges-one", "bart", "merges.txt line 2 not two tokens", merges_line(1, "Ġt"))
+    folder("merges-empty-line", "bart", "merges.txt line 4 (\"\") not two tokens", merges_line(3, ""))
+    folder("merges-double-space", "whisper", "merges.txt line 2 not two tokens", merges_line(1, "Ġ  t"))
+    folder("merges-trailing-space", "bart", "merges.txt line 3 not two tokens", merges_line(2, "h e "))
+    folder("merges-leading-space", "bart", "merges.txt line 3 not two tokens", merges_line(2, " h e"))
+    folder("merges-unknown-left", "bart", "merges.txt line 2: \"zq\" is not in vocab.json", merges_line(1, "zq t"))
+    folder("merges-unknown-right", "whisper", "merges.txt line 3: \"qz\" is not in vocab.json",
+           merges_line(2, "h qz"))
+    folder("merges-merged-unknown", "bart", "merges.txt line 2: the merged token \"tt\" is not in vocab.json",
+           merges_line(1, "t t"))
+    folder("merges-not-utf8", "bart", "merges.txt line 3 is not UTF-8", merges_line(2, "h\udcff e"))
+    folder("merges-huge", "bart", "merges.txt is 314572800 bytes, more than the 268435456 accepted",
+           sparse("merges.txt"))
+    folder("merges-directory", "whisper", "merges.txt",
+           lambda files, d: (files.__setitem__("merges.txt", None), os.makedirs(os.path.join(d, "merges.txt"))))
+    folder("no-merges", "bart", "no tokenizer.json, and merges.txt is missing", remove("merges.txt"))
+    folder("no-vocab", "whisper", "no tokenizer.json, and vocab.json is missing", remove("vocab.json"))
+    folder("vocab-huge", "bart", "vocab.json is 314572800 bytes, more than", sparse("vocab.json"))
+    folder("vocab-not-json", "bart", "vocab.json is not valid JSON", edit("vocab.json", lambda t: t[:-7]))
+    folder("vocab-not-utf8", "whisper", "vocab.json is not valid JSON",
+           edit("vocab.json", lambda t: t.encode("utf-8").replace(b'"in"', b'"i\xffn"')))
+    folder("vocab-list", "bart", "vocab.json must hold an object", edit("vocab.json", lambda t: "[1, 2]"))
+    folder("vocab-duplicate-key", "bart", "vocab.json is not valid JSON duplicate",
+           edit("vocab.json", lambda t: t[:-1] + ', "he": 7}'))
+    folder("vocab-id-string", "whisper", "vocab.json not a whole number",
+           edit_json("vocab.json", lambda j: j.__setitem__("he", "7")))
+    folder("vocab-id-negative", "bart", "vocab.json is -3, outside", edit_json("vocab.json", lambda j: j.__setitem__("in", -3)))
+    folder("vocab-id-huge", "bart", "vocab.json outside 0..16777215",
+           edit_json("vocab.json", lambda j: j.__setitem__("in", 1 << 40)))
+    folder("vocab-sparse", "bart", "vocab.json too sparse", edit_json("vocab.json", lambda j: j.__setitem__("in", 9000000)))
+    folder("vocab-same-id", "whisper", "vocab.json both have id 5",
+           edit_json("vocab.json", lambda j: (j.__setitem__("!", 5), j.__setitem__("\"", 5))))
+    folder("added-not-object", "whisper", "added_tokens.json must hold an object",
+           edit("added_tokens.json", lambda t: "[\"<|x|>\"]"))
+    folder("added-id-string", "whisper", "added_tokens.json the id of \"<|en|>\" is not a whole number",
+           edit_json("added_tokens.json", lambda j: j.__setitem__("<|en|>", "300")))
+    folder("added-id-negative", "whisper", "added_tokens.json the id of \"<|zh|>\"",
+           edit_json("added_tokens.json", lambda j: j.__setitem__("<|zh|>", -1)))
+    folder("config-decoder-key", "whisper", "tokenizer_config.json added_tokens_decoder key \"abc\" is not an id",
+           edit_json("tokenizer_config.json", lambda j: j.__setitem__("added_tokens_decoder", {"abc": {"content": "x"}})))
+    folder("config-decoder-content", "bart", "tokenizer_config.json added_tokens_decoder[300].content must be a string",
+           edit_json("tokenizer_config.json", lambda j: j.__setitem__("added_tokens_decoder", {"300": {"content": 5}})))
+    folder("config-token-number", "bart", "tokenizer_config.json bos_token must be a string or an object",
+           edit_json("tokenizer_config.json", lambda j: j.__setitem__("bos_token", 5)))
+    folder("config-lstrip-string", "bart", "special_tokens_map.json mask_token.lstrip must be true or false",
+           edit_json("special_tokens_map.json", lambda j: j["mask_token"].__setitem__("lstrip", "yes")))
+    folder("config-prefix-space", "bart", "tokenizer_config.json add_prefix_space must be true or false",
+           edit_json("tokenizer_config.json", lambda j: j.__setitem__("add_prefix_space", "no")))
+    folder("config-extra-not-list", "whisper", "tokenizer_config.json additional_special_tokens must be a list",
+           edit_json("tokenizer_config.json", lambda j: j.__setitem__("additional_special_tokens", "<|en|>")))
+    folder("config-not-json", "bart", "tokenizer_config.json is not valid JSON",
+           edit("tokenizer_config.json", lambda t: "{" + t))
+    folder("whisper-language", "whisper", "tokenizer_config.json language \"klingon\" is not one of Whisper's",
+           edit_json("tokenizer_config.json", lambda j: j.__setitem__("language", "klingon")))
+    folder("whisper-task", "whisper", "tokenizer_config.json task \"summarize\" is neither",
+           edit_json("tokenizer_config.json", lambda j: j.__setitem__("task", "summarize")))
+    folder("whisper-no-sot", "whisper", "no <|startoftranscript|>",
+           edit_json("added_tokens.json", lambda j: j.pop("<|startoftranscript|>")))
+    folder("json-unigram", "bart", "tokenizer.json model.type must be \"BPE\"",
+           edit_json("tokenizer.json", lambda j: j["model"].__setitem__("type", "Unigram")), json_form=True)
+    folder("json-list", "whisper", "tokenizer.json must hold a JSON object", edit("tokenizer.json", lambda t: "[]"),
+           json_form=True)
+    folder("json-huge", "bart", "tokenizer.json is 314572800 bytes, more than", sparse("tokenizer.json"), json_form=True)
+    folder("json-merge-unknown", "bart", "tokenizer.json model.merges[1] \"zq\" is not in the vocabulary",
+           edit_json("tokenizer.json", lambda j: j["model"]["merges"].__setitem__(1, "zq t")), json_form=True)
+    folder("json-added-id", "whisper", "tokenizer.json added_tokens[0].id is not a whole number",
+           edit_json("tokenizer.json", lambda j: j.__setitem__("added_tokens", [{"id": "x", "content": "<|a|>"}])),
+           json_form=True)
+    with open(os.path.join(out, "MANIFEST_BPE"), "w", encoding="utf-8") as f:
+        f.write("\n".join(manifest) + "\n")
 
 
 def main():
@@ -186,6 +375,7 @@ def main():
            lambda t: t["model"]["vocab"].append(["y" * 1500, -3.0]), unigram_base)
     with open(os.path.join(out, "MANIFEST"), "w", encoding="utf-8") as f:
         f.write("\n".join(manifest) + "\n")
+    write_bad_bpe(out)
 
 
 if __name__ == "__main__":

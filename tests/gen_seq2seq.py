@@ -1,9 +1,18 @@
 #!/usr/bin/python3
-"""Writes random-weight Hugging Face M2M-100, NLLB-200 and mBART-50 folders in the hub's layout.
+"""Writes random-weight Hugging Face M2M-100, NLLB-200, mBART-50 and BART folders in the hub's layout.
 
-usage: /usr/bin/python3 tests/gen_seq2seq.py OUT_DIR m2m_100|nllb|mbart [--d-model 32] [--layers 2]
+usage: /usr/bin/python3 tests/gen_seq2seq.py OUT_DIR m2m_100|nllb|mbart|bart [--d-model 32] [--layers 2]
            [--heads 4] [--ffn 64] [--seed 1] [--max-positions 64] [--dtype f32|f16] [--names hub|all]
-           [--vocab-size N] [--malformed KIND]
+           [--vocab-size N] [--tokenizer hub|saved|legacy] [--malformed KIND]
+
+BART (BartForConditionalGeneration, as facebook/bart-large): config.json with bart-large's keys,
+generation_config.json with its defaults (forced_bos_token_id 0, forced_eos_token_id 2,
+decoder_start_token_id 2, num_beams 4, early_stopping true, no_repeat_ngram_size 3), model.safetensors (model.shared.weight, learned positions of max_positions + 2
+rows, layernorm_embedding, post-LN layers, no final norms, final_logits_bias), and the byte-level BPE
+tokenizer of tests/data/tokenizers (tools/make_bpe_cases.py's GPT-2-style vocabulary, made with the
+real tokenizers library): --tokenizer hub writes vocab.json + merges.txt, saved the tokenizer.json +
+tokenizer_config.json that transformers 5.12 save_pretrained wrote, legacy transformers 4.x's slow
+files with special_tokens_map.json.
 
 Each folder holds what the facebook/* repositories hold (tokenizer.json aside: tests/test_seq2seq.py
 covers it with the folders transformers 5.x save_pretrained writes):
@@ -53,6 +62,34 @@ MALFORMED = {
     "huge-penalty": ("length_penalty 1e308 in generation_config.json", ["length_penalty", "generation_config"]),
     "bad-src-lang": ("tokenizer_config.json src_lang xx_YY", ["src_lang"]),
 }
+# BART's own (its tokenizer files), with the generic ones above that apply to it
+BART_MALFORMED = {
+    "no-merges": ("merges.txt removed", ["merges.txt"]),
+    "merges-line": ("a merges.txt line of three tokens", ["merges.txt line 3", "two tokens"]),
+    "merges-unknown": ("a merge naming a token vocab.json lacks", ["merges.txt line", "not in vocab.json"]),
+    "merges-utf8": ("a merges.txt line that is not UTF-8", ["merges.txt line", "UTF-8"]),
+    "vocab-list": ("vocab.json holding a list", ["vocab.json"]),
+    "vocab-dup-id": ("two vocab.json tokens with one id", ["vocab.json", "id"]),
+    "eos-mismatch": ("eos_token_id 5 in config.json and generation_config.json, the tokenizer's </s> is 2",
+                     ["eos_token_id 5"]),
+    "bad-tokenizer-json": ("tokenizer.json with a Unigram model", ["tokenizer.json", "BPE"]),
+    "no-weights": MALFORMED["no-weights"],
+    "bad-shape": MALFORMED["bad-shape"],
+    "small-vocab": MALFORMED["small-vocab"],
+    "tied-differ": MALFORMED["tied-differ"],
+    "no-positions": ("model.decoder.embed_positions.weight removed", ["model.decoder.embed_positions.weight"]),
+    "pre-ln": ("normalize_before true in config.json", ["normalize_before"]),
+}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def bpe_folder_files(form):
+    """{file name: text} of tools/make_bpe_cases.py's BART tokenizer folder `form` (hub, saved, legacy)."""
+    import lzma
+    with open(os.path.join(HERE, "data", "tokenizers", "bart_%s.folder.json.xz" % form), "rb") as f:
+        files = json.loads(lzma.decompress(f.read()))
+    files.pop("config.json", None)
+    return files
 
 
 def corpus(seed, n=600):
@@ -71,7 +108,9 @@ def train_bpe(sentences, vocab_size):
 
 
 def make_folder(out, family, d_model=32, layers=2, heads=4, ffn=64, seed=1, max_positions=64, dtype="f32",
-                names="hub", spm_vocab=120, vocab_size=0):
+                names="hub", spm_vocab=120, vocab_size=0, tokenizer="hub"):
+    if family == "bart":
+        return make_bart(out, d_model, layers, heads, ffn, seed, max_positions, dtype, names, vocab_size, tokenizer)
     import sentencepiece as spm
     os.makedirs(out, exist_ok=True)
     proto = train_bpe(corpus(seed), spm_vocab)
@@ -134,6 +173,48 @@ def make_folder(out, family, d_model=32, layers=2, heads=4, ffn=64, seed=1, max_
     return {"vocab_size": V, "config": cfg}
 
 
+def make_bart(out, d_model, layers, heads, ffn, seed, max_positions, dtype, names, vocab_size, tokenizer):
+    os.makedirs(out, exist_ok=True)
+    files = bpe_folder_files(tokenizer)
+    for name, text in files.items():
+        with open(os.path.join(out, name), "w", encoding="utf-8") as f:
+            f.write(text)
+    if "vocab.json" in files:
+        n_tok = len(json.loads(files["vocab.json"]))
+    else:
+        n_tok = len(json.loads(files["tokenizer.json"])["model"]["vocab"])
+    V = max(n_tok, vocab_size)
+    cfg = {
+        "_name_or_path": "bart-large", "activation_dropout": 0.1, "activation_function": "gelu",
+        "add_bias_logits": False, "add_final_layer_norm": False, "architectures": ["BartForConditionalGeneration"],
+        "attention_dropout": 0.1, "bos_token_id": 0, "classif_dropout": 0.1, "classifier_dropout": 0.0,
+        "d_model": d_model, "decoder_attention_heads": heads, "decoder_ffn_dim": ffn, "decoder_layerdrop": 0.0,
+        "decoder_layers": layers, "decoder_start_token_id": 2, "dropout": 0.1, "early_stopping": True,
+        "encoder_attention_heads": heads, "encoder_ffn_dim": ffn, "encoder_layerdrop": 0.0, "encoder_layers": layers,
+        "eos_token_id": 2, "forced_bos_token_id": 0, "forced_eos_token_id": 2, "gradient_checkpointing": False,
+        "init_std": 0.02, "is_encoder_decoder": True, "max_position_embeddings": max_positions,
+        "model_type": "bart", "no_repeat_ngram_size": 3, "normalize_before": False, "normalize_embedding": True,
+        "num_beams": 4,
+        "num_hidden_layers": layers, "pad_token_id": 1, "scale_embedding": False,
+        "transformers_version": "4.26.0.dev0", "use_cache": True, "vocab_size": V,
+    }
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    gen = {"_from_model_config": True, "bos_token_id": 0, "decoder_start_token_id": 2, "early_stopping": True,
+           "eos_token_id": 2, "forced_bos_token_id": 0, "forced_eos_token_id": 2, "no_repeat_ngram_size": 3,
+           "num_beams": 4, "pad_token_id": 1, "transformers_version": "4.27.0.dev0"}
+    with open(os.path.join(out, "generation_config.json"), "w") as f:
+        json.dump(gen, f, indent=2)
+    w = random_weights(cfg, seed)
+    if names == "all":
+        for alias in ("model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"):
+            w[alias] = w["model.shared.weight"]
+    if dtype == "f16":
+        w = gen_marian.to_f16(w)
+    gen_marian.write_safetensors(os.path.join(out, "model.safetensors"), w)
+    return {"vocab_size": V, "config": cfg}
+
+
 def random_weights(cfg, seed):
     rng = np.random.default_rng(seed)
     d, V = cfg["d_model"], cfg["vocab_size"]
@@ -149,7 +230,7 @@ def random_weights(cfg, seed):
 
     emb_std = gen_marian.EMB_STD / math.sqrt(d)
     w["model.shared.weight"] = (emb_std * rng.standard_normal((V, d))).astype(np.float32)
-    mbart = cfg["model_type"] == "mbart"
+    mbart = cfg["model_type"] in ("mbart", "bart")
     for side in ("encoder", "decoder"):
         if mbart:
             w["model.%s.embed_positions.weight" % side] = (0.5 * rng.standard_normal(
@@ -164,13 +245,16 @@ def random_weights(cfg, seed):
             lin(p + "fc1", cfg[side + "_ffn_dim"], d)
             lin(p + "fc2", d, cfg[side + "_ffn_dim"])
             ln(p + "final_layer_norm")
-        ln("model.%s.layer_norm" % side)
+        if cfg["model_type"] != "bart":
+            ln("model.%s.layer_norm" % side)
     if mbart:
         w["final_logits_bias"] = (0.3 * rng.standard_normal((1, V))).astype(np.float32)
     return w
 
 
 def make_malformed(out, family, kind):
+    if family == "bart":
+        return make_bart_malformed(out, kind)
     make_folder(out, family)
     p = lambda n: os.path.join(out, n)  # noqa: E731
 
@@ -214,11 +298,73 @@ def make_malformed(out, family, kind):
     return MALFORMED[kind][1]
 
 
+def make_bart_malformed(out, kind):
+    make_folder(out, "bart", tokenizer="saved" if kind == "bad-tokenizer-json" else "hub")
+    p = lambda n: os.path.join(out, n)  # noqa: E731
+
+    def edit_json(name, fn):
+        with open(p(name), encoding="utf-8") as f:
+            j = json.load(f)
+        j = fn(j) or j
+        with open(p(name), "w", encoding="utf-8") as f:
+            json.dump(j, f, ensure_ascii=False)
+
+    def edit_weights(fn):
+        w = gen_marian.read_safetensors(p("model.safetensors"))
+        fn(w)
+        gen_marian.write_safetensors(p("model.safetensors"), w)
+
+    def edit_merges(fn):
+        with open(p("merges.txt"), "rb") as f:
+            lines = f.read().split(b"\n")
+        fn(lines)
+        with open(p("merges.txt"), "wb") as f:
+            f.write(b"\n".join(lines))
+
+    if kind == "no-merges":
+        os.remove(p("merges.txt"))
+    elif kind == "merges-line":
+        edit_merges(lambda l: l.__setitem__(2, l[2] + b" x"))
+    elif kind == "merges-unknown":
+        edit_merges(lambda l: l.__setitem__(5, "zzq\u00e9\u00e9 \u00e9zzq".encode()))
+    elif kind == "merges-utf8":
+        edit_merges(lambda l: l.__setitem__(4, b"\xff\xfe x"))
+    elif kind == "vocab-list":
+        edit_json("vocab.json", lambda j: sorted(j))
+    elif kind == "vocab-dup-id":
+        edit_json("vocab.json", lambda j: j.__setitem__("<unk>", 2))
+    elif kind == "eos-mismatch":
+        edit_json("config.json", lambda j: j.__setitem__("eos_token_id", 5))
+        edit_json("generation_config.json", lambda j: j.__setitem__("eos_token_id", 5))
+    elif kind == "bad-tokenizer-json":
+        edit_json("tokenizer.json", lambda j: j["model"].__setitem__("type", "Unigram"))
+    elif kind == "no-weights":
+        os.remove(p("model.safetensors"))
+    elif kind == "bad-shape":
+        edit_weights(lambda w: w.__setitem__("model.encoder.layers.0.fc1.weight",
+                                             w["model.encoder.layers.0.fc1.weight"][:-1]))
+    elif kind == "small-vocab":
+        def small(w):
+            w["model.shared.weight"] = w["model.shared.weight"][:40]
+            w["final_logits_bias"] = w["final_logits_bias"][:, :40]
+        edit_weights(small)
+        edit_json("config.json", lambda j: j.__setitem__("vocab_size", 40))
+    elif kind == "tied-differ":
+        edit_weights(lambda w: w.__setitem__("lm_head.weight", w["model.shared.weight"] * 2))
+    elif kind == "no-positions":
+        edit_weights(lambda w: w.pop("model.decoder.embed_positions.weight"))
+    elif kind == "pre-ln":
+        edit_json("config.json", lambda j: j.__setitem__("normalize_before", True))
+    else:
+        raise ValueError("unknown malformed kind %r" % kind)
+    return BART_MALFORMED[kind][1]
+
+
 def main(argv):
     import argparse
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("family", choices=("m2m_100", "nllb", "mbart"))
+    ap.add_argument("family", choices=("m2m_100", "nllb", "mbart", "bart"))
     ap.add_argument("--d-model", type=int, default=32)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--heads", type=int, default=4)
@@ -228,13 +374,14 @@ def main(argv):
     ap.add_argument("--dtype", default="f32", choices=("f32", "f16"))
     ap.add_argument("--names", default="hub", choices=("hub", "all"))
     ap.add_argument("--vocab-size", type=int, default=0, help="at least this vocabulary (NLLB-200: 256206)")
+    ap.add_argument("--tokenizer", default="hub", choices=("hub", "saved", "legacy"), help="BART's tokenizer files")
     ap.add_argument("--malformed")
     a = ap.parse_args(argv)
     if a.malformed:
         print(" ".join(make_malformed(a.out, a.family, a.malformed)))
     else:
         make_folder(a.out, a.family, a.d_model, a.layers, a.heads, a.ffn, a.seed, a.max_positions, a.dtype, a.names,
-                    vocab_size=a.vocab_size)
+                    vocab_size=a.vocab_size, tokenizer=a.tokenizer)
 
 
 if __name__ == "__main__":

@@ -284,13 +284,38 @@ def _forced_eos(model):
                                                           getattr(model, "forced_eos_default", model.eos)))
 
 
-def process(model, scores, cur_len, max_length):
+def _ngram_bans(model, input_ids, cur_len):
+    """NoRepeatNGramLogitsProcessor's banned ids of each row of input_ids (long (rows, >= cur_len)), or
+    None when the generation_config has no no_repeat_ngram_size."""
+    gc = getattr(model, "generation_config", {}) or {}
+    n = gc.get("no_repeat_ngram_size") or 0
+    if not n or input_ids is None:
+        return None
+    out = []
+    for row in input_ids[:, :cur_len].tolist():
+        banned = []
+        if cur_len + 1 >= n:
+            prefix = row[cur_len - n + 1:cur_len] if n > 1 else []
+            for i in range(cur_len - n + 1):
+                if row[i:i + n - 1] == prefix and row[i + n - 1] not in banned:
+                    banned.append(row[i + n - 1])
+        out.append(banned)
+    return out
+
+
+def process(model, scores, cur_len, max_length, input_ids=None):
     """transformers' logits processors of a generation_config, in order: NoBadWords (pad -> -inf),
-    ForcedBOS (model.forced_bos at cur_len == 1: every other token -inf, it 0), ForcedEOS (at
-    cur_len == max_length - 1), LogitNormalization (renormalize_logits)."""
+    NoRepeatNGram (the rows' input_ids given), ForcedBOS (model.forced_bos at cur_len == 1: every other
+    token -inf, it 0), ForcedEOS (at cur_len == max_length - 1), LogitNormalization (renormalize_logits;
+    without n-gram bans log_softmax is applied in any case, which changes nothing for the other bans
+    of the folders tested here)."""
     scores = scores.clone()
     for b in _bad_ids(model):
         scores[:, b] = -float("inf")
+    bans = _ngram_bans(model, input_ids, cur_len)
+    for row, ids in enumerate(bans or []):
+        if ids:
+            scores[row, ids] = -float("inf")
     fb = getattr(model, "forced_bos", None)
     if fb is not None and cur_len == 1:
         scores = torch.full_like(scores, -float("inf"))
@@ -299,6 +324,9 @@ def process(model, scores, cur_len, max_length):
     if fe is not None and cur_len == max_length - 1:
         scores = torch.full_like(scores, -float("inf"))
         scores[:, fe] = 0.0
+    gc = getattr(model, "generation_config", {}) or {}
+    if bans is not None and not gc.get("renormalize_logits", False):
+        return scores
     return torch.log_softmax(scores, dim=-1)
 
 
@@ -312,7 +340,7 @@ def greedy(model, src_ids, max_new):
     max_length = 1 + max_new
     while len(seq) < max_length:
         logits = model.decode(mem, torch.tensor([seq]), keep)[:, -1].float()
-        tok = int(torch.argmax(process(model, logits, len(seq), max_length), dim=-1)[0])
+        tok = int(torch.argmax(process(model, logits, len(seq), max_length, torch.tensor([seq])), dim=-1)[0])
         seq.append(tok)
         if tok == model.eos:
             break
@@ -348,7 +376,7 @@ def beam_search(model, src_ids, num_beams, max_new, length_penalty=1.0, early_st
     while True:
         logits = model.decode(memK, running[:, :cur_len], keepK)[:, -1].float()
         V = logits.shape[-1]
-        lp = process(model, torch.log_softmax(logits, dim=-1), cur_len, max_length)
+        lp = process(model, torch.log_softmax(logits, dim=-1), cur_len, max_length, running)
         lp = (lp + run_scores[:, None]).reshape(-1)
         top_lp, top_idx = torch.topk(lp, keep_n)
         parent, tok = top_idx // V, top_idx % V

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""A PyTorch reference of Hugging Face's M2M-100 / NLLB-200 and mBART (mBART-50) models and their
-tokenizers, written here from their definitions, on top of tests/marian_ref.py (whose greedy and beam
+"""A PyTorch reference of Hugging Face's M2M-100 / NLLB-200, mBART (mBART-50) and BART models and the
+first three's tokenizers, written here from their definitions, on top of tests/marian_ref.py (whose greedy and beam
 search, transcribed from transformers 5.12's generate, serve every family).
 
 Runs under Debian's /usr/bin/python3 (PyTorch 1.13, numpy, python3-sentencepiece): no transformers.
@@ -17,9 +17,15 @@ The models (config.json keys in brackets):
   - MBartForConditionalGeneration (model_type mbart): the same pre-LN layers and final norms, learned
     positions [max_position_embeddings + 2 rows], position p at row p + 2, layernorm_embedding after
     embeddings + positions, GELU, final_logits_bias.
+  - BartForConditionalGeneration (model_type bart): post-LN layers (x = LN(x + SelfAttn(x));
+    x = LN(x + CrossAttn(x)); x = LN(x + FFN(x))) and no final norms, learned positions at row p + 2 and
+    layernorm_embedding as mBART's, GELU, final_logits_bias (zeros when the file lacks it), lm_head tied
+    to model.shared unless [tie_word_embeddings] is false. Its byte-level BPE tokenizer is not written
+    here: tests/test_seq2seq.py takes BART's ids from transformers' golden cases
+    (tools/make_bpe_cases.py).
 Generation: generate() with the folder's generation_config.json (decoder_start_token_id, max_length,
-forced_eos_token_id, ...) and forced_bos_token_id = the target language token: at the first step every
-other token is -inf and the forced one 0.
+forced_eos_token_id, ...) and forced_bos_token_id = the target language token (BART: the folder's
+forced_bos_token_id): at the first step every other token is -inf and the forced one 0.
 
 Tokenizers (slow-file conventions; tokenizer.json carries the same ids):
   - NLLB (NllbTokenizer): sentencepiece.bpe.model under fairseq's offset: <s> 0, <pad> 1, </s> 2,
@@ -73,8 +79,8 @@ class Seq2Seq(marian_ref.Marian):
     def __init__(self, config, weights):
         c = dict(config)
         self.kind = c["model_type"]
-        if self.kind not in ("m2m_100", "mbart"):
-            raise ValueError("model_type %r is neither m2m_100 nor mbart" % self.kind)
+        if self.kind not in ("m2m_100", "mbart", "bart"):
+            raise ValueError("model_type %r is not m2m_100, mbart or bart" % self.kind)
         self.config = c
         self.act = marian_ref.ACTIVATIONS[c.get("activation_function", "relu" if self.kind == "m2m_100" else "gelu")]
         self.d = c["d_model"]
@@ -84,14 +90,18 @@ class Seq2Seq(marian_ref.Marian):
         self.start = start if start is not None else c.get("bos_token_id", 0)
         self.scale = math.sqrt(self.d) if c.get("scale_embedding", False) else 1.0
         w = dict(weights)
-        for n in ("model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight",
-                  "lm_head.weight"):
+        tie = c.get("tie_word_embeddings", True)
+        for n in ("model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight") + (
+                ("lm_head.weight",) if tie else ()):
             if n in w:
                 emb = w[n]
                 break
         else:
             raise KeyError("no token embedding")
         self.enc_emb = self.dec_emb = self.lm_head = emb
+        if not tie:
+            self.lm_head = w["lm_head.weight"]
+        self.post_ln = self.kind == "bart"
         V = emb.shape[0]
         self.vocab_size = V
         self.bias = w["final_logits_bias"].reshape(-1) if "final_logits_bias" in w else torch.zeros(V)
@@ -115,7 +125,7 @@ class Seq2Seq(marian_ref.Marian):
 
     def _embed(self, ids, side):
         x = self.enc_emb[ids] * self.scale + self._positions(ids, side)
-        if self.kind == "mbart":
+        if self.kind in ("mbart", "bart"):
             x = self._ln(x, "model.%s.layernorm_embedding" % side)
         return x
 
@@ -127,11 +137,16 @@ class Seq2Seq(marian_ref.Marian):
         H = c["encoder_attention_heads"]
         for i in range(c["encoder_layers"]):
             p = "model.encoder.layers.%d." % i
+            if self.post_ln:
+                x = self._ln(x + self._attn(x, x, p + "self_attn", H, mask), p + "self_attn_layer_norm")
+                h = self._lin(self.act(self._lin(x, p + "fc1")), p + "fc2")
+                x = self._ln(x + h, p + "final_layer_norm")
+                continue
             x = x + self._attn(self._ln(x, p + "self_attn_layer_norm"), self._ln(x, p + "self_attn_layer_norm"),
                                p + "self_attn", H, mask)
             h = self._ln(x, p + "final_layer_norm")
             x = x + self._lin(self.act(self._lin(h, p + "fc1")), p + "fc2")
-        return self._ln(x, "model.encoder.layer_norm")
+        return x if self.post_ln else self._ln(x, "model.encoder.layer_norm")
 
     @torch.no_grad()
     def decode(self, memory, tgt, src_keep=None):
@@ -143,12 +158,19 @@ class Seq2Seq(marian_ref.Marian):
         H = c["decoder_attention_heads"]
         for i in range(c["decoder_layers"]):
             p = "model.decoder.layers.%d." % i
+            if self.post_ln:
+                x = self._ln(x + self._attn(x, x, p + "self_attn", H, causal), p + "self_attn_layer_norm")
+                x = self._ln(x + self._attn(x, memory, p + "encoder_attn", H, cross), p + "encoder_attn_layer_norm")
+                h = self._lin(self.act(self._lin(x, p + "fc1")), p + "fc2")
+                x = self._ln(x + h, p + "final_layer_norm")
+                continue
             h = self._ln(x, p + "self_attn_layer_norm")
             x = x + self._attn(h, h, p + "self_attn", H, causal)
             x = x + self._attn(self._ln(x, p + "encoder_attn_layer_norm"), memory, p + "encoder_attn", H, cross)
             h = self._ln(x, p + "final_layer_norm")
             x = x + self._lin(self.act(self._lin(h, p + "fc1")), p + "fc2")
-        x = self._ln(x, "model.decoder.layer_norm")
+        if not self.post_ln:
+            x = self._ln(x, "model.decoder.layer_norm")
         return F.linear(x, self.lm_head) + self.bias
 
 
@@ -163,7 +185,8 @@ def load_folder(path, target_lang_id=None):
     if os.path.exists(gc_path):
         with open(gc_path) as f:
             m.generation_config.update(json.load(f))
-    m.forced_bos = target_lang_id
+    m.forced_bos = target_lang_id if target_lang_id is not None else m.generation_config.get(
+        "forced_bos_token_id", cfg.get("forced_bos_token_id") if not os.path.exists(gc_path) else None)
     m.forced_eos_default = None
     return m
 

@@ -20,6 +20,7 @@
  *                          decode_n with NUL bytes, 8 threads on one tokenizer
  * Prints "N passed, M failed"; exits 1 on any failure.
  */
+#include "families/tokenizer.h"
 #include "families/tokenizer_json.h"
 
 #include <jansson.h>
@@ -123,12 +124,15 @@ static bool same_ids(const int32_t *a, size_t na, const int32_t *b, size_t nb)
 
 /* One decode against its expectation: a string, or null (tokenizers panics: we
  * must fail). Returns whether it matched; reports the first mismatch. */
+static const vkf_bpe_text *decode_bpe; /* set: check_decode runs vkf_bpe_decode on it instead */
+
 static bool check_decode(const vkf_hftok *t, const char *name, const char *what, const int32_t *ids, size_t n,
                          bool skip, const char *want, size_t want_len, bool want_fail, bool *reported)
 {
     char *got = NULL;
     size_t got_len = 0;
-    vkf_status st = vkf_hftok_decode_n(t, ids, (uint32_t)n, skip, &got, &got_len);
+    vkf_status st = decode_bpe ? vkf_bpe_decode(decode_bpe, ids, (uint32_t)n, skip, &got, &got_len)
+                               : vkf_hftok_decode_n(t, ids, (uint32_t)n, skip, &got, &got_len);
     bool ok = want_fail ? st != VKF_OK && vkf_last_error()[0] != '\0'
                         : st == VKF_OK && got_len == want_len && memcmp(got, want, want_len) == 0;
     if (!ok && !*reported) {
@@ -145,6 +149,49 @@ static bool check_decode(const vkf_hftok *t, const char *name, const char *what,
     }
     free(got);
     return ok;
+}
+
+/* The two decodes an encode case expects (e[3], e[4]): d1 (skip_special) 0 = the
+ * text, 1 = d0; d0: 0 = the text, [prefix, suffix] around d1; null = tokenizers
+ * panics (*f0, *f1 true). */
+static void expected_decodes(const json_t *e, const char *text, size_t text_len, buf_t *w0, bool *f0, buf_t *w1,
+                             bool *f1)
+{
+    json_t *d0 = json_array_get(e, 3), *d1 = json_array_get(e, 4);
+    *f0 = json_is_null(d0), *f1 = json_is_null(d1);
+    if (json_is_integer(d1) && json_integer_value(d1) == 0) buf_set(w1, text, text_len);
+    else if (json_is_string(d1)) buf_set(w1, json_string_value(d1), json_string_length(d1));
+    if (json_is_integer(d0)) buf_set(w0, text, text_len);
+    else if (json_is_string(d0)) buf_set(w0, json_string_value(d0), json_string_length(d0));
+    else if (json_is_array(d0)) {
+        json_t *pre = json_array_get(d0, 0), *post = json_array_get(d0, 1);
+        buf_set(w0, json_string_value(pre), json_string_length(pre));
+        buf_cat(w0, w1->s, w1->n);
+        buf_cat(w0, json_string_value(post), json_string_length(post));
+    }
+    if (json_is_integer(d1) && json_integer_value(d1) == 1) {
+        buf_set(w1, w0->s, w0->n);
+        *f1 = *f0;
+    }
+}
+
+/* Ids with special tokens of an encode case: e[2] whole, or [prefix, suffix]
+ * around the plain ids a (na). */
+static size_t expected_special(const json_t *bj, const int32_t *a, size_t na, int32_t **out)
+{
+    if (json_array_size(bj) == 2 && json_is_array(json_array_get(bj, 0))) {
+        int32_t *pre, *post;
+        size_t np = json_ids(json_array_get(bj, 0), &pre), nq = json_ids(json_array_get(bj, 1), &post);
+        size_t nb = np + na + nq;
+        *out = malloc((nb ? nb : 1) * sizeof **out);
+        if (!*out) abort();
+        memcpy(*out, pre, np * sizeof *pre);
+        if (na) memcpy(*out + np, a, na * sizeof *a);
+        memcpy(*out + np + na, post, nq * sizeof *post);
+        free(pre), free(post);
+        return nb;
+    }
+    return json_ids(bj, out);
 }
 
 static int run_cases(const char *dir)
@@ -243,25 +290,9 @@ static int run_cases(const char *dir)
                 }
                 free(got);
             }
-            /* d1 (skip_special): 0 = the text, 1 = d0; d0: 0 = the text, [prefix, suffix]
-             * around d1; null = tokenizers panics */
-            json_t *d0 = json_array_get(e, 3), *d1 = json_array_get(e, 4);
-            bool f0 = json_is_null(d0), f1 = json_is_null(d1);
             buf_t w0 = {0}, w1 = {0};
-            if (json_is_integer(d1) && json_integer_value(d1) == 0) buf_set(&w1, text, text_len);
-            else if (json_is_string(d1)) buf_set(&w1, json_string_value(d1), json_string_length(d1));
-            if (json_is_integer(d0)) buf_set(&w0, text, text_len);
-            else if (json_is_string(d0)) buf_set(&w0, json_string_value(d0), json_string_length(d0));
-            else if (json_is_array(d0)) {
-                json_t *pre = json_array_get(d0, 0), *post = json_array_get(d0, 1);
-                buf_set(&w0, json_string_value(pre), json_string_length(pre));
-                buf_cat(&w0, w1.s, w1.n);
-                buf_cat(&w0, json_string_value(post), json_string_length(post));
-            }
-            if (json_is_integer(d1) && json_integer_value(d1) == 1) {
-                buf_set(&w1, w0.s, w0.n);
-                f1 = f0;
-            }
+            bool f0, f1;
+            expected_decodes(e, text, text_len, &w0, &f0, &w1, &f1);
             const char *w0s = w0.s ? w0.s : "", *w1s = w1.s ? w1.s : "";
             size_t l0 = w0.n, l1 = w1.n;
             ok &= check_decode(t, name, "of the encode", want_b, nb, false, w0s, l0, f0, &reported_dec);
@@ -297,7 +328,180 @@ static int run_cases(const char *dir)
     return 0;
 }
 
+/* ------------------------------------------------------------------ byte-level BPE folders */
+
+/* tools/make_bpe_cases.py's folders through tokenizer.h's vkf_bpe_*: each folder's
+ * cases as transformers 5.12.1's AutoTokenizer gave them. */
+static int run_bpe(const char *dir)
+{
+    static const struct {
+        const char *name;
+        vkf_bpe_kind kind;
+    } forms[] = {{"bart_hub", VKF_BPE_BART},       {"bart_saved", VKF_BPE_BART},        {"bart_legacy", VKF_BPE_BART},
+                 {"whisper_hub", VKF_BPE_WHISPER}, {"whisper_legacy", VKF_BPE_WHISPER}, {"whisper_saved", VKF_BPE_WHISPER}};
+    enum { NF = sizeof forms / sizeof *forms };
+    json_t *loaded[NF] = {0};
+    char *texts_path = path_join(dir, "bpe_texts.json");
+    json_t *texts = load_json(texts_path);
+    free(texts_path);
+    for (size_t f = 0; f < NF; f++) {
+        const char *name = forms[f].name;
+        char file[256];
+        snprintf(file, sizeof file, "%s.cases.json", name);
+        char *cases_path = path_join(dir, file), *folder = path_join(dir, name);
+        json_t *c = loaded[f] = load_json(cases_path);
+        free(cases_path);
+        const json_t *base = NULL;
+        const char *same_as = json_string_value(json_object_get(c, "same_as"));
+        for (size_t k = 0; same_as && k < f; k++)
+            if (strcmp(forms[k].name, same_as) == 0) base = json_object_get(loaded[k], "encode");
+        CHECK(!same_as || base, "%s: its base %s is not loaded", name, same_as);
+        vkf_bpe_text *t = NULL;
+        vkf_status st = vkf_bpe_open(folder, forms[f].kind, &t);
+        free(folder);
+        CHECK(st == VKF_OK, "%s: open: %s", name, vkf_last_error());
+        if (st != VKF_OK) continue;
+        CHECK(t->from_json == (strstr(name, "_saved") != NULL), "%s: read from %s", name,
+              t->from_json ? "tokenizer.json" : "the slow files");
+        int good = 0, bad = 0;
+        bool reported_enc = false, reported_dec = false;
+        uint32_t want_size = (uint32_t)json_integer_value(json_object_get(c, "vocab_size"));
+        if (vkf_bpe_size(t) == want_size) good++;
+        else bad++, fprintf(stderr, "%s: size %u, expected %u\n", name, vkf_bpe_size(t), want_size);
+        json_t *added = json_object_get(c, "added");
+        for (size_t i = 0; i < json_array_size(added); i++) {
+            json_t *a = json_array_get(added, i);
+            const char *content = json_string_value(json_array_get(a, 0));
+            int32_t id = (int32_t)json_integer_value(json_array_get(a, 1));
+            bool special = json_is_true(json_array_get(a, 2));
+            if (vkf_bpe_token_id(t, content) == id && vkf_hftok_is_special(t->tok, id) == special) {
+                good++;
+            } else {
+                bad++;
+                fprintf(stderr, "%s: added token \"%s\": expected id %d, special %d; got id %d, special %d\n", name,
+                        content, id, special, vkf_bpe_token_id(t, content), vkf_hftok_is_special(t->tok, id));
+            }
+        }
+        decode_bpe = t;
+        json_t *enc = json_object_get(c, "encode");
+        for (size_t i = 0; i < json_array_size(enc); i++) {
+            json_t *e = json_array_get(enc, i);
+            size_t ti = (size_t)json_integer_value(json_array_get(e, 0));
+            json_t *tj = json_array_get(texts, ti);
+            const char *text = json_string_value(tj);
+            size_t text_len = json_string_length(tj);
+            json_t *aj = json_array_get(e, 1);
+            if (json_is_null(aj) && base) aj = json_array_get(json_array_get(base, i), 1); /* the base's ids */
+            int32_t *want_a, *want_b;
+            size_t na = json_ids(aj, &want_a), nb = expected_special(json_array_get(e, 2), want_a, na, &want_b);
+            bool ok = true;
+            for (int special = 0; special < 2; special++) {
+                int32_t *got = NULL;
+                uint32_t n = 0;
+                vkf_status s = vkf_bpe_encode(t, text, text_len, special, &got, &n);
+                const int32_t *want = special ? want_b : want_a;
+                size_t nw = special ? nb : na;
+                if (s != VKF_OK || !same_ids(got, n, want, nw)) {
+                    ok = false;
+                    if (!reported_enc) {
+                        reported_enc = true;
+                        fprintf(stderr, "%s: encode (add_special=%d) of text %zu ", name, special, ti);
+                        put_escaped(stderr, text, text_len);
+                        fprintf(stderr, "\n  expected: ");
+                        put_ids(stderr, want, nw);
+                        fprintf(stderr, "\n  got:      ");
+                        if (s != VKF_OK) fprintf(stderr, "error: %s", vkf_last_error());
+                        else put_ids(stderr, got, n);
+                        fputc('\n', stderr);
+                    }
+                }
+                free(got);
+            }
+            buf_t w0 = {0}, w1 = {0};
+            bool f0, f1;
+            expected_decodes(e, text, text_len, &w0, &f0, &w1, &f1);
+            ok &= check_decode(NULL, name, "of the encode", want_b, nb, false, w0.s ? w0.s : "", w0.n, f0,
+                               &reported_dec);
+            ok &= check_decode(NULL, name, "of the encode", want_b, nb, true, w1.s ? w1.s : "", w1.n, f1,
+                               &reported_dec);
+            free(want_a), free(want_b), free(w0.s), free(w1.s);
+            if (ok) good++;
+            else bad++;
+        }
+        json_t *dec = json_object_get(c, "decode");
+        for (size_t i = 0; i < json_array_size(dec); i++) {
+            json_t *e = json_array_get(dec, i);
+            int32_t *ids;
+            size_t n = json_ids(json_array_get(e, 0), &ids);
+            json_t *d0 = json_array_get(e, 1), *d1 = json_array_get(e, 2);
+            bool ok = check_decode(NULL, name, "id list", ids, n, false, json_string_value(d0), json_string_length(d0),
+                                   false, &reported_dec);
+            ok &= check_decode(NULL, name, "id list", ids, n, true, json_string_value(d1), json_string_length(d1),
+                               false, &reported_dec);
+            free(ids);
+            if (ok) good++;
+            else bad++;
+        }
+        decode_bpe = NULL;
+        printf("%-16s %5d cases match transformers, %d do not\n", name, good, bad);
+        passed += good;
+        failed += bad;
+        vkf_bpe_free(t);
+    }
+    for (size_t f = 0; f < NF; f++) json_decref(loaded[f]);
+    json_decref(texts);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ bad files */
+
+/* MANIFEST_BPE: "FOLDER<TAB>bart|whisper<TAB>words" under DIR/bpe: vkf_bpe_open
+ * refuses each with VKF_ERROR_BAD_MODEL and one line holding the words (no words:
+ * the folder must load). */
+static int run_bad_bpe(const char *dir)
+{
+    char *manifest = path_join(dir, "MANIFEST_BPE");
+    FILE *f = fopen(manifest, "r");
+    free(manifest);
+    CHECK(f != NULL, "%s/MANIFEST_BPE: cannot open", dir);
+    if (!f) return 0;
+    char line[1024];
+    int count = 0, valid = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        if (!t2) continue;
+        *t1 = *t2 = '\0';
+        const char *want = t2 + 1;
+        vkf_bpe_kind kind = strcmp(t1 + 1, "whisper") == 0 ? VKF_BPE_WHISPER : VKF_BPE_BART;
+        char sub[1100];
+        snprintf(sub, sizeof sub, "bpe/%s", line);
+        char *path = path_join(dir, sub);
+        vkf_bpe_text *t = (vkf_bpe_text *)(uintptr_t)1;
+        vkf_status st = vkf_bpe_open(path, kind, &t);
+        const char *msg = vkf_last_error();
+        free(path);
+        if (!want[0]) {
+            CHECK(st == VKF_OK && t, "%s: the valid folder does not load: %s", line, msg);
+            if (st == VKF_OK) vkf_bpe_free(t);
+            valid++;
+            continue;
+        }
+        CHECK(st == VKF_ERROR_BAD_MODEL && t == NULL, "%s: opened (status %d, %s)", line, (int)st, msg);
+        CHECK(msg[0] && !strchr(msg, '\n') && !strchr(msg, '\r'), "%s: not one line: %s", line, msg);
+        char words[512];
+        snprintf(words, sizeof words, "%s", want);
+        for (char *w = strtok(words, " "); w; w = strtok(NULL, " "))
+            CHECK(strstr(msg, w) != NULL, "%s: the message does not say \"%s\": %s", line, w, msg);
+        if (st == VKF_OK) vkf_bpe_free(t);
+        if (getenv("TEST_HFTOK_VERBOSE")) printf("%-34s %s\n", line, msg);
+        count++;
+    }
+    fclose(f);
+    CHECK(count >= 30 && valid == 2, "MANIFEST_BPE: %d malformed folders, %d valid ones", count, valid);
+    printf("%d malformed byte-level BPE folders refused, %d valid ones loaded\n", count, valid);
+    return 0;
+}
 
 static int run_bad(const char *dir)
 {
@@ -335,7 +539,7 @@ static int run_bad(const char *dir)
     free(manifest);
     CHECK(count >= 20, "only %d malformed files in the manifest", count);
     printf("%d malformed files refused\n", count);
-    return 0;
+    return run_bad_bpe(dir);
 }
 
 /* ------------------------------------------------------------------ long inputs */
@@ -492,7 +696,7 @@ static int run_api(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: test_hftok cases|bad|long|api DIR\n");
+        fprintf(stderr, "usage: test_hftok cases|bad|long|api|bpe DIR\n");
         return 2;
     }
     int rc = 2;
@@ -500,7 +704,8 @@ int main(int argc, char **argv)
     else if (strcmp(argv[1], "bad") == 0) rc = run_bad(argv[2]);
     else if (strcmp(argv[1], "long") == 0) rc = run_long(argv[2]);
     else if (strcmp(argv[1], "api") == 0) rc = run_api(argv[2]);
-    else fprintf(stderr, "usage: test_hftok cases|bad|long|api DIR\n");
+    else if (strcmp(argv[1], "bpe") == 0) rc = run_bpe(argv[2]);
+    else fprintf(stderr, "usage: test_hftok cases|bad|long|api|bpe DIR\n");
     if (rc) return rc;
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Hostile Hugging Face model folders of every family (Marian, M2M-100, NLLB, mBART): each case must end
+"""Hostile Hugging Face model folders of every family (Marian, M2M-100, NLLB, mBART, BART): each case must end
 with exit 1 or 2 and exactly one line on stderr, printable (no control character, no ESC, valid UTF-8),
 within the time limit: never a signal, a hang, a second forged line, or a silent success.
 
@@ -10,7 +10,9 @@ The cases, by class (docs/reliability.md counts them):
              64 bits, negative or zero sizes, ids outside the vocabulary, not an object, truncated JSON;
   generation generation_config.json with huge or wrong-typed values, bans of eos, unknown early_stopping;
   tokenizer  tokenizer_config.json with control characters or unknown languages; vocab.json of the wrong
-             type, duplicate or out-of-range ids; SentencePiece files of random bytes, truncated, or empty;
+             type, duplicate or out-of-range ids; SentencePiece files (BART: vocab.json) of random bytes,
+             truncated, or empty; BART's merges.txt a FIFO, a directory or a dangling link, or with a line
+             holding control characters;
   files      a FIFO, a directory, a dangling symlink or an empty file where a file should be;
   tensors    tied embeddings that differ, an unexpected tensor whose name holds control characters,
              shapes that disagree with the config, a truncated model.safetensors;
@@ -34,9 +36,11 @@ import gen_seq2seq  # noqa: E402
 
 TIMEOUT = 120
 FORGE = "vkformer: OK\n\x1b[2J\x07\r\u202e"
-TARGET = {"marian": None, "m2m_100": "fr", "nllb": "fra_Latn", "mbart": "ro_RO"}
+TARGET = {"marian": None, "m2m_100": "fr", "nllb": "fra_Latn", "mbart": "ro_RO", "bart": None}
+# the tokenizer file every cut or random version of which must be refused (BART's merges.txt is not: any
+# prefix of it is a valid, smaller list of merges)
 SPM = {"marian": "source.spm", "m2m_100": "sentencepiece.bpe.model", "nllb": "sentencepiece.bpe.model",
-       "mbart": "sentencepiece.bpe.model"}
+       "mbart": "sentencepiece.bpe.model", "bart": "vocab.json"}
 
 
 def make(family, path):
@@ -101,11 +105,19 @@ def cases(family):
                  ("early_stopping", FORGE), ("forced_bos_token_id", 10 ** 9), ("eos_token_id", [2, 3, 10 ** 9]),
                  ("repetition_penalty", -1), ("num_return_sequences", 0)):
         out.append(gen(k, v))
-    if family != "marian":
+    if family not in ("marian", "bart"):
         for v in (FORGE, "xx_YY"):
             out.append(("tokenizer_config src_lang=%r" % v,
                         lambda p, v=v: edit_json(p, "tokenizer_config.json", setter("src_lang", v))))
-    if family in ("marian", "m2m_100"):
+    if family == "bart":
+        for v in (FORGE, 7):
+            out.append(("tokenizer_config add_prefix_space=%r" % v, lambda p, v=v: open(
+                os.path.join(p, "tokenizer_config.json"), "w").write(json.dumps({"add_prefix_space": v}))))
+        out.append(("merges.txt line with controls", lambda p: open(os.path.join(p, "merges.txt"), "a").write(
+            FORGE.replace("\n", "") + " x\n")))
+        for kind in ("fifo", "dir", "dangling"):
+            out.append(("merges.txt is a %s" % kind, lambda p, kind=kind: replace_file(kind)(p, "merges.txt")))
+    if family in ("marian", "m2m_100", "bart"):
         vocab_cases = (("vocab.json a list", lambda j: None, "[1, 2, 3]"),
                        ("vocab.json ids out of range", lambda j: j.__setitem__(FORGE, 10 ** 6), None),
                        ("vocab.json duplicate id", lambda j: j.__setitem__(FORGE, 0), None),
@@ -196,7 +208,7 @@ def main():
     passed = failed = 0
     counts = {}
     with tempfile.TemporaryDirectory(prefix="vkf-hostile-models-") as tmp:
-        for family in ("marian", "m2m_100", "nllb", "mbart"):
+        for family in ("marian", "m2m_100", "nllb", "mbart", "bart"):
             clean = os.path.join(tmp, family + "-clean")
             make(family, clean)
             for name, fn in cases(family):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""M2M-100, NLLB-200 and mBART-50 folders against the PyTorch reference (tests/seq2seq_ref.py).
+"""M2M-100, NLLB-200, mBART-50 and BART folders against the PyTorch reference (tests/seq2seq_ref.py).
 
 usage: test_seq2seq.py VKFORMER [--quick]
 
@@ -13,6 +13,12 @@ For each family, on random-weight hub-layout folders written by tests/gen_seq2se
   - the weights in 3 shards with model.safetensors.index.json give the logits of the one file;
   - misuse: unknown languages and a missing target language are usage errors (exit 2) naming valid
     codes; malformed folders are refused with one line naming the problem (exit 1), never a signal.
+BART (check_bart) on folders with each tokenizer form of tools/make_bpe_cases.py (vocab.json +
+merges.txt as the hub holds them, transformers 5.12's save_pretrained tokenizer.json, and 4.x's slow
+files): logits, `tokenize` ids and `tokenize --decode` text equal to transformers' AutoTokenizer on
+the golden texts (the cases of tests/data/tokenizers), `translate` greedy and beam ids with the
+folder's generation_config (forced_bos_token_id <s>, forced_eos_token_id, early_stopping) equal to
+the reference's on those ids, `generate --raw-ids`, the attention variants, and malformed folders.
 The device is whatever VK_ICD_FILENAMES selects; the validation layer is on (VKFORMER_VALIDATE=1).
 """
 import json
@@ -163,10 +169,11 @@ def check_variants(label, path, tmp, V, rng):
             ok("%s --attention %s" % (label, variant))
     # beam search through lowrank cross-attention: with K past the source length the projection is a
     # permutation, so the ids equal dense attention's
-    target = LANGS[os.path.basename(path).split("-")[0]][1]
+    family = os.path.basename(path).split("-")[0]
+    target = ["--target-lang", LANGS[family][1]] if family in LANGS else []
     outs = []
     for cross in ("dense", "lowrank:64", "lowrank:3"):
-        p = run(["translate", "--model", path, "--target-lang", target, "--cross-attention", cross, "--beam", "4",
+        p = run(["translate", "--model", path] + target + ["--cross-attention", cross, "--beam", "4",
                  "--max-new", "8", "--json", "the house sees a big dog"])
         if p.returncode != 0:
             bad("%s beam search with --cross-attention %s" % (label, cross), p.stderr.strip())
@@ -315,7 +322,235 @@ def check_saved_form(family, tmp, rng, quick):
     check_forward(label, path, seq2seq_ref.load_folder(path), rng, tmp, info["vocab_size"])
 
 
+def bpe_golden(form):
+    """(cases, texts) of tools/make_bpe_cases.py's BART tokenizer form (hub, saved, legacy), with every
+    encode case's plain ids filled in from its base form."""
+    import lzma
+    d = os.path.join(HERE, "data", "tokenizers")
+
+    def load(name):
+        with open(os.path.join(d, name + ".xz"), "rb") as f:
+            return json.loads(lzma.decompress(f.read()))
+    cases = load("bart_%s.cases.json" % form)
+    if cases.get("same_as"):
+        base = load(cases["same_as"] + ".cases.json")["encode"]
+        for e, b in zip(cases["encode"], base):
+            if e[1] is None:
+                e[1] = b[1]
+    return cases, load("bpe_texts.json")
+
+
+def with_special(c):
+    """The ids with special tokens of an encode case (e[2] as [prefix, suffix] around e[1], or whole)."""
+    b = c[2]
+    if len(b) == 2 and isinstance(b[0], list):
+        return b[0] + c[1] + b[1]
+    return b
+
+
+def bart_reference_ids(ref, src, beams, max_new):
+    gc = ref.generation_config
+    if beams == 1:
+        return marian_ref.greedy(ref, src, max_new)
+    return marian_ref.beam_search(ref, src, beams, max_new, gc.get("length_penalty", 1.0),
+                                  gc.get("early_stopping", False))[0]
+
+
+def check_bart(tmp, rng, quick):
+    for form, opts in (("hub", {}), ("saved", {"names": "all", "dtype": "f16", "seed": 2}), ("legacy", {"seed": 3})):
+        opts["max_positions"] = 1536  # the longest golden text is 1,402 tokens
+        path = os.path.join(tmp, "bart-" + form)
+        info = gen_seq2seq.make_folder(path, "bart", tokenizer=form, **opts)
+        V = info["vocab_size"]
+        label = "bart (%s tokenizer%s)" % (form, ", tied aliases, f16" if opts.get("dtype") else "")
+        ref = seq2seq_ref.load_folder(path)
+        check_forward(label, path, ref, rng, tmp, V)
+        cases, texts = bpe_golden(form)
+        picked = [c for c in cases["encode"] if texts[c[0]].strip(" \t") and not any(ch in texts[c[0]] for ch in "\n\r\0\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")]
+        if quick:
+            picked = picked[::6]
+        p = run(["tokenize", "--model", path, "--input", "-"], stdin="\n".join(texts[c[0]] for c in picked) + "\n")
+        if p.returncode != 0:
+            bad("%s tokenize" % label, p.stderr.strip())
+            continue
+        lines = p.stdout.split("\n")
+        wrong = [(c, line) for c, line in zip(picked, lines) if parse_ids(line) != with_special(c)]
+        if wrong or len(lines) < len(picked):
+            c, line = wrong[0] if wrong else (picked[-1], "(missing)")
+            bad("%s tokenize %r" % (label, texts[c[0]]), "%s, transformers %s" % (line, with_special(c)))
+        else:
+            ok("%s tokenize: %d texts as transformers 5.12.1's AutoTokenizer" % (label, len(picked)))
+        dec = [d for d in cases["decode"] if all(i < V for i in d[0]) and not any(ch in d[2] for ch in "\n\r")]
+        dec += [[with_special(c), None, texts[c[0]] if c[4] == 0 else c[4]] for c in picked[:300]
+                if isinstance(c[4], str) or c[4] == 0]
+        dec = [d for d in dec if not any(ch in d[2] for ch in "\n\r\0")]
+        p = run(["tokenize", "--model", path, "--decode", "--input", "-"],
+                stdin="\n".join(ids_arg(d[0]) for d in dec) + "\n")
+        got = p.stdout.split("\n")
+        wrong = [(d, g) for d, g in zip(dec, got) if g != d[2]]
+        if p.returncode != 0 or wrong or len(got) < len(dec):
+            bad("%s decode" % label, p.stderr.strip() or ("%s: %r, transformers %r" % (wrong[0][0][0], wrong[0][1],
+                                                                                       wrong[0][0][2]) if wrong else
+                                                          "%d lines for %d id lists" % (len(got), len(dec))))
+        else:
+            ok("%s decode: %d id lists as transformers (skip_special_tokens)" % (label, len(dec)))
+        # generation on the golden ids, through translate (text) and generate --raw-ids
+        gen_cases = [c for c in picked if 2 < len(c[1]) < 40][:4 if quick else 8]
+        for beams in (1, 4):
+            p = run(["translate", "--model", path, "--beam", str(beams), "--max-new", "12", "--input", "-", "--json"],
+                    stdin="\n".join(texts[c[0]] for c in gen_cases) + "\n")
+            recs = [json.loads(line) for line in p.stdout.splitlines() if line.strip()] if p.returncode == 0 else []
+            if p.returncode != 0 or len(recs) != len(gen_cases):
+                bad("%s translate --beam %d" % (label, beams), p.stderr.strip())
+                continue
+            for c, r in zip(gen_cases, recs):
+                src = with_special(c)
+                want = bart_reference_ids(ref, src, beams, 12)
+                if r["src"] != src or r["ids"] != want:
+                    bad("%s translate --beam %d of %r" % (label, beams, texts[c[0]]),
+                        "src %s ids %s, reference src %s ids %s" % (r["src"], r["ids"], src, want))
+                    break
+            else:
+                ok("%s translate --beam %d: %d texts, ids as the reference (forced <s>, forced eos)" %
+                   (label, beams, len(gen_cases)))
+        sources = [[int(x) for x in rng.integers(3, V, n)] for n in (1, 5, 17)]
+        args = ["generate", "--model", path, "--beam", "4", "--max-new", "9", "--raw-ids"]
+        for src in sources:
+            args += ["--src", ids_arg(src)]
+        p = run(args)
+        outs = [parse_ids(line) for line in p.stdout.strip().split("\n")] if p.returncode == 0 else None
+        wants = [bart_reference_ids(ref, src, 4, 9) for src in sources]
+        if outs != wants:
+            bad("%s generate --raw-ids --beam 4" % label, p.stderr.strip() or "%s, reference %s" % (outs, wants))
+        else:
+            ok("%s generate --raw-ids --beam 4: %d sources as the reference" % (label, len(sources)))
+        if form == "hub":
+            check_bart_misuse(label, path)
+            check_ngram(tmp, path, V, rng)
+            if not quick:
+                check_variants(label, path, tmp, V, rng)
+    check_bart_cnn_vocab(tmp)
+    for kind in gen_seq2seq.BART_MALFORMED:
+        path = os.path.join(tmp, "bad-bart-%s" % kind)
+        words = gen_seq2seq.make_malformed(path, "bart", kind)
+        p = run(["translate", "--model", path, "the house"])
+        lines = p.stderr.strip().splitlines()
+        msg = lines[0].split(path + ": ", 1)[-1] if lines else ""     # the words in the message, not the path
+        if p.returncode < 0 or p.returncode not in (1, 2) or len(lines) != 1 or not all(w in msg for w in words):
+            bad("bart malformed %s" % kind, "exit %d, stderr %r" % (p.returncode, p.stderr))
+        else:
+            ok("bart malformed %s: %s" % (kind, lines[0][:100]))
+
+
+def check_ngram(tmp, path, V, rng):
+    """no_repeat_ngram_size 1, 2 and 3 through --no-repeat-ngram, greedy and beam 4, on random sources, against
+    the reference (NoRepeatNGramLogitsProcessor; beam scores without renormalization, the folder's
+    renormalize_logits false), and again with renormalize_logits true (the ban then renormalizes). The bans
+    must change some outputs, else the check proves nothing."""
+    import shutil
+    renorm = os.path.join(tmp, "bart-renorm")
+    shutil.rmtree(renorm, ignore_errors=True)
+    shutil.copytree(path, renorm)
+    with open(os.path.join(renorm, "generation_config.json")) as f:
+        gc = json.load(f)
+    gc["renormalize_logits"] = True
+    with open(os.path.join(renorm, "generation_config.json"), "w") as f:
+        json.dump(gc, f)
+    sources = [[int(x) for x in rng.integers(3, V, n)] for n in (1, 2, 4, 7, 12, 20)]
+    for folder, label in ((path, "bart"), (renorm, "bart (renormalize_logits)")):
+        ref = seq2seq_ref.load_folder(folder)
+        for n in (1, 2, 3):
+            for beams in (1, 4):
+                args = ["generate", "--model", folder, "--beam", str(beams), "--max-new", "14", "--raw-ids",
+                        "--no-repeat-ngram", str(n)]
+                for src in sources:
+                    args += ["--src", ids_arg(src)]
+                p = run(args)
+                outs = [parse_ids(line) for line in p.stdout.strip().split("\n")] if p.returncode == 0 else None
+                ref.generation_config["no_repeat_ngram_size"] = n
+                wants = [bart_reference_ids(ref, src, beams, 14) for src in sources]
+                ref.generation_config["no_repeat_ngram_size"] = 0
+                plain = [bart_reference_ids(ref, src, beams, 14) for src in sources]
+                changed = sum(w != q for w, q in zip(wants, plain))
+                what = "%s --no-repeat-ngram %d --beam %d" % (label, n, beams)
+                if outs != wants:
+                    bad(what, p.stderr.strip() or "%s, reference %s" % (outs, wants))
+                elif changed == 0:
+                    bad(what, "the bans changed none of %d outputs: the check proves nothing" % len(sources))
+                else:
+                    ok("%s: %d sources as the reference (%d changed by the bans)" % (what, len(sources), changed))
+    # sampling bans before drawing: no output may hold an n-gram twice (the decoder start counts), where the
+    # same draws without the bans do
+    def repeats(outs, n):
+        return [o for o in outs if len({tuple(([2] + o)[i:i + n]) for i in range(len(o) + 2 - n)}) != len(o) + 2 - n]
+    for n, temperature in ((1, "0.3"), (2, "0.05")):
+        got = {}
+        for m in (n, 0):
+            args = ["generate", "--model", path, "--temperature", temperature, "--seed", "11", "--max-new", "14",
+                    "--raw-ids", "--no-repeat-ngram", str(m)]
+            for src in sources:
+                args += ["--src", ids_arg(src)]
+            p = run(args)
+            got[m] = [parse_ids(line) for line in p.stdout.strip().split("\n")] if p.returncode == 0 else None
+        if got[n] is None or got[0] is None:
+            bad("bart sampling --no-repeat-ngram %d" % n, p.stderr.strip())
+        elif repeats(got[n], n):
+            bad("bart sampling --no-repeat-ngram %d" % n, "repeated n-grams in %s" % repeats(got[n], n)[0])
+        elif not repeats(got[0], n):
+            bad("bart sampling --no-repeat-ngram %d" % n, "no repeats without the bans either: the check proves nothing")
+        else:
+            ok("bart sampling --no-repeat-ngram %d: no n-gram twice in %d outputs (%d repeat one without)" %
+               (n, len(got[n]), len(repeats(got[0], n))))
+
+
+def check_bart_cnn_vocab(tmp):
+    """vocab_size one below the tokenizer (facebook/bart-large-cnn: 50264, its <mask> 50264): the folder
+    loads and translates, text holding <mask> fails with one line naming the token and vocab_size."""
+    import gen_marian
+    path = os.path.join(tmp, "bart-cnn-vocab")
+    info = gen_seq2seq.make_folder(path, "bart", seed=5)
+    V = info["vocab_size"] - 1
+    w = gen_marian.read_safetensors(os.path.join(path, "model.safetensors"))
+    w["model.shared.weight"] = w["model.shared.weight"][:V]
+    w["final_logits_bias"] = w["final_logits_bias"][:, :V]
+    gen_marian.write_safetensors(os.path.join(path, "model.safetensors"), w)
+    with open(os.path.join(path, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["vocab_size"] = V
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    ref = seq2seq_ref.load_folder(path)
+    p = run(["translate", "--model", path, "--beam", "2", "--max-new", "6", "--json", "the house sees a big dog"])
+    rec = json.loads(p.stdout.splitlines()[0]) if p.returncode == 0 and p.stdout.strip() else None
+    if not rec or rec["ids"] != bart_reference_ids(ref, rec["src"], 2, 6):
+        bad("bart vocab_size below the tokenizer's <mask>: translate", p.stderr.strip() or str(rec))
+    else:
+        ok("bart vocab_size below the tokenizer's <mask>: loads and translates as the reference")
+    p = run(["translate", "--model", path, "a <mask> b"])
+    lines = p.stderr.strip().splitlines()
+    if p.returncode not in (1, 2) or len(lines) != 1 or "<mask>" not in lines[0] or "vocab_size" not in lines[0]:
+        bad("bart text holding a token past vocab_size", "exit %d, stderr %r" % (p.returncode, p.stderr))
+    else:
+        ok("bart text holding a token past vocab_size: %s" % lines[0][-90:])
+
+
+def check_bart_misuse(label, path):
+    for args, word in ((["--target-lang", "fr_XX"], "language"), (["--source-lang", "en"], "language")):
+        p = run(["translate", "--model", path] + args + ["the house"])
+        lines = p.stderr.strip().splitlines()
+        if p.returncode != 2 or len(lines) != 1 or word not in lines[0]:
+            bad("%s %s" % (label, " ".join(args)), "exit %d, stderr %r" % (p.returncode, p.stderr))
+        else:
+            ok("%s refuses %s: %s" % (label, " ".join(args), lines[0][:80]))
+
+
 def main():
+    if "--only-bart" in sys.argv:
+        vkf_testlib.VKFORMER = sys.argv[1]
+        with tempfile.TemporaryDirectory(prefix="vkf-seq2seq-") as tmp:
+            check_bart(tmp, np.random.default_rng(3), "--quick" in sys.argv)
+        print("test_seq2seq: %d passed, %d failed" % (vkf_testlib.passed, vkf_testlib.failed))
+        sys.exit(1 if vkf_testlib.failed else 0)
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
@@ -343,6 +578,7 @@ def main():
         for family in ("nllb", "mbart"):
             check_saved_form(family, tmp, rng, quick)
         check_malformed(tmp)
+        check_bart(tmp, rng, quick)
     print("test_seq2seq: %d passed, %d failed" % (vkf_testlib.passed, vkf_testlib.failed))
     sys.exit(1 if vkf_testlib.failed else 0)
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the file readers with libFuzzer, AddressSanitizer and
 # UndefinedBehaviorSanitizer: the model loader (tests/fuzz/fuzz_model.c) and the
-# tokenizer files (tests/fuzz/fuzz_tokenizer.c: Hugging Face tokenizer.json and
-# SentencePiece models). Builds both into build-fuzz/, writes their seed corpora
+# tokenizer files (tests/fuzz/fuzz_tokenizer.c: Hugging Face tokenizer.json,
+# byte-level BPE folders of BART and Whisper, and SentencePiece models). Builds both into build-fuzz/, writes their seed corpora
 # (tests/fuzz/make_corpus.py, tests/fuzz/make_tokenizer_corpus.py) and runs each
 # for half of SECONDS (default 60). Fails on any crash, leak, timeout,
 # out-of-memory or sanitizer report; what triggered it is left in
@@ -93,7 +93,8 @@ build_ok=1
 {
     "$cxx" -std=c++17 -fvisibility-inlines-hidden "${flags[@]}" -c "$root/src/families/tokenizer_spm.cc" \
         -o "$out/obj/tokenizer_spm.o" || build_ok=0
-    for c in tests/fuzz/fuzz_tokenizer.c src/families/tokenizer_json.c src/families/charsmap.c src/runtime/status.c; do
+    for c in tests/fuzz/fuzz_tokenizer.c src/families/tokenizer_json.c src/families/tokenizer_bpe.c \
+             src/families/charsmap.c src/runtime/status.c; do
         [ "$build_ok" = 1 ] || break
         # shellcheck disable=SC2086  # pkg-config output is a list of words
         "$cc" -std=c11 -D_GNU_SOURCE "${flags[@]}" $jansson_cflags -c "$root/$c" \
@@ -101,7 +102,8 @@ build_ok=1
     done
     # shellcheck disable=SC2086  # pkg-config output is a list of words
     [ "$build_ok" = 1 ] && "$cxx" -fsanitize=fuzzer,address,undefined "$out/obj/fuzz_tokenizer.o" \
-        "$out/obj/tokenizer_json.o" "$out/obj/charsmap.o" "$out/obj/status.o" "$out/obj/tokenizer_spm.o" \
+        "$out/obj/tokenizer_json.o" "$out/obj/tokenizer_bpe.o" "$out/obj/charsmap.o" "$out/obj/status.o" \
+        "$out/obj/tokenizer_spm.o" \
         $tok_libs -lm -lpthread -Wl,--gc-sections -o "$tok_fuzzer.tmp" || build_ok=0
 } 2> "$out/build_tokenizer.log"
 if [ "$build_ok" != 1 ]; then

@@ -7,6 +7,7 @@
  *   hf.c            what Hugging Face folders share: JSON keys, generation_config.json
  *   vkformer_file.c vkformer's own file (docs/file-format.md)
  *   marian.c        Marian (opus-mt)
+ *   m2m100.c, mbart.c, bart.c: M2M-100 and NLLB, mBART, BART
  *   safetensors.c, tokenizer_spm.cc: the file container and SentencePiece
  * Adding a family is one file, one line in registry.c and its tests. */
 #ifndef VKF_FAMILY_H
@@ -167,7 +168,7 @@ vkf_status vkf_family_find(const char *path, const vkf_family **out_family, vkf_
 /* The vkformer file family (the fuzzer's dry run starts from it). */
 const vkf_family *vkf_family_vkformer(void);
 /* The families' tables (one per file). */
-extern const vkf_family vkf_family_marian, vkf_family_m2m100, vkf_family_mbart;
+extern const vkf_family vkf_family_marian, vkf_family_m2m100, vkf_family_mbart, vkf_family_bart;
 extern const vkf_family vkf_family_whisper;
 void vkf_family_model_free(const vkf_family *f, vkf_family_model *fm);
 /* Index of language `code` in fm's list, or -1. */
@@ -280,8 +281,9 @@ vkf_status vkf_hf_load_layers(vkf_loader *L, const char *prefix);
  * family's. */
 vkf_status vkf_hf_bart_sizes(json_t *config, vkf_arch_spec *s, int64_t *out_vocab);
 /* The generator with final_logits_bias (1, tgt_vocab) added: the tied embedding,
- * or the tensor lm_head. */
-vkf_status vkf_hf_biased_generator(vkf_loader *L, bool tied, const char *lm_head);
+ * or the tensor lm_head. zeros_if_absent: a file without the bias gets zeros (the
+ * buffer's value in transformers; BART), else its absence is an error. */
+vkf_status vkf_hf_biased_generator(vkf_loader *L, bool tied, const char *lm_head, bool zeros_if_absent);
 /* Every tensor of the file accounted for; a stray one is named with the model's
  * class ("MarianMTModel") and its layer counts. */
 vkf_status vkf_hf_check_unexpected(const vkf_loader *L, const char *model_class);

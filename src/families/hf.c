@@ -566,18 +566,21 @@ vkf_status vkf_hf_bart_sizes(json_t *c, vkf_arch_spec *s, int64_t *out_vocab)
     return VKF_OK;
 }
 
-vkf_status vkf_hf_biased_generator(vkf_loader *L, bool tied, const char *lm_head)
+vkf_status vkf_hf_biased_generator(vkf_loader *L, bool tied, const char *lm_head, bool zeros_if_absent)
 {
     uint32_t V = L->spec->tgt_vocab;
-    const vkf_st_tensor *bt = NULL;
-    const float *bias = NULL;
-    VKF_TRY(vkf_ld_find(L, "final_logits_bias", 1, V, &bt));
-    VKF_TRY(vkf_ld_floats(L, bt, &bias));
     /* a copy: the generator's own reads reuse the loader's scratch */
-    float *b = malloc((size_t)V * sizeof *b);
+    float *b = calloc(V, sizeof *b);
     if (!b) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    memcpy(b, bias, (size_t)V * sizeof *b);
-    vkf_status st = vkf_ld_generator(L, tied, lm_head, b);
+    vkf_status st = VKF_OK;
+    if (!zeros_if_absent || vkf_st_find(L->file, "final_logits_bias")) {
+        const vkf_st_tensor *bt = NULL;
+        const float *bias = NULL;
+        st = vkf_ld_find(L, "final_logits_bias", 1, V, &bt);
+        if (st == VKF_OK) st = vkf_ld_floats(L, bt, &bias);
+        if (st == VKF_OK) memcpy(b, bias, (size_t)V * sizeof *b);
+    }
+    if (st == VKF_OK) st = vkf_ld_generator(L, tied, lm_head, b);
     free(b);
     return st;
 }

@@ -153,7 +153,7 @@ static vkf_status load(vkf_loader *L, const vkf_family_model *fm)
     VKF_TRY(vkf_ld_positions(L, "model.decoder.embed_positions.weight", &w->pe_dec));
     VKF_TRY(vkf_hf_load_layers(L, "model."));
     /* the generator: lm_head (tied: the target embedding's parts) + final_logits_bias */
-    VKF_TRY(vkf_hf_biased_generator(L, mm->tied, "lm_head.weight"));
+    VKF_TRY(vkf_hf_biased_generator(L, mm->tied, "lm_head.weight", false));
     return vkf_hf_check_unexpected(L, "MarianMTModel");
 }
 

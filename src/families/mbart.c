@@ -135,7 +135,7 @@ static vkf_status load(vkf_loader *L, const vkf_family_model *fm)
     VKF_TRY(vkf_ld_positions(L, "model.encoder.embed_positions.weight", &w->pe));
     VKF_TRY(vkf_ld_positions(L, "model.decoder.embed_positions.weight", &w->pe_dec));
     VKF_TRY(vkf_hf_load_layers(L, "model."));
-    VKF_TRY(vkf_hf_biased_generator(L, true, NULL));
+    VKF_TRY(vkf_hf_biased_generator(L, true, NULL, false));
     return vkf_hf_check_unexpected(L, "MBartForConditionalGeneration");
 }
 

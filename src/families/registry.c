@@ -14,6 +14,7 @@ static const vkf_family *const families[] = {
     &vkf_family_m2m100,                 /* M2M-100 and NLLB-200 */
     &vkf_family_mbart,                  /* mBART-50 and mBART */
     &vkf_family_whisper,                /* Whisper (audio in) */
+    &vkf_family_bart,                   /* BART */
 };
 
 const vkf_family *vkf_family_vkformer(void);

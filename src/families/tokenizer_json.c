@@ -3133,6 +3133,24 @@ static vkf_status load_json(const char *name, const char *json, size_t len, vkf_
     return VKF_OK;
 }
 
+vkf_status vkf_hftok_load_value(const char *name, const struct json_t *root, vkf_hftok **out)
+{
+    if (!out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_hftok_load_value: out is NULL");
+    *out = NULL;
+    if (!root || !name) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_hftok_load_value: %s is NULL",
+                                        root ? "name" : "root");
+    ld L = {name};
+    vkf_hftok *t = calloc(1, sizeof *t);
+    if (!t) return OOM();
+    vkf_status st = load_root(&L, root, t);
+    if (st != VKF_OK) {
+        vkf_hftok_free(t);
+        return st;
+    }
+    *out = t;
+    return VKF_OK;
+}
+
 vkf_status vkf_hftok_load_bytes(const char *json, size_t len, vkf_hftok **out)
 {
     if (!out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_hftok_load_bytes: out is NULL");

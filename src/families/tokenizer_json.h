@@ -59,6 +59,11 @@ vkf_status vkf_hftok_load(const char *path, vkf_hftok **out);
  * needed, the caller keeps json); messages name it "tokenizer.json". The fuzzer's
  * entry. */
 vkf_status vkf_hftok_load_bytes(const char *json, size_t len, vkf_hftok **out);
+/* The same for a tokenizer.json already parsed (a jansson json_t; read, not
+ * kept), e.g. one that tokenizer.h's vkf_bpe_open assembled from vocab.json and
+ * merges.txt; name stands for the file in messages. */
+struct json_t;
+vkf_status vkf_hftok_load_value(const char *name, const struct json_t *root, vkf_hftok **out);
 /* NULL is fine. */
 void vkf_hftok_free(vkf_hftok *t);
 

@@ -4,6 +4,13 @@
  *    vkf_hftok_load_bytes, then, when it loads, a few texts (fixed ones and the
  *    input's own first bytes) encoded with and without special tokens, the ids
  *    decoded both ways, and ids drawn from the input decoded.
+ *  - An input that starts with "BPEB\n" or "BPEW\n" is a byte-level BPE folder of
+ *    BART or Whisper (tokenizer.h's vkf_bpe_open): files separated by 0x1e, each
+ *    "NAME\n" then its bytes, NAME one of vocab.json, merges.txt,
+ *    tokenizer_config.json, special_tokens_map.json, added_tokens.json,
+ *    tokenizer.json (others skipped), written into a temporary folder; when it
+ *    opens, the texts encoded with and without special tokens, decoded both ways,
+ *    and ids from the input decoded.
  *  - Anything else is a SentencePiece model (.spm / .model): vkf_spm_load_bytes
  *    (the protobuf walk and charsmap check of tokenizer_spm.cc, then
  *    libsentencepiece itself), then the same texts encoded into pieces, the pieces
@@ -21,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define fuzz_fail(...)                                                                  \
     do {                                                                                \
@@ -125,6 +133,94 @@ static void fuzz_json(const uint8_t *data, size_t size)
     vkf_hftok_free(t);
 }
 
+/* ---- byte-level BPE folders */
+
+static const char *const bpe_files[] = {"vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json",
+                                        "added_tokens.json", "tokenizer.json"};
+
+static void bpe_decode_check(const vkf_bpe_text *t, const int32_t *ids, uint32_t n)
+{
+    for (int skip = 0; skip < 2; skip++) {
+        char *out = NULL;
+        size_t len = 0;
+        vkf_status st = vkf_bpe_decode(t, ids, n, skip, &out, &len);
+        if (st != VKF_OK) {
+            check_message("vkf_bpe_decode", vkf_last_error());
+            if (out) fuzz_fail("vkf_bpe_decode failed but set out_text");
+            continue;
+        }
+        if (!out || out[len] != '\0') fuzz_fail("vkf_bpe_decode: no NUL-terminated text");
+        if (!utf8_ok(out, len)) fuzz_fail("vkf_bpe_decode gave ill-formed UTF-8");
+        free(out);
+    }
+}
+
+static void fuzz_bpe(const uint8_t *data, size_t size)
+{
+    static char dir[64];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/vkf-fuzz-bpe-XXXXXX");
+        if (!mkdtemp(dir)) fuzz_fail("mkdtemp failed");
+    }
+    char path[128];
+    for (size_t k = 0; k < sizeof bpe_files / sizeof *bpe_files; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, bpe_files[k]);
+        unlink(path);
+    }
+    vkf_bpe_kind kind = data[3] == 'W' ? VKF_BPE_WHISPER : VKF_BPE_BART;
+    for (size_t i = 5; i < size;) {
+        const uint8_t *end = memchr(data + i, 0x1e, size - i);
+        size_t n = end ? (size_t)(end - (data + i)) : size - i;
+        const uint8_t *nl = memchr(data + i, '\n', n);
+        if (nl) {
+            size_t name_len = (size_t)(nl - (data + i));
+            for (size_t k = 0; k < sizeof bpe_files / sizeof *bpe_files; k++) {
+                if (strlen(bpe_files[k]) != name_len || memcmp(bpe_files[k], data + i, name_len) != 0) continue;
+                snprintf(path, sizeof path, "%s/%s", dir, bpe_files[k]);
+                FILE *f = fopen(path, "wb");
+                if (!f) fuzz_fail("cannot write %s", path);
+                size_t body = n - name_len - 1;
+                if (body && fwrite(nl + 1, 1, body, f) != body) fuzz_fail("cannot write %s", path);
+                fclose(f);
+            }
+        }
+        i += n + 1;
+    }
+    vkf_bpe_text *t = NULL;
+    vkf_status st = vkf_bpe_open(dir, kind, &t);
+    if (st != VKF_OK) {
+        check_message("vkf_bpe_open", vkf_last_error());
+        if (t) fuzz_fail("vkf_bpe_open failed but set *out");
+        return;
+    }
+    uint32_t vs = vkf_bpe_size(t);
+    for (size_t i = 0; i < sizeof texts / sizeof *texts + 1; i++) {
+        const char *text = i < sizeof texts / sizeof *texts ? texts[i] : (const char *)data;
+        size_t len = i < sizeof texts / sizeof *texts ? strlen(texts[i]) : (size < 256 ? size : 256);
+        for (int special = 0; special < 2; special++) {
+            int32_t *ids = NULL;
+            uint32_t n = 0;
+            st = vkf_bpe_encode(t, text, len, special, &ids, &n);
+            if (st != VKF_OK) {
+                check_message("vkf_bpe_encode", vkf_last_error());
+                if (ids || n) fuzz_fail("vkf_bpe_encode failed but set its outputs");
+                continue;
+            }
+            for (uint32_t k = 0; k < n; k++)
+                if (ids[k] < 0 || (uint32_t)ids[k] >= vs) fuzz_fail("vkf_bpe_encode gave id %d (size %u)", ids[k], vs);
+            bpe_decode_check(t, ids, n);
+            free(ids);
+        }
+    }
+    int32_t ids[64];
+    uint32_t n = 0;
+    for (size_t i = size; i >= 2 && n < 64; i -= 2) ids[n++] = (int32_t)(((uint32_t)data[i - 1] << 8 | data[i - 2]) % (vs + 3));
+    if (t->sot >= 0 && n > 2) ids[1] = t->sot;
+    if (t->sot_prev >= 0 && n) ids[0] = t->sot_prev;
+    bpe_decode_check(t, ids, n);
+    vkf_bpe_free(t);
+}
+
 /* ---- SentencePiece */
 
 typedef struct pieces {
@@ -184,6 +280,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t i = 0;
     while (i < size && (data[i] == ' ' || data[i] == '\n' || data[i] == '\t' || data[i] == '\r')) i++;
     if (i < size && data[i] == '{') fuzz_json(data, size);
+    else if (size >= 5 && memcmp(data, "BPE", 3) == 0 && (data[3] == 'B' || data[3] == 'W') && data[4] == '\n')
+        fuzz_bpe(data, size);
     else fuzz_spm(data, size);
     return 0;
 }

@@ -17,7 +17,12 @@ Seeds, each at most --max-len bytes (default 65536, the fuzzer's -max_len):
                component the reader knows (BPE and Unigram, each normalizer,
                pre-tokenizer, post-processor and decoder, added tokens of each kind,
                a Precompiled charsmap taken from a trained model);
-  jsonbad_*    the malformed files of tests/gen_bad_tokenizers.py.
+  jsonbad_*    the malformed files of tests/gen_bad_tokenizers.py;
+  bpe_*        byte-level BPE folders of BART and Whisper packed as fuzz_tokenizer.c
+               reads them ("BPEB\n" or "BPEW\n", then files "NAME\n..." separated by
+               0x1e): gen_bad_tokenizers.py's small valid folders with config
+               variations, the golden folders of tools/make_bpe_cases.py cut to their
+               first 600 ids, and (bpebad_*) gen_bad_tokenizers.py's malformed folders.
 Standard library and sentencepiece only. Files already in DIR are replaced.
 """
 import base64
@@ -149,7 +154,8 @@ def main():
     # tokenizer.json: the small golden files
     data = os.path.join(TESTS, "data", "tokenizers")
     for name in sorted(os.listdir(data)):
-        if name.endswith(".json.xz") and not name.endswith(".cases.json.xz") and name != "texts.json.xz":
+        if (name.endswith(".json.xz") and not name.endswith((".cases.json.xz", ".folder.json.xz")) and
+                name not in ("texts.json.xz", "bpe_texts.json.xz")):
             with open(os.path.join(data, name), "rb") as f:
                 put("json_" + name[:-8], lzma.decompress(f.read()))
     # hand-written ones over every component
@@ -210,7 +216,85 @@ def main():
             if name.endswith(".json"):
                 with open(os.path.join(tmp, name), "rb") as f:
                     put("jsonbad_" + name[:-5], f.read())
+    bpe_seeds(put, bad, data, r)
     print("make_tokenizer_corpus: %d seeds in %s" % (count[0], out), file=sys.stderr)
+
+
+def pack_bpe(kind, files):
+    """A byte-level BPE folder as fuzz_tokenizer.c reads it."""
+    parts = [n.encode() + b"\n" + (d if isinstance(d, bytes) else d.encode("utf-8", "surrogateescape"))
+             for n, d in sorted(files.items())]
+    return b"BPE" + (b"W" if kind == "whisper" else b"B") + b"\n" + b"\x1e".join(parts)
+
+
+def bpe_seeds(put, bad, data, r):
+    for kind in ("bart", "whisper"):
+        base = bad.bpe_folder(kind)
+        put("bpe_%s" % kind, pack_bpe(kind, base))
+        put("bpe_%s_json" % kind, pack_bpe(kind, {"tokenizer.json": json.dumps(bad.bpe_tokenizer_json(kind)),
+                                                  "tokenizer_config.json": base["tokenizer_config.json"]}))
+        for k in range(12):
+            files = dict(base)
+            tc = json.loads(files["tokenizer_config.json"])
+            tc["add_prefix_space"] = bool(k % 2)
+            if kind == "whisper":
+                tc["language"] = r.choice([None, "en", "German", "castilian", "zh"])
+                tc["task"] = r.choice([None, "transcribe", "translate"])
+                tc["predict_timestamps"] = bool(k % 3 == 0)
+                if k % 4 == 1:
+                    added = json.loads(files.pop("added_tokens.json"))
+                    tc["added_tokens_decoder"] = {str(i): {"content": t, "special": bool(i % 2), "lstrip": k % 5 == 0}
+                                                  for t, i in added.items()}
+                    tc["additional_special_tokens"] = list(added)[:3]
+            else:
+                tc[r.choice(["bos_token", "mask_token", "sep_token"])] = r.choice(
+                    ["<s>", "<mask>", {"content": "<mask>", "lstrip": True, "__type": "AddedToken"}, "<new>"])
+                if k % 3 == 0:
+                    files["added_tokens.json"] = json.dumps({"<extra>": 270, "Ġthe": 5})
+            files["tokenizer_config.json"] = json.dumps(tc)
+            put("bpe_%s_%02d" % (kind, k), pack_bpe(kind, files))
+    # the golden folders, cut to their first 600 ids
+    for form in ("bart_hub", "bart_legacy", "bart_saved", "whisper_hub", "whisper_legacy", "whisper_saved"):
+        with open(os.path.join(data, form + ".folder.json.xz"), "rb") as f:
+            files = json.loads(lzma.decompress(f.read()))
+        files.pop("config.json", None)
+        keep = lambda v: {t: i for t, i in v.items() if i < 600}  # noqa: E731
+        if "tokenizer.json" in files:
+            tj = json.loads(files["tokenizer.json"])
+            tj["model"]["vocab"] = keep(tj["model"]["vocab"])
+            v = tj["model"]["vocab"]
+            tj["model"]["merges"] = [m for m in tj["model"]["merges"]
+                                     if "".join(m if isinstance(m, list) else m.split(" ")) in v][:400]
+            tj["added_tokens"] = tj["added_tokens"][:40]
+            files["tokenizer.json"] = json.dumps(tj, ensure_ascii=False)
+        if "vocab.json" in files:
+            v = keep(json.loads(files["vocab.json"]))
+            files["vocab.json"] = json.dumps(v, ensure_ascii=False)
+            lines = files["merges.txt"].split("\n")
+            files["merges.txt"] = "\n".join([lines[0]] + [l for l in lines[1:] if l.replace(" ", "") in v][:400])
+        if "tokenizer_config.json" in files:
+            tc = json.loads(files["tokenizer_config.json"])
+            if "added_tokens_decoder" in tc:
+                tc["added_tokens_decoder"] = dict(list(tc["added_tokens_decoder"].items())[:40])
+            files["tokenizer_config.json"] = json.dumps(tc, ensure_ascii=False)
+        if "added_tokens.json" in files:
+            files["added_tokens.json"] = json.dumps(dict(list(json.loads(files["added_tokens.json"]).items())[:40]))
+        put("bpe_golden_" + form, pack_bpe(form.split("_")[0], files))
+    with tempfile.TemporaryDirectory() as tmp:
+        bad.write_bad_bpe(tmp)
+        with open(os.path.join(tmp, "MANIFEST_BPE"), encoding="utf-8") as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) != 3:
+                    continue
+                d = os.path.join(tmp, "bpe", parts[0])
+                files = {}
+                for n in os.listdir(d):
+                    p = os.path.join(d, n)
+                    if os.path.isfile(p) and os.path.getsize(p) < 65536:
+                        with open(p, "rb") as fh:
+                            files[n] = fh.read()
+                put("bpebad_" + parts[0], pack_bpe(parts[1], files))
 
 
 if __name__ == "__main__":
