@@ -335,7 +335,8 @@ def make_bart_malformed(out, kind):
         edit_json("vocab.json", lambda j: j.__setitem__("<unk>", 2))
     elif kind == "eos-mismatch":
         edit_json("config.json", lambda j: j.__setitem__("eos_token_id", 5))
-        edit_json("generation_config.json", lambda j: j.__setitem__("eos_token_id", 5))
+        edit_json("generation_config.json", lambda j: j.update({"eos_token_id": 5}, **(
+            {"forced_eos_token_id": 5} if "forced_eos_token_id" in j else {})))
     elif kind == "bad-tokenizer-json":
         edit_json("tokenizer.json", lambda j: j["model"].__setitem__("type", "Unigram"))
     elif kind == "no-weights":

@@ -483,11 +483,24 @@ def check_ngram(tmp, path, V, rng):
     # same draws without the bans do
     def repeats(outs, n):
         return [o for o in outs if len({tuple(([2] + o)[i:i + n]) for i in range(len(o) + 2 - n)}) != len(o) + 2 - n]
+    # the draws without bans: the same folder without its no_repeat_ngram_size (the CLI refuses
+    # --no-repeat-ngram 0 as misuse)
+    plain_path = path.rstrip("/") + "-no-ngram"
+    if not os.path.isdir(plain_path):
+        os.mkdir(plain_path)
+        for name in os.listdir(path):
+            if name != "generation_config.json":
+                os.symlink(os.path.join(os.path.abspath(path), name), os.path.join(plain_path, name))
+        with open(os.path.join(path, "generation_config.json")) as f:
+            gc = json.load(f)
+        gc.pop("no_repeat_ngram_size", None)
+        with open(os.path.join(plain_path, "generation_config.json"), "w") as f:
+            json.dump(gc, f)
     for n, temperature in ((1, "0.3"), (2, "0.05")):
         got = {}
         for m in (n, 0):
-            args = ["generate", "--model", path, "--temperature", temperature, "--seed", "11", "--max-new", "14",
-                    "--raw-ids", "--no-repeat-ngram", str(m)]
+            args = ["generate", "--model", path if m else plain_path, "--temperature", temperature, "--seed", "11",
+                    "--max-new", "14", "--raw-ids"] + (["--no-repeat-ngram", str(m)] if m else [])
             for src in sources:
                 args += ["--src", ids_arg(src)]
             p = run(args)
