@@ -100,6 +100,11 @@ vkf_status vkf_tune_force_matmul(vkf_context *ctx, const char *family)
         t = (vkf_matmul_tiles){.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
         return vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_DIRECT, &t);
     }
+    if (strcmp(family, "broadcast") == 0) {
+        if (!vkf_matmul_broadcast_tiles(&ctx->info, 64, 128, 32, 4, &t))
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "matmul_broadcast does not run on \"%s\"", ctx->info.name);
+        return vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_BROADCAST, &t);
+    }
     if (strcmp(family, "subgroup") == 0) {
         uint32_t sg = ctx->info.subgroup_size;
         if (!vkf_matmul_subgroup_tiles(&ctx->info, 64, 128, 32 > sg ? 32 : sg, 4, &t))
@@ -107,7 +112,7 @@ vkf_status vkf_tune_force_matmul(vkf_context *ctx, const char *family)
         return vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_SUBGROUP, &t);
     }
     return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "unknown matmul kernel \"%s\" (auto, coopmat, coopmat2, tiled, "
-                    "direct, subgroup)", family);
+                    "direct, subgroup, broadcast)", family);
 }
 
 /* ------------------------------------------------------------------ measuring */
@@ -329,17 +334,20 @@ typedef struct matmul_candidate {
 /* matmul_subgroup: bm x bn per workgroup, tm x tn per lane; the workgroup and bk
  * (the subgroup size) are filled in for the device being tuned. */
 #define MMS(bm_, bn_, tm_, tn_) {VKF_VARIANT_MATMUL_SUBGROUP, {.bm = bm_, .bn = bn_, .tm = tm_, .tn = tn_}}
+/* matmul_broadcast: the same, tm rows per subgroup. */
+#define MMB(bm_, bn_, tm_, tn_) {VKF_VARIANT_MATMUL_BROADCAST, {.bm = bm_, .bn = bn_, .tm = tm_, .tn = tn_}}
 /* Candidates for CPU drivers: the kernels without shared memory. */
 static const matmul_candidate cpu_matmul[] = {
     MMS(64, 128, 32, 4), MMS(64, 64, 32, 4),   MMS(64, 64, 16, 4),  MMS(128, 128, 32, 4),
     MMS(64, 128, 16, 8), MMS(64, 64, 16, 2),   MMS(64, 96, 32, 3),
+    MMB(64, 128, 32, 4), MMB(64, 64, 32, 4),   MMB(96, 128, 24, 4), MMB(64, 128, 16, 8), MMB(64, 64, 64, 2),
     MM(DIRECT, 64, 64, 64, 1, 8, 8),    MM(DIRECT, 64, 32, 32, 1, 4, 4),    MM(DIRECT, 64, 128, 64, 1, 16, 8),
     MM(DIRECT, 64, 64, 128, 1, 8, 16),  MM(DIRECT, 16, 32, 32, 1, 8, 8),    MM(DIRECT, 32, 64, 32, 1, 8, 8),
     MM(DIRECT, 128, 64, 128, 1, 8, 8),  MM(DIRECT, 16, 64, 16, 1, 16, 4),   MM(DIRECT, 64, 64, 32, 1, 8, 4),
     MM(TILED, 64, 64, 64, 16, 8, 8),
 };
 static const matmul_candidate cpu_matmul_quick[] = {
-    MMS(64, 128, 32, 4), MMS(64, 64, 16, 4), MM(DIRECT, 64, 64, 64, 1, 8, 8), MM(TILED, 64, 64, 64, 16, 8, 8),
+    MMS(64, 128, 32, 4), MMS(64, 64, 16, 4), MMB(64, 128, 32, 4), MM(DIRECT, 64, 64, 64, 1, 8, 8), MM(TILED, 64, 64, 64, 16, 8, 8),
 };
 /* Candidates for GPUs: mostly the shared-memory kernel. */
 static const matmul_candidate gpu_matmul[] = {
@@ -353,13 +361,14 @@ static const matmul_candidate gpu_matmul_quick[] = {
 };
 #undef MM
 #undef MMS
+#undef MMB
 
 static void tiles_label(const matmul_candidate *c, char *out, size_t cap)
 {
     if (c->variant == VKF_VARIANT_MATMUL_COOPMAT || c->variant == VKF_VARIANT_MATMUL_COOPMAT2)
         snprintf(out, cap, "%s %ux%u tile, %ux%u per subgroup, bk %u, %u invocations", vkf_variant(c->variant)->name,
                  c->t.bm, c->t.bn, c->t.tm, c->t.tn, c->t.bk, c->t.workgroup);
-    else if (c->variant == VKF_VARIANT_MATMUL_SUBGROUP)
+    else if (c->variant == VKF_VARIANT_MATMUL_SUBGROUP || c->variant == VKF_VARIANT_MATMUL_BROADCAST)
         snprintf(out, cap, "%s %ux%u tile, %u rows x %u columns per lane, subgroup %u, %u invocations",
                  vkf_variant(c->variant)->name, c->t.bm, c->t.bn, c->t.tm, c->t.tn, c->t.bk, c->t.workgroup);
     else
@@ -469,6 +478,9 @@ static vkf_status tune_matmul(tune_run *run, const uint32_t *sizes, uint32_t siz
         if (c.variant == VKF_VARIANT_MATMUL_SUBGROUP &&
             !vkf_matmul_subgroup_tiles(&ctx->info, c.t.bm, c.t.bn, c.t.tm, c.t.tn, &c.t))
             continue; /* no shuffles, or not this subgroup size */
+        if (c.variant == VKF_VARIANT_MATMUL_BROADCAST &&
+            !vkf_matmul_broadcast_tiles(&ctx->info, c.t.bm, c.t.bn, c.t.tm, c.t.tn, &c.t))
+            continue; /* not this subgroup size */
         if (c.variant != builtin->matmul_variant || memcmp(&c.t, &builtin->matmul, sizeof builtin->matmul) != 0)
             cands[n++] = c;
     }

@@ -39,7 +39,14 @@ void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_a
          * more runs faster but compiles much slower (lavapipe, head_dim 64, n 256:
          * tq 4: 29 ms, 3 s to compile; tq 8: 21 ms, 8 s; head_dim 256, tq 4: 35 s). */
         uint32_t tq = 64 / d4 >= 8 ? 8 : 64 / d4 >= 1 ? pow2_floor(64 / d4) : 1;
-        t = (vkf_attention_tiles){.workgroup = 16, .bq = 16 * tq, .bk = 32, .td = 1, .tq = tq};
+        uint32_t wg = 16, bk = 32;
+        const vkf_tuning *tu = &ctx->tuning;
+        if (tu->attention_rows_workgroup) {
+            /* the built-in table's shape for this driver (tuning.c), tq capped as above */
+            wg = tu->attention_rows_workgroup, bk = tu->attention_rows_bk;
+            if (tu->attention_rows_tq < tq) tq = tu->attention_rows_tq;
+        }
+        t = (vkf_attention_tiles){.workgroup = wg, .bq = wg * tq, .bk = bk, .td = 1, .tq = tq};
     } else {
         /* Split form: td invocations share a row's head_dim (each owns a few vec4s
          * of the accumulator) and its keys' scores. */
@@ -62,6 +69,26 @@ void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_a
         else break; /* cannot happen for head_dim <= 256 within Vulkan's 16 KiB minimum */
     }
     *out = t;
+}
+
+vkf_status vkf_attention_fused_choice(const vkf_context *ctx, uint32_t head_dim, vkf_kernel_choice *out)
+{
+    if (!ctx || !out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_attention_fused_choice: NULL argument");
+    if (head_dim == 0 || head_dim > VKF_ATTENTION_MAX_HEAD_DIM)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_attention_fused_choice: head_dim %u is not in 1..%u", head_dim,
+                        VKF_ATTENTION_MAX_HEAD_DIM);
+    vkf_attention_tiles t;
+    vkf_attention_tiles_choose(ctx, head_dim, &t);
+    memset(out, 0, sizeof *out);
+    out->kernel = "fused";
+    out->tiles[0] = t.workgroup, out->tiles[1] = t.bq, out->tiles[2] = t.bk, out->tiles[3] = t.td, out->tiles[4] = t.tq;
+    vkf_attention_tiles tuned;
+    out->source = vkf_choice_source_name(vkf_tuning_attention_tiles(ctx, head_dim, &tuned) ? VKF_SOURCE_FILE
+                                         : ctx->info.type == VKF_DEVICE_CPU && ctx->tuning.attention_rows_workgroup
+                                             ? VKF_SOURCE_TABLE
+                                             : VKF_SOURCE_DEFAULT);
+    out->table_entry = ctx->tuning.table_entry;
+    return VKF_OK;
 }
 
 /* ------------------------------------------------------------------ coopmat tiles */

@@ -148,6 +148,24 @@ static const uint32_t spirv_matmul_subgroup_i8b[] =
 static const uint32_t spirv_matmul_subgroup_act16_i8b[] =
 #include "matmul_subgroup_act16_i8b.spv.h"
     ;
+static const uint32_t spirv_matmul_broadcast[] =
+#include "matmul_broadcast.spv.h"
+    ;
+static const uint32_t spirv_matmul_broadcast_f16b[] =
+#include "matmul_broadcast_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_broadcast_act16[] =
+#include "matmul_broadcast_act16.spv.h"
+    ;
+static const uint32_t spirv_matmul_broadcast_act16_f16b[] =
+#include "matmul_broadcast_act16_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_broadcast_i8b[] =
+#include "matmul_broadcast_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_broadcast_act16_i8b[] =
+#include "matmul_broadcast_act16_i8b.spv.h"
+    ;
 
 /* Cooperative-matrix variants: meson lists them only when its glslc compiles
  * GL_KHR_cooperative_matrix; a variant whose header was not generated has no
@@ -278,6 +296,12 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_COOPMAT2_ACT16_I8B] = {"matmul_coopmat2_act16_i8b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_act16_i8b), 6, sizeof(vkf_push_matmul), 2},
     [VKF_VARIANT_EMBED_I8] = {"embed_i8", spirv_embed_i8, sizeof spirv_embed_i8, 7, sizeof(vkf_push_embed)},
     [VKF_VARIANT_EMBED_I8_ACT16] = {"embed_i8_act16", spirv_embed_i8_act16, sizeof spirv_embed_i8_act16, 7, sizeof(vkf_push_embed)},
+    [VKF_VARIANT_MATMUL_BROADCAST] = {"matmul_broadcast", spirv_matmul_broadcast, sizeof spirv_matmul_broadcast, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_BROADCAST_F16B] = {"matmul_broadcast_f16b", spirv_matmul_broadcast_f16b, sizeof spirv_matmul_broadcast_f16b, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_BROADCAST_ACT16] = {"matmul_broadcast_act16", spirv_matmul_broadcast_act16, sizeof spirv_matmul_broadcast_act16, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_BROADCAST_ACT16_F16B] = {"matmul_broadcast_act16_f16b", spirv_matmul_broadcast_act16_f16b, sizeof spirv_matmul_broadcast_act16_f16b, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_BROADCAST_I8B] = {"matmul_broadcast_i8b", spirv_matmul_broadcast_i8b, sizeof spirv_matmul_broadcast_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_BROADCAST_ACT16_I8B] = {"matmul_broadcast_act16_i8b", spirv_matmul_broadcast_act16_i8b, sizeof spirv_matmul_broadcast_act16_i8b, 6, sizeof(vkf_push_matmul)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }

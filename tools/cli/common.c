@@ -250,6 +250,16 @@ void jsonl_string(const char *key, const char *value)
     else printf("null");
 }
 
+void jsonl_choice(const vkf_kernel_choice *c, uint32_t tile_count)
+{
+    jsonl_string("kernel", c->kernel);
+    printf(",\"tiles\":[");
+    for (uint32_t i = 0; i < tile_count && i < 6; i++) printf("%s%u", i ? "," : "", c->tiles[i]);
+    printf("]");
+    jsonl_string("source", c->source);
+    jsonl_string("table_entry", c->table_entry);
+}
+
 void jsonl_number(double x, int digits)
 {
     if (isfinite(x)) printf("%.*g", digits, x);
