@@ -611,11 +611,16 @@ static vkf_status attention_measure(const tune_run *run, attention_case *c, cons
 }
 
 #define AT(wg, bq_, bk_, td_, tq_) {.workgroup = wg, .bq = bq_, .bk = bk_, .td = td_, .tq = tq_}
-/* CPU drivers: the rows form (td 1). tq 8 at head_dim 64 compiles for many seconds on lavapipe. */
+/* The lanes form with `subgroups` subgroups of tq rows per lane: workgroup, bq and
+ * bk are filled in for the device's subgroup size. */
+#define ATL(subgroups, tq_) {.workgroup = subgroups, .tq = tq_, .td = 1, .lanes = 1}
+/* CPU drivers: the rows form (td 1) and the lanes form. tq 8 at head_dim 64
+ * compiles for many seconds on lavapipe (the lanes form 20-30 s on Mesa 22.3). */
 static const vkf_attention_tiles cpu_attention[] = {
+    ATL(1, 4), ATL(1, 2), ATL(2, 4),
     AT(16, 32, 32, 1, 2), AT(16, 64, 16, 1, 4), AT(16, 64, 64, 1, 4), AT(32, 128, 32, 1, 4), AT(8, 32, 32, 1, 4),
 };
-static const vkf_attention_tiles cpu_attention_quick[] = {AT(16, 32, 32, 1, 2)};
+static const vkf_attention_tiles cpu_attention_quick[] = {ATL(1, 2), AT(16, 32, 32, 1, 2)};
 /* GPUs: the split form (tq 1). */
 static const vkf_attention_tiles gpu_attention[] = {
     AT(256, 32, 32, 8, 1), AT(256, 16, 32, 16, 1), AT(128, 16, 32, 8, 1), AT(256, 64, 32, 4, 1),
@@ -623,6 +628,7 @@ static const vkf_attention_tiles gpu_attention[] = {
 };
 static const vkf_attention_tiles gpu_attention_quick[] = {AT(128, 16, 32, 8, 1)};
 #undef AT
+#undef ATL
 
 static vkf_status tune_attention(tune_run *run, uint32_t n, uint32_t heads, uint32_t head_dim,
                                  vkf_attention_tiles *out_best)
@@ -640,8 +646,15 @@ static vkf_status tune_attention(tune_run *run, uint32_t n, uint32_t heads, uint
     ctx->tuning.attention_head_dim = 0;
     vkf_attention_tiles_choose(ctx, head_dim, &cands[nc++]);
     ctx->tuning.attention_head_dim = saved_head_dim;
-    for (size_t i = 0; i < count && nc < 16; i++)
-        if (memcmp(&list[i], &cands[0], sizeof cands[0]) != 0) cands[nc++] = list[i];
+    for (size_t i = 0; i < count && nc < 16; i++) {
+        vkf_attention_tiles t = list[i];
+        if (t.lanes) {
+            uint32_t sg = ctx->info.subgroup_size;
+            if (!ctx->info.subgroup_shuffle || !sg) continue;
+            t.workgroup *= sg, t.bk = sg, t.bq = t.workgroup * t.tq;
+        }
+        if (memcmp(&t, &cands[0], sizeof cands[0]) != 0) cands[nc++] = t;
+    }
 
     attention_case c;
     vkf_status st = attention_case_make(ctx, n, heads, head_dim, &c);
@@ -649,8 +662,8 @@ static vkf_status tune_attention(tune_run *run, uint32_t n, uint32_t heads, uint
     for (size_t i = 0; st == VKF_OK && i < nc; i++) {
         const vkf_attention_tiles *t = &cands[i];
         char label[160];
-        snprintf(label, sizeof label, "attention_fused %u invocations, bq %u, bk %u, td %u, tq %u", t->workgroup,
-                 t->bq, t->bk, t->td, t->tq);
+        snprintf(label, sizeof label, "%s %u invocations, bq %u, bk %u, td %u, tq %u",
+                 t->lanes ? "attention_fused_lanes" : "attention_fused", t->workgroup, t->bq, t->bk, t->td, t->tq);
         const char *problem = vkf_attention_tiles_problem(ctx, t, head_dim);
         if (problem) {
             progress(run, "  %s: skipped (%s)", label, problem);
@@ -665,10 +678,11 @@ static vkf_status tune_attention(tune_run *run, uint32_t n, uint32_t heads, uint
             continue;
         }
         progress(run, "  %s: n %u, %u heads of %u: %.3f ms%s", label, n, heads, head_dim, ms, ok ? "" : ", WRONG");
-        json_t *m = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:b}", "op", "attention", "n",
+        json_t *m = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:b}", "op", "attention", "n",
                               (json_int_t)n, "heads", (json_int_t)heads, "head_dim", (json_int_t)head_dim,
                               "workgroup", (json_int_t)t->workgroup, "bq", (json_int_t)t->bq, "bk", (json_int_t)t->bk,
-                              "td", (json_int_t)t->td, "tq", (json_int_t)t->tq, "ms", ms, "correct", ok);
+                              "td", (json_int_t)t->td, "tq", (json_int_t)t->tq, "lanes", (json_int_t)t->lanes, "ms", ms,
+                              "correct", ok);
         json_array_append_new(run->measurements, m);
         if (!ok) {
             progress(run, "  %s: wrong result, disqualified", label);
@@ -718,7 +732,7 @@ vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_p
         return st;
     }
     json_t *root = json_pack("{s:s, s:I, s:s, s:b, s:{s:I, s:I, s:I, s:s, s:s, s:s}, s:o, s:{s:I, s:I, s:I, s:I, "
-                             "s:I, s:I}, s:o}",
+                             "s:I, s:I, s:I}, s:o}",
                              "format", VKF_TUNE_FORMAT, "version", (json_int_t)VKF_TUNE_VERSION, "vkformer",
                              vkf_version_string(), "quick", o->quick, "device", "vendor_id",
                              (json_int_t)ctx->info.vendor_id, "device_id", (json_int_t)ctx->info.device_id,
@@ -726,7 +740,8 @@ vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_p
                              "driver_name", ctx->info.driver_name, "driver_info", ctx->info.driver_info, "matmul",
                              matmul_tiles_json(mm.variant, &mm.t), "attention", "head_dim", (json_int_t)att_head_dim,
                              "workgroup", (json_int_t)at.workgroup, "bq", (json_int_t)at.bq, "bk", (json_int_t)at.bk,
-                             "td", (json_int_t)at.td, "tq", (json_int_t)at.tq, "measurements", run.measurements);
+                             "td", (json_int_t)at.td, "tq", (json_int_t)at.tq, "lanes", (json_int_t)at.lanes,
+                             "measurements", run.measurements);
     if (!root) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory writing the tune file");
     /* "matmul_coopmat": the kernel of matmuls with an F16 operand, "none" for the
      * scalar one above; absent when coopmat was off (later contexts then use the
@@ -755,8 +770,8 @@ vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_p
     memcpy(ctx->tuning.attention_tiles, &at, sizeof ctx->tuning.attention_tiles);
     char label[160];
     tiles_label(&mm, label, sizeof label);
-    progress(&run, "matmul: %s; attention (head_dim %u): %u invocations, bq %u, bk %u, td %u, tq %u", label, att_head_dim,
-             at.workgroup, at.bq, at.bk, at.td, at.tq);
+    progress(&run, "matmul: %s; attention (head_dim %u): %s%u invocations, bq %u, bk %u, td %u, tq %u", label,
+             att_head_dim, at.lanes ? "lanes form, " : "", at.workgroup, at.bq, at.bk, at.td, at.tq);
     if (ctx->coopmat) {
         tiles_label(&cm, label, sizeof label);
         progress(&run, "F16 matmuls: %s", is_coopmat(cm.variant) ? label : "the scalar kernel above (no coopmat)");

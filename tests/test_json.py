@@ -39,7 +39,7 @@ NUM = "number"  # int or float, never bool
 COMMON = {"command": str, "device": str, "driver": str, "vkformer_version": str}
 
 MATMUL_TILES = {"kernel": str, "workgroup": int, "bm": int, "bn": int, "bk": int, "tm": int, "tn": int}
-ATTENTION_TILES = {"head_dim": int, "workgroup": int, "bq": int, "bk": int, "td": int, "tq": int}
+ATTENTION_TILES = {"head_dim": int, "workgroup": int, "bq": int, "bk": int, "td": int, "tq": int, "lanes": int}
 # a kernel choice (vkf_kernel_choice): what ran, its tiles, and where the choice came from
 CHOICE = {"kernel": str, "tiles": [int], "source": str, "table_entry": Opt(str)}
 

@@ -1131,7 +1131,8 @@ static void test_driver_table(vkf_context *ctx)
     CHECK_OK(vkf_matmul_choice(ctx, 1024, 1024, 1024, 1, false, false, &c));
     CHECK(strcmp(c.kernel, "direct") == 0 && strcmp(c.source, "forced") == 0);
     CHECK_OK(vkf_attention_fused_choice(ctx, 64, &c));
-    CHECK(strcmp(c.kernel, "fused") == 0 && c.tiles[0] >= 1 && c.tiles[1] >= 1);
+    CHECK(strncmp(c.kernel, "fused", 5) == 0 && c.tiles[0] >= 1 && c.tiles[1] >= 1);
+    CHECK(strcmp(c.kernel, "fused-lanes") == 0 || !ctx->tuning.attention_lanes);
     CHECK_FAIL(vkf_attention_fused_choice(ctx, 0, &c), VKF_ERROR_INVALID_ARGUMENT, "head_dim");
     CHECK_OK(vkf_decode_form_choice(ctx, &c));
     CHECK(strcmp(c.kernel, ctx->tuning.decode_rows ? "rows" : "split") == 0);

@@ -148,6 +148,12 @@ static const uint32_t spirv_matmul_subgroup_i8b[] =
 static const uint32_t spirv_matmul_subgroup_act16_i8b[] =
 #include "matmul_subgroup_act16_i8b.spv.h"
     ;
+static const uint32_t spirv_attention_fused_lanes[] =
+#include "attention_fused_lanes.spv.h"
+    ;
+static const uint32_t spirv_attention_fused_lanes_f16[] =
+#include "attention_fused_lanes_f16.spv.h"
+    ;
 static const uint32_t spirv_matmul_broadcast[] =
 #include "matmul_broadcast.spv.h"
     ;
@@ -250,6 +256,8 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_ADVANCE] = {"advance", spirv_advance, sizeof spirv_advance, 1, 0},
     [VKF_VARIANT_ATTENTION_FUSED] = {"attention_fused", spirv_attention_fused, sizeof spirv_attention_fused, 6, sizeof(vkf_push_attention_fused)},
     [VKF_VARIANT_ATTENTION_FUSED_F16] = {"attention_fused_f16", spirv_attention_fused_f16, sizeof spirv_attention_fused_f16, 6, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_ATTENTION_FUSED_LANES] = {"attention_fused_lanes", spirv_attention_fused_lanes, sizeof spirv_attention_fused_lanes, 6, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_ATTENTION_FUSED_LANES_F16] = {"attention_fused_lanes_f16", spirv_attention_fused_lanes_f16, sizeof spirv_attention_fused_lanes_f16, 6, sizeof(vkf_push_attention_fused)},
     [VKF_VARIANT_MATMUL_TILED_ACT16] = {"matmul_tiled_act16", spirv_matmul_tiled_act16, sizeof spirv_matmul_tiled_act16, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_TILED_ACT16_F16B] = {"matmul_tiled_act16_f16b", spirv_matmul_tiled_act16_f16b, sizeof spirv_matmul_tiled_act16_f16b, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_DIRECT_ACT16] = {"matmul_direct_act16", spirv_matmul_direct_act16, sizeof spirv_matmul_direct_act16, 5, sizeof(vkf_push_matmul)},

@@ -135,6 +135,8 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_ADVANCE,
     VKF_VARIANT_ATTENTION_FUSED,        /* many queries, online softmax, no score matrix */
     VKF_VARIANT_ATTENTION_FUSED_F16,    /* the same with Q, K, V and out stored as F16 */
+    VKF_VARIANT_ATTENTION_FUSED_LANES,  /* the same for CPU drivers: keys shared by subgroup shuffles */
+    VKF_VARIANT_ATTENTION_FUSED_LANES_F16,
     VKF_VARIANT_MATMUL_TILED_ACT16,             /* -DACT_F16: activations (A, C, residual; x, y; ...) stored as F16 */
     VKF_VARIANT_MATMUL_TILED_ACT16_F16B,
     VKF_VARIANT_MATMUL_DIRECT_ACT16,
@@ -279,12 +281,14 @@ typedef struct vkf_tuning {
      * attention_head_dim only; 0: none, vkf_attention_tiles_choose decides. The
      * values of a vkf_attention_tiles in field order. */
     uint32_t attention_head_dim;
-    uint32_t attention_tiles[5];
+    uint32_t attention_tiles[6];
     bool from_file;                     /* matmul / attention tiles came from a tune file */
-    /* The built-in table's fused-attention shape for this CPU driver (rows form):
-     * invocations, query rows per invocation (at most; fewer for wide heads) and
-     * keys per tile; all 0: the device rule in attention.c. */
+    /* The built-in table's fused-attention shape for this CPU driver (td 1):
+     * invocations, query rows per invocation (at most; fewer for wide heads), keys
+     * per tile, and the lanes form (vkf_attention_tiles.lanes); workgroup 0: the
+     * device rule in attention.c. */
     uint32_t attention_rows_workgroup, attention_rows_tq, attention_rows_bk;
+    bool attention_lanes;
     /* The built-in table's entry for this device and driver (a static name, e.g.
      * "lavapipe, Mesa 26"), NULL when none matched; and where each choice came from. */
     const char *table_entry;
@@ -493,8 +497,13 @@ typedef struct vkf_attention_tiles {
     uint32_t bk;                        /* id 2: keys per shared-memory tile */
     uint32_t td;                        /* id 3: invocations per query row */
     uint32_t tq;                        /* id 4: query rows per invocation */
+    /* 1: attention_fused_lanes.comp, the CPU form without shared memory (keys reach
+     * the rows by subgroup shuffles): td 1, bk the subgroup size, workgroup whole
+     * subgroups, bq = workgroup * tq; its spec constants are workgroup, bq, bk, the
+     * subgroup size, tq, vec4s per row. 0: attention_fused.comp. */
+    uint32_t lanes;
 } vkf_attention_tiles;
-_Static_assert(sizeof(vkf_attention_tiles) == 5 * sizeof(uint32_t), "spec constants are uint32");/* Shared memory the kernel declares with these tiles, in bytes (tuning.c, with the
+_Static_assert(sizeof(vkf_attention_tiles) == 6 * sizeof(uint32_t), "tiles are uint32");/* Shared memory the kernel declares with these tiles, in bytes (tuning.c, with the
  * tune file's checks). */
 uint64_t vkf_attention_shared_bytes(const vkf_attention_tiles *tiles, uint32_t head_dim);
 /* Why these tiles cannot run on ctx's device at head_dim (a static string), or

@@ -107,7 +107,13 @@ typedef struct driver_entry {
     vkf_variant_id matmul;              /* VKF_VARIANT_MATMUL_SUBGROUP or _BROADCAST */
     uint32_t bm, bn, tm, tn;            /* its tiles (the subgroup size fills in the rest) */
     uint32_t skinny_tn;                 /* decode steps of 8..63 rows: one block of 8, 16 or 32 rows, tn per lane */
-    uint32_t att_workgroup, att_tq, att_bk; /* fused attention, rows form; 0: attention.c's CPU rule */
+    /* Fused attention (td 1): the lanes form (attention_fused_lanes.comp) with
+     * att_size subgroups per workgroup and keys one subgroup at a time, or the
+     * shared-memory rows form with att_size invocations and att_bk keys per tile;
+     * att_tq query rows per invocation at most (attention.c caps it for wide heads).
+     * att_size 0: attention.c's CPU rule. */
+    bool att_lanes;
+    uint32_t att_size, att_tq, att_bk;
     bool decode_rows;                   /* decode kernels in their rows form (else split) */
 } driver_entry;
 
@@ -116,10 +122,10 @@ static const driver_entry driver_table[] = {
      * address as one scalar and other addresses with hardware gathers, so rows of
      * A read uniformly beat rows shared by shuffles 2.7x (one thread, 1024^3). */
     {"lavapipe, Mesa 26 (LLVM 17+)", 2600, 2699, 17, 999, VKF_VARIANT_MATMUL_BROADCAST, 64, 128, 32, 4, 4,
-     0, 0, 0, true},
+     true, 1, 4, 0, true},
     /* Mesa 22.3.6, LLVM 15.0.6 (Debian 12): every address computed in a loop is
      * per-lane, loaded lane by lane; a shuffle is a register move. */
-    {"lavapipe, Mesa 22.3", 2200, 2299, 0, 999, VKF_VARIANT_MATMUL_SUBGROUP, 64, 128, 32, 4, 4, 0, 0, 0, true},
+    {"lavapipe, Mesa 22.3", 2200, 2299, 0, 999, VKF_VARIANT_MATMUL_SUBGROUP, 64, 128, 32, 4, 4, true, 1, 4, 0, true},
 };
 
 static const driver_entry *driver_entry_for(const vkf_device_info *d)
@@ -156,11 +162,14 @@ static void apply_driver_entry(const vkf_device_info *d, const driver_entry *e, 
         memcpy(t->subgroup_skinny, skinny, sizeof skinny);
         t->matmul_source = VKF_SOURCE_TABLE;
     }
-    if (e->att_workgroup && e->att_workgroup <= d->max_workgroup_invocations &&
-        e->att_workgroup <= d->max_workgroup_size[0]) {
-        t->attention_rows_workgroup = e->att_workgroup;
+    bool lanes = e->att_lanes && d->subgroup_shuffle && d->subgroup_size;
+    uint32_t att_wg = lanes ? e->att_size * d->subgroup_size : e->att_size;
+    if (e->att_size && (lanes || !e->att_lanes) && att_wg <= d->max_workgroup_invocations &&
+        att_wg <= d->max_workgroup_size[0]) {
+        t->attention_rows_workgroup = att_wg;
         t->attention_rows_tq = e->att_tq;
-        t->attention_rows_bk = e->att_bk;
+        t->attention_rows_bk = lanes ? d->subgroup_size : e->att_bk;
+        t->attention_lanes = lanes;
         t->attention_source = VKF_SOURCE_TABLE;
     }
     t->decode_rows = e->decode_rows;
@@ -420,6 +429,7 @@ vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const
 
 uint64_t vkf_attention_shared_bytes(const vkf_attention_tiles *t, uint32_t head_dim)
 {
+    if (t->lanes) return 0; /* attention_fused_lanes.comp has none */
     /* Mirrors the shared arrays of attention_fused.comp. */
     uint64_t d4 = vkf_div_up(head_dim, 4), split_rows = t->td > 1 ? t->bq : 1;
     return 2 * (uint64_t)t->bk * d4 * 16        /* k_tile, v_tile */
@@ -439,6 +449,13 @@ const char *vkf_attention_tiles_problem(const vkf_context *ctx, const vkf_attent
         return "tiles need workgroup * tq == bq * td, all positive, and td or tq 1";
     if (t->workgroup > ctx->info.max_workgroup_invocations || t->workgroup > ctx->info.max_workgroup_size[0])
         return "workgroup exceeds the device's limit";
+    if (t->lanes > 1) return "lanes is 0 or 1";
+    if (t->lanes) {
+        uint32_t sg = ctx->info.subgroup_size;
+        if (!ctx->info.subgroup_shuffle || !sg) return "the lanes form needs subgroup shuffles";
+        if (t->td != 1 || t->bk != sg || t->workgroup % sg)
+            return "the lanes form needs td 1, bk the subgroup size and a workgroup of whole subgroups";
+    }
     if (vkf_attention_shared_bytes(t, head_dim) > ctx->info.max_shared_memory)
         return "tiles need more shared memory than the device has";
     return NULL;
@@ -448,7 +465,7 @@ bool vkf_tuning_attention_tiles(const vkf_context *ctx, uint32_t head_dim, struc
 {
     if (!ctx->tuning.attention_head_dim || ctx->tuning.attention_head_dim != head_dim) return false;
     const uint32_t *a = ctx->tuning.attention_tiles;
-    *out = (vkf_attention_tiles){.workgroup = a[0], .bq = a[1], .bk = a[2], .td = a[3], .tq = a[4]};
+    *out = (vkf_attention_tiles){.workgroup = a[0], .bq = a[1], .bk = a[2], .td = a[3], .tq = a[4], .lanes = a[5]};
     return true;
 }
 
@@ -528,6 +545,12 @@ static bool parse_tune_file(vkf_context *ctx, json_t *root, vkf_variant_id *out_
             snprintf(why, why_capacity, "\"attention\" needs head_dim, workgroup, bq, bk, td, tq as integers");
             return false;
         }
+        json_t *lanes = json_object_get(at, "lanes"); /* optional: absent in files before the lanes form */
+        if (lanes && (!json_is_integer(lanes) || json_integer_value(lanes) < 0 || json_integer_value(lanes) > 1)) {
+            snprintf(why, why_capacity, "\"attention\": \"lanes\" is 0 or 1");
+            return false;
+        }
+        a->lanes = lanes ? (uint32_t)json_integer_value(lanes) : 0;
         const char *problem = vkf_attention_tiles_problem(ctx, a, *out_head_dim);
         if (problem) {
             snprintf(why, why_capacity, "attention tiles: %s", problem);
