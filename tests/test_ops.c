@@ -1099,6 +1099,8 @@ static void test_driver_table(vkf_context *ctx)
     } drivers[] = {
         {"Mesa 26.2.6-1 (LLVM 22.1.8)", VKF_VARIANT_MATMUL_BROADCAST, true},
         {"Mesa 22.3.6 (LLVM 15.0.6)", VKF_VARIANT_MATMUL_SUBGROUP, true},
+        {"Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)", VKF_VARIANT_MATMUL_SUBGROUP, true},
+        {"Mesa 26.0.1 (LLVM 16.0.6)", VKF_VARIANT_MATMUL_SUBGROUP, false}, /* LLVM older than the entry's */
         {"Mesa 21.0.1 (LLVM 11.0.1)", VKF_VARIANT_MATMUL_SUBGROUP, false}, /* not measured: the device rule */
         {"", VKF_VARIANT_MATMUL_SUBGROUP, false},
     };
@@ -1117,6 +1119,9 @@ static void test_driver_table(vkf_context *ctx)
         CHECK(t.matmul_source == (drivers[i].table ? VKF_SOURCE_TABLE : VKF_SOURCE_DEFAULT));
         CHECK(t.matmul_min_macs == VKF_SUBGROUP_MIN_MACS);
         for (int r = 0; r < 3; r++) CHECK(t.subgroup_skinny[r].workgroup && t.subgroup_skinny[r].bm == 8u << r);
+        /* every lavapipe: fused attention in the lanes form, one subgroup */
+        CHECK(t.attention_lanes && t.attention_rows_workgroup == 8 && t.attention_rows_bk == 8);
+        CHECK(t.attention_source == (drivers[i].table ? VKF_SOURCE_TABLE : VKF_SOURCE_DEFAULT));
     }
     /* this context's own choice, reported with its source */
     vkf_tuning_choose(ctx);

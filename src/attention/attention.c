@@ -89,9 +89,8 @@ vkf_status vkf_attention_fused_choice(const vkf_context *ctx, uint32_t head_dim,
     out->tiles[0] = t.workgroup, out->tiles[1] = t.bq, out->tiles[2] = t.bk, out->tiles[3] = t.td, out->tiles[4] = t.tq;
     vkf_attention_tiles tuned;
     out->source = vkf_choice_source_name(vkf_tuning_attention_tiles(ctx, head_dim, &tuned) ? VKF_SOURCE_FILE
-                                         : ctx->info.type == VKF_DEVICE_CPU && ctx->tuning.attention_rows_workgroup
-                                             ? VKF_SOURCE_TABLE
-                                             : VKF_SOURCE_DEFAULT);
+                                         : ctx->info.type == VKF_DEVICE_CPU ? ctx->tuning.attention_source
+                                                                            : VKF_SOURCE_DEFAULT);
     out->table_entry = ctx->tuning.table_entry;
     return VKF_OK;
 }

@@ -120,8 +120,15 @@ typedef struct driver_entry {
 static const driver_entry driver_table[] = {
     /* Mesa 26.2.6, LLVM 22.1.8 (Debian unstable): gallivm loads a subgroup-uniform
      * address as one scalar and other addresses with hardware gathers, so rows of
-     * A read uniformly beat rows shared by shuffles 2.7x (one thread, 1024^3). */
-    {"lavapipe, Mesa 26 (LLVM 17+)", 2600, 2699, 17, 999, VKF_VARIANT_MATMUL_BROADCAST, 64, 128, 32, 4, 4,
+     * A read uniformly beat rows shared by shuffles 2.7x (one thread, 1024^3).
+     * Measured with LLVM 22 only; Mesa 25.0 built with LLVM 15 emits neither
+     * gathers nor FMAs there, so the entry asks for a recent LLVM (19+: a guess). */
+    {"lavapipe, Mesa 26 (LLVM 19+)", 2600, 2699, 19, 999, VKF_VARIANT_MATMUL_BROADCAST, 64, 128, 32, 4, 4,
+     true, 1, 4, 0, true},
+    /* Mesa 25.0.7, LLVM 15.0.6 (Debian 12's bookworm-backports): no gathers and no
+     * FMAs in these kernels; matmul_subgroup is the fastest family there too
+     * (512^3, one thread: 47 ms against 176 for matmul_broadcast, 86 direct). */
+    {"lavapipe, Mesa 25.0 (LLVM 15)", 2500, 2500, 15, 15, VKF_VARIANT_MATMUL_SUBGROUP, 64, 128, 32, 4, 4,
      true, 1, 4, 0, true},
     /* Mesa 22.3.6, LLVM 15.0.6 (Debian 12): every address computed in a loop is
      * per-lane, loaded lane by lane; a shuffle is a register move. */
@@ -205,6 +212,14 @@ void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
         for (uint32_t i = 0; i < 3; i++)
             if (!vkf_matmul_subgroup_tiles(d, 8u << i, 128, 8u << i, 4, &t->subgroup_skinny[i]))
                 t->subgroup_skinny[i].workgroup = 0;
+        /* Fused attention in its lanes form (attention_fused_lanes.comp: keys reach
+         * the rows by shuffles, no shared memory), one subgroup, up to 4 rows per
+         * lane: faster than the shared-memory rows form on every lavapipe measured
+         * (22.3, 25.0, 26.2: 1.2-5x at n 512-1024, docs/performance.md). */
+        t->attention_rows_workgroup = d->subgroup_size;
+        t->attention_rows_tq = 4;
+        t->attention_rows_bk = d->subgroup_size;
+        t->attention_lanes = true;
     } else if (cpu) {
         /* No shared memory and no barriers: measured 3-4x faster on lavapipe
          * (DESIGN.md). */
