@@ -1100,7 +1100,9 @@ static void test_driver_table(vkf_context *ctx)
         {"Mesa 26.2.6-1 (LLVM 22.1.8)", VKF_VARIANT_MATMUL_BROADCAST, true},
         {"Mesa 22.3.6 (LLVM 15.0.6)", VKF_VARIANT_MATMUL_SUBGROUP, true},
         {"Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)", VKF_VARIANT_MATMUL_SUBGROUP, true},
-        {"Mesa 26.0.1 (LLVM 16.0.6)", VKF_VARIANT_MATMUL_SUBGROUP, false}, /* LLVM older than the entry's */
+        {"Mesa 26.0.1 (LLVM 20.1.0)", VKF_VARIANT_MATMUL_BROADCAST, true},
+        {"Mesa 25.0.7-2+deb13u1 (LLVM 19.1.7)", VKF_VARIANT_MATMUL_SUBGROUP, true},
+        {"Mesa 24.2.8-1 (LLVM 19.1.4)", VKF_VARIANT_MATMUL_SUBGROUP, false}, /* not measured */
         {"Mesa 21.0.1 (LLVM 11.0.1)", VKF_VARIANT_MATMUL_SUBGROUP, false}, /* not measured: the device rule */
         {"", VKF_VARIANT_MATMUL_SUBGROUP, false},
     };
