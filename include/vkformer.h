@@ -549,12 +549,35 @@ VKF_API vkf_status vkf_cmd_memory(const vkf_cmd *cmd, uint64_t *out_bytes);
 /* ------------------------------------------------------------------ tuning */
 
 /* The kernel family a matmul of these sizes and dtypes (A F16 or not, B F16 or
- * not) would run on the context now: "coopmat", "coopmat2", "tiled", "subgroup"
- * or "direct" (a static string; NULL for a NULL context). */
+ * not) would run on the context now: "coopmat", "coopmat2", "tiled", "subgroup",
+ * "broadcast" or "direct" (a static string; NULL for a NULL context). */
 VKF_API const char *vkf_matmul_kernel_family(const vkf_context *context, uint32_t m, uint32_t n, uint32_t k,
                                              uint64_t batch, bool a_f16, bool b_f16);
+/* A kernel choice and where it came from, for reports (bench, info). Every
+ * string is static. */
+typedef struct vkf_kernel_choice {
+    const char *kernel;                 /* matmul: the family ("broadcast", "subgroup", "direct", "tiled",
+                                           "coopmat", "coopmat2"); attention: "fused"; decode: "rows" or "split" */
+    uint32_t tiles[6];                  /* matmul: workgroup, bm, bn, bk, tm, tn; fused attention: workgroup, bq,
+                                           bk, td, tq, 0; decode: zeros */
+    const char *source;                 /* "table" (the built-in per-driver table), "tune-file", "default" (the
+                                           rule for the device's type and limits), "forced" (vkf_tune_force_matmul)
+                                           or "environment" (VKFORMER_DECODE_FORM) */
+    const char *table_entry;            /* the built-in table's entry for this device and driver, e.g. "lavapipe,
+                                           Mesa 26 (LLVM 17+)"; NULL when none matched */
+} vkf_kernel_choice;
+/* What a matmul of these sizes would run on the context now (the rule of
+ * vkf_matmul_kernel_family; I8 weights count as neither F16 flag). */
+VKF_API vkf_status vkf_matmul_choice(const vkf_context *context, uint32_t m, uint32_t n, uint32_t k, uint64_t batch,
+                                     bool a_f16, bool b_f16, vkf_kernel_choice *out_choice);
+/* The tiles the scalar fused attention kernel ("fused") takes for head_dim. */
+VKF_API vkf_status vkf_attention_fused_choice(const vkf_context *context, uint32_t head_dim,
+                                              vkf_kernel_choice *out_choice);
+/* The form of the decode step's attention_decode and beam_partial: "rows" (an
+ * invocation per row; CPU drivers) or "split" (a workgroup per row; GPUs). */
+VKF_API vkf_status vkf_decode_form_choice(const vkf_context *context, vkf_kernel_choice *out_choice);
 /* Makes every matmul on the context use one kernel family ("coopmat",
- * "coopmat2", "tiled", "direct", "subgroup") with its built-in tiles for the
+ * "coopmat2", "tiled", "direct", "subgroup", "broadcast") with its built-in tiles for the
  * device, or "auto": the built-in rule. Fails with VKF_ERROR_UNSUPPORTED where
  * the device or the context lacks it (coopmat off), INVALID_ARGUMENT for another name. */
 VKF_API vkf_status vkf_tune_force_matmul(vkf_context *context, const char *family);

@@ -68,6 +68,7 @@ shared vec4 q_tile[SPLIT_ROWS * D4];    // split form: (BQ, D4) pre-scaled queri
 shared float row_part[SPLIT_ROWS * TD]; // split form: per-invocation partial max, then partial sum
 
 #include "attention_pattern.glsl"
+#include "attention_io.glsl"
 
 // k_tile, v_tile, key_slot = list entries x0 .. x0 + BK - 1. Between barriers.
 void load_tile(uint x0)
@@ -94,24 +95,6 @@ void load_tile(uint x0)
             slot_bits[slot] = bits;
         }
     }
-}
-
-// Row i of q, pre-scaled, zero-padded: vec4 c4.
-vec4 load_q(uint i, uint c4)
-{
-    vec4 val = vec4(0.0);
-    if (i < pc.lq)
-        for (uint c = 0u; c < 4u; c++)
-            if (c4 * 4u + c < pc.head_dim) val[c] = float(q[qbase + i * pc.q_row + c4 * 4u + c]);
-    return val * pc.scale;
-}
-
-// out[i, c4 vec4] = o, clipped to head_dim.
-void store_out(uint i, uint c4, vec4 o)
-{
-    uint base = obase0 + i * (pc.heads * pc.head_dim) + c4 * 4u;
-    for (uint c = 0u; c < 4u; c++)
-        if (c4 * 4u + c < pc.head_dim) outv[base + c] = IO_T(o[c]);
 }
 
 void rows_form()

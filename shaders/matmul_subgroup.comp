@@ -27,20 +27,7 @@ layout(constant_id = 5) const uint TN = 2;      // columns of a lane
 
 layout(set = 0, binding = 0) readonly buffer BufA { ACT_T a[]; };
 layout(set = 0, binding = 0) readonly buffer BufA4 { ACT_T4 a4[]; };
-#if defined(B_I8)
-#include "matmul_b_i8.glsl"
-#elif defined(B_F16)
-#extension GL_EXT_shader_16bit_storage : require
-layout(set = 0, binding = 1) readonly buffer BufB { float16_t b[]; };
-layout(set = 0, binding = 1) readonly buffer BufB4 { f16vec4 b4[]; };
-#define B_AT(i) float(b[i])
-#define B_AT4(i) vec4(b4[(i) >> 2])
-#else
-layout(set = 0, binding = 1) readonly buffer BufB { float b[]; };
-layout(set = 0, binding = 1) readonly buffer BufB4 { vec4 b4[]; };
-#define B_AT(i) float(b[i])
-#define B_AT4(i) vec4(b4[(i) >> 2])
-#endif
+#include "matmul_b.glsl"
 layout(set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
 layout(set = 0, binding = 3) readonly buffer BufR { ACT_T res[]; };
 layout(set = 0, binding = 4) writeonly buffer BufC { ACT_T c[]; };

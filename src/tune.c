@@ -100,6 +100,11 @@ vkf_status vkf_tune_force_matmul(vkf_context *ctx, const char *family)
         t = (vkf_matmul_tiles){.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8};
         return vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_DIRECT, &t);
     }
+    if (strcmp(family, "broadcast") == 0) {
+        if (!vkf_matmul_broadcast_tiles(&ctx->info, 64, 128, 32, 4, &t))
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "matmul_broadcast does not run on \"%s\"", ctx->info.name);
+        return vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_BROADCAST, &t);
+    }
     if (strcmp(family, "subgroup") == 0) {
         uint32_t sg = ctx->info.subgroup_size;
         if (!vkf_matmul_subgroup_tiles(&ctx->info, 64, 128, 32 > sg ? 32 : sg, 4, &t))
@@ -107,7 +112,7 @@ vkf_status vkf_tune_force_matmul(vkf_context *ctx, const char *family)
         return vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_SUBGROUP, &t);
     }
     return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "unknown matmul kernel \"%s\" (auto, coopmat, coopmat2, tiled, "
-                    "direct, subgroup)", family);
+                    "direct, subgroup, broadcast)", family);
 }
 
 /* ------------------------------------------------------------------ measuring */
@@ -329,17 +334,20 @@ typedef struct matmul_candidate {
 /* matmul_subgroup: bm x bn per workgroup, tm x tn per lane; the workgroup and bk
  * (the subgroup size) are filled in for the device being tuned. */
 #define MMS(bm_, bn_, tm_, tn_) {VKF_VARIANT_MATMUL_SUBGROUP, {.bm = bm_, .bn = bn_, .tm = tm_, .tn = tn_}}
+/* matmul_broadcast: the same, tm rows per subgroup. */
+#define MMB(bm_, bn_, tm_, tn_) {VKF_VARIANT_MATMUL_BROADCAST, {.bm = bm_, .bn = bn_, .tm = tm_, .tn = tn_}}
 /* Candidates for CPU drivers: the kernels without shared memory. */
 static const matmul_candidate cpu_matmul[] = {
     MMS(64, 128, 32, 4), MMS(64, 64, 32, 4),   MMS(64, 64, 16, 4),  MMS(128, 128, 32, 4),
     MMS(64, 128, 16, 8), MMS(64, 64, 16, 2),   MMS(64, 96, 32, 3),
+    MMB(64, 128, 32, 4), MMB(64, 64, 32, 4),   MMB(96, 128, 24, 4), MMB(64, 128, 16, 8), MMB(64, 64, 64, 2),
     MM(DIRECT, 64, 64, 64, 1, 8, 8),    MM(DIRECT, 64, 32, 32, 1, 4, 4),    MM(DIRECT, 64, 128, 64, 1, 16, 8),
     MM(DIRECT, 64, 64, 128, 1, 8, 16),  MM(DIRECT, 16, 32, 32, 1, 8, 8),    MM(DIRECT, 32, 64, 32, 1, 8, 8),
     MM(DIRECT, 128, 64, 128, 1, 8, 8),  MM(DIRECT, 16, 64, 16, 1, 16, 4),   MM(DIRECT, 64, 64, 32, 1, 8, 4),
     MM(TILED, 64, 64, 64, 16, 8, 8),
 };
 static const matmul_candidate cpu_matmul_quick[] = {
-    MMS(64, 128, 32, 4), MMS(64, 64, 16, 4), MM(DIRECT, 64, 64, 64, 1, 8, 8), MM(TILED, 64, 64, 64, 16, 8, 8),
+    MMS(64, 128, 32, 4), MMS(64, 64, 16, 4), MMB(64, 128, 32, 4), MM(DIRECT, 64, 64, 64, 1, 8, 8), MM(TILED, 64, 64, 64, 16, 8, 8),
 };
 /* Candidates for GPUs: mostly the shared-memory kernel. */
 static const matmul_candidate gpu_matmul[] = {
@@ -353,13 +361,14 @@ static const matmul_candidate gpu_matmul_quick[] = {
 };
 #undef MM
 #undef MMS
+#undef MMB
 
 static void tiles_label(const matmul_candidate *c, char *out, size_t cap)
 {
     if (c->variant == VKF_VARIANT_MATMUL_COOPMAT || c->variant == VKF_VARIANT_MATMUL_COOPMAT2)
         snprintf(out, cap, "%s %ux%u tile, %ux%u per subgroup, bk %u, %u invocations", vkf_variant(c->variant)->name,
                  c->t.bm, c->t.bn, c->t.tm, c->t.tn, c->t.bk, c->t.workgroup);
-    else if (c->variant == VKF_VARIANT_MATMUL_SUBGROUP)
+    else if (c->variant == VKF_VARIANT_MATMUL_SUBGROUP || c->variant == VKF_VARIANT_MATMUL_BROADCAST)
         snprintf(out, cap, "%s %ux%u tile, %u rows x %u columns per lane, subgroup %u, %u invocations",
                  vkf_variant(c->variant)->name, c->t.bm, c->t.bn, c->t.tm, c->t.tn, c->t.bk, c->t.workgroup);
     else
@@ -469,6 +478,9 @@ static vkf_status tune_matmul(tune_run *run, const uint32_t *sizes, uint32_t siz
         if (c.variant == VKF_VARIANT_MATMUL_SUBGROUP &&
             !vkf_matmul_subgroup_tiles(&ctx->info, c.t.bm, c.t.bn, c.t.tm, c.t.tn, &c.t))
             continue; /* no shuffles, or not this subgroup size */
+        if (c.variant == VKF_VARIANT_MATMUL_BROADCAST &&
+            !vkf_matmul_broadcast_tiles(&ctx->info, c.t.bm, c.t.bn, c.t.tm, c.t.tn, &c.t))
+            continue; /* not this subgroup size */
         if (c.variant != builtin->matmul_variant || memcmp(&c.t, &builtin->matmul, sizeof builtin->matmul) != 0)
             cands[n++] = c;
     }
@@ -599,11 +611,16 @@ static vkf_status attention_measure(const tune_run *run, attention_case *c, cons
 }
 
 #define AT(wg, bq_, bk_, td_, tq_) {.workgroup = wg, .bq = bq_, .bk = bk_, .td = td_, .tq = tq_}
-/* CPU drivers: the rows form (td 1). tq 8 at head_dim 64 compiles for many seconds on lavapipe. */
+/* The lanes form with `subgroups` subgroups of tq rows per lane: workgroup, bq and
+ * bk are filled in for the device's subgroup size. */
+#define ATL(subgroups, tq_) {.workgroup = subgroups, .tq = tq_, .td = 1, .lanes = 1}
+/* CPU drivers: the rows form (td 1) and the lanes form. tq 8 at head_dim 64
+ * compiles for many seconds on lavapipe (the lanes form 20-30 s on Mesa 22.3). */
 static const vkf_attention_tiles cpu_attention[] = {
+    ATL(1, 4), ATL(1, 2), ATL(2, 4),
     AT(16, 32, 32, 1, 2), AT(16, 64, 16, 1, 4), AT(16, 64, 64, 1, 4), AT(32, 128, 32, 1, 4), AT(8, 32, 32, 1, 4),
 };
-static const vkf_attention_tiles cpu_attention_quick[] = {AT(16, 32, 32, 1, 2)};
+static const vkf_attention_tiles cpu_attention_quick[] = {ATL(1, 2), AT(16, 32, 32, 1, 2)};
 /* GPUs: the split form (tq 1). */
 static const vkf_attention_tiles gpu_attention[] = {
     AT(256, 32, 32, 8, 1), AT(256, 16, 32, 16, 1), AT(128, 16, 32, 8, 1), AT(256, 64, 32, 4, 1),
@@ -611,6 +628,7 @@ static const vkf_attention_tiles gpu_attention[] = {
 };
 static const vkf_attention_tiles gpu_attention_quick[] = {AT(128, 16, 32, 8, 1)};
 #undef AT
+#undef ATL
 
 static vkf_status tune_attention(tune_run *run, uint32_t n, uint32_t heads, uint32_t head_dim,
                                  vkf_attention_tiles *out_best)
@@ -628,8 +646,15 @@ static vkf_status tune_attention(tune_run *run, uint32_t n, uint32_t heads, uint
     ctx->tuning.attention_head_dim = 0;
     vkf_attention_tiles_choose(ctx, head_dim, &cands[nc++]);
     ctx->tuning.attention_head_dim = saved_head_dim;
-    for (size_t i = 0; i < count && nc < 16; i++)
-        if (memcmp(&list[i], &cands[0], sizeof cands[0]) != 0) cands[nc++] = list[i];
+    for (size_t i = 0; i < count && nc < 16; i++) {
+        vkf_attention_tiles t = list[i];
+        if (t.lanes) {
+            uint32_t sg = ctx->info.subgroup_size;
+            if (!ctx->info.subgroup_shuffle || !sg) continue;
+            t.workgroup *= sg, t.bk = sg, t.bq = t.workgroup * t.tq;
+        }
+        if (memcmp(&t, &cands[0], sizeof cands[0]) != 0) cands[nc++] = t;
+    }
 
     attention_case c;
     vkf_status st = attention_case_make(ctx, n, heads, head_dim, &c);
@@ -637,8 +662,8 @@ static vkf_status tune_attention(tune_run *run, uint32_t n, uint32_t heads, uint
     for (size_t i = 0; st == VKF_OK && i < nc; i++) {
         const vkf_attention_tiles *t = &cands[i];
         char label[160];
-        snprintf(label, sizeof label, "attention_fused %u invocations, bq %u, bk %u, td %u, tq %u", t->workgroup,
-                 t->bq, t->bk, t->td, t->tq);
+        snprintf(label, sizeof label, "%s %u invocations, bq %u, bk %u, td %u, tq %u",
+                 t->lanes ? "attention_fused_lanes" : "attention_fused", t->workgroup, t->bq, t->bk, t->td, t->tq);
         const char *problem = vkf_attention_tiles_problem(ctx, t, head_dim);
         if (problem) {
             progress(run, "  %s: skipped (%s)", label, problem);
@@ -653,10 +678,11 @@ static vkf_status tune_attention(tune_run *run, uint32_t n, uint32_t heads, uint
             continue;
         }
         progress(run, "  %s: n %u, %u heads of %u: %.3f ms%s", label, n, heads, head_dim, ms, ok ? "" : ", WRONG");
-        json_t *m = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:b}", "op", "attention", "n",
+        json_t *m = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:b}", "op", "attention", "n",
                               (json_int_t)n, "heads", (json_int_t)heads, "head_dim", (json_int_t)head_dim,
                               "workgroup", (json_int_t)t->workgroup, "bq", (json_int_t)t->bq, "bk", (json_int_t)t->bk,
-                              "td", (json_int_t)t->td, "tq", (json_int_t)t->tq, "ms", ms, "correct", ok);
+                              "td", (json_int_t)t->td, "tq", (json_int_t)t->tq, "lanes", (json_int_t)t->lanes, "ms", ms,
+                              "correct", ok);
         json_array_append_new(run->measurements, m);
         if (!ok) {
             progress(run, "  %s: wrong result, disqualified", label);
@@ -706,7 +732,7 @@ vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_p
         return st;
     }
     json_t *root = json_pack("{s:s, s:I, s:s, s:b, s:{s:I, s:I, s:I, s:s, s:s, s:s}, s:o, s:{s:I, s:I, s:I, s:I, "
-                             "s:I, s:I}, s:o}",
+                             "s:I, s:I, s:I}, s:o}",
                              "format", VKF_TUNE_FORMAT, "version", (json_int_t)VKF_TUNE_VERSION, "vkformer",
                              vkf_version_string(), "quick", o->quick, "device", "vendor_id",
                              (json_int_t)ctx->info.vendor_id, "device_id", (json_int_t)ctx->info.device_id,
@@ -714,7 +740,8 @@ vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_p
                              "driver_name", ctx->info.driver_name, "driver_info", ctx->info.driver_info, "matmul",
                              matmul_tiles_json(mm.variant, &mm.t), "attention", "head_dim", (json_int_t)att_head_dim,
                              "workgroup", (json_int_t)at.workgroup, "bq", (json_int_t)at.bq, "bk", (json_int_t)at.bk,
-                             "td", (json_int_t)at.td, "tq", (json_int_t)at.tq, "measurements", run.measurements);
+                             "td", (json_int_t)at.td, "tq", (json_int_t)at.tq, "lanes", (json_int_t)at.lanes,
+                             "measurements", run.measurements);
     if (!root) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory writing the tune file");
     /* "matmul_coopmat": the kernel of matmuls with an F16 operand, "none" for the
      * scalar one above; absent when coopmat was off (later contexts then use the
@@ -743,8 +770,8 @@ vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_p
     memcpy(ctx->tuning.attention_tiles, &at, sizeof ctx->tuning.attention_tiles);
     char label[160];
     tiles_label(&mm, label, sizeof label);
-    progress(&run, "matmul: %s; attention (head_dim %u): %u invocations, bq %u, bk %u, td %u, tq %u", label, att_head_dim,
-             at.workgroup, at.bq, at.bk, at.td, at.tq);
+    progress(&run, "matmul: %s; attention (head_dim %u): %s%u invocations, bq %u, bk %u, td %u, tq %u", label,
+             att_head_dim, at.lanes ? "lanes form, " : "", at.workgroup, at.bq, at.bk, at.td, at.tq);
     if (ctx->coopmat) {
         tiles_label(&cm, label, sizeof label);
         progress(&run, "F16 matmuls: %s", is_coopmat(cm.variant) ? label : "the scalar kernel above (no coopmat)");

@@ -880,6 +880,14 @@ static void test_bad_arguments(vkf_context *ctx, const vkf_device_info *info)
     BAD((d.head_dim = 256, d.heads = 1, d.batch = 1, d.lq = 1u << 24), VKF_ERROR_TOO_LARGE);  /* out: 2^32 elements */
     /* 65535 x 65537 workgroups of one query: past a 65535 x 65535 grid (lavapipe's,
      * SwiftShader's) though the output fits 2^32 elements. */
+    /* the lanes form: lanes 0 or 1; bk the subgroup size and whole subgroups */
+    vkf_attention_tiles lanes2 = {.workgroup = 8, .bq = 8, .bk = 8, .td = 1, .tq = 1, .lanes = 2};
+    BAD(d.tiles = &lanes2, VKF_ERROR_INVALID_ARGUMENT);
+    uint32_t sgs = info->subgroup_size ? info->subgroup_size : 4;
+    vkf_attention_tiles lanes_bk = {.workgroup = sgs, .bq = sgs, .bk = 2 * sgs, .td = 1, .tq = 1, .lanes = 1};
+    BAD(d.tiles = &lanes_bk, VKF_ERROR_UNSUPPORTED);
+    vkf_attention_tiles lanes_part = {.workgroup = sgs + 1, .bq = sgs + 1, .bk = sgs, .td = 1, .tq = 1, .lanes = 1};
+    BAD(d.tiles = &lanes_part, VKF_ERROR_UNSUPPORTED);
     vkf_attention_tiles one = {.workgroup = 1, .bq = 1, .bk = 4, .td = 1, .tq = 1};
     bool past_grid = 65535ull * 65537 > (uint64_t)info->max_workgroup_count[0] * info->max_workgroup_count[1];
     BAD((d.tiles = &one, d.head_dim = 1, d.heads = 65537, d.batch = 1, d.lq = 65535),
@@ -938,25 +946,39 @@ int main(void)
     vkf_attention_tiles mine;
     for (uint32_t hd = 64; hd <= VKF_ATTENTION_MAX_HEAD_DIM; hd *= 4) {
         vkf_attention_tiles_choose(ctx, hd, &mine);
-        fprintf(stderr, "tiles for head_dim %u: workgroup %u, bq %u, bk %u, td %u, tq %u (%llu bytes of shared memory)\n",
-                hd, mine.workgroup, mine.bq, mine.bk, mine.td, mine.tq,
+        fprintf(stderr, "tiles for head_dim %u: workgroup %u, bq %u, bk %u, td %u, tq %u%s (%llu bytes of shared memory)\n",
+                hd, mine.workgroup, mine.bq, mine.bk, mine.td, mine.tq, mine.lanes ? ", lanes form" : "",
                 (unsigned long long)vkf_attention_shared_bytes(&mine, hd));
     }
 
     uint64_t seed = 1;
     for (size_t i = 0; i < N_CASES; i++) run_case(ctx, &CASES[i], NULL, seed += 8);
+    /* The tile sets, and where the device has subgroup shuffles the lanes form
+     * (attention_fused_lanes.comp): one row per lane in two subgroups, and three
+     * rows per lane in one (bq not a power of two; at most 32, as bigbird:1 needs). */
+    tile_set sets[N_TILE_SETS + 2];
+    size_t n_sets = 0;
+    for (size_t t = 0; t < N_TILE_SETS; t++) sets[n_sets++] = TILE_SETS[t];
+    uint32_t sg = info.subgroup_size;
+    if (info.subgroup_shuffle && sg) {
+        sets[n_sets++] =
+            (tile_set){"lanes-2sg-tq1", {.workgroup = 2 * sg, .bq = 2 * sg, .bk = sg, .td = 1, .tq = 1, .lanes = 1}};
+        sets[n_sets++] = (tile_set){"lanes-tq3", {.workgroup = sg, .bq = 3 * sg, .bk = sg, .td = 1, .tq = 3, .lanes = 1}};
+    } else {
+        fprintf(stderr, "no subgroup shuffles: the lanes form is not tested\n");
+    }
     /* Both forms of the kernel with odd tiles, on every case small enough; the
      * rest on one tile set each, in turn. */
     for (size_t i = 0; i < N_CASES; i++) {
         const att_case *c = &CASES[i];
         bool small = (uint64_t)c->batch * c->heads * c->lq * c->lk * c->head_dim <= 4000000;
-        for (size_t t = 0; t < N_TILE_SETS; t++) {
-            if (!small && t != i % N_TILE_SETS) continue;
-            const vkf_attention_tiles *tt = &TILE_SETS[t].tiles;
+        for (size_t t = 0; t < n_sets; t++) {
+            if (!small && t != i % n_sets) continue;
+            const vkf_attention_tiles *tt = &sets[t].tiles;
             if (vkf_attention_shared_bytes(tt, c->head_dim) > info.max_shared_memory) continue;
             /* several rows of a wide head per invocation: slow to compile on CPU drivers */
             if (tt->tq * ((c->head_dim + 3) / 4) > 64) continue;
-            run_case(ctx, c, &TILE_SETS[t], seed += 8);
+            run_case(ctx, c, &sets[t], seed += 8);
         }
     }
     test_bigbird_random();

@@ -39,7 +39,9 @@ NUM = "number"  # int or float, never bool
 COMMON = {"command": str, "device": str, "driver": str, "vkformer_version": str}
 
 MATMUL_TILES = {"kernel": str, "workgroup": int, "bm": int, "bn": int, "bk": int, "tm": int, "tn": int}
-ATTENTION_TILES = {"head_dim": int, "workgroup": int, "bq": int, "bk": int, "td": int, "tq": int}
+ATTENTION_TILES = {"head_dim": int, "workgroup": int, "bq": int, "bk": int, "td": int, "tq": int, "lanes": int}
+# a kernel choice (vkf_kernel_choice): what ran, its tiles, and where the choice came from
+CHOICE = {"kernel": str, "tiles": [int], "source": str, "table_entry": Opt(str)}
 
 DEVICE = {
     "index": int, "name": str, "type": str, "default": bool, "vendor_id": int, "device_id": int,
@@ -72,11 +74,15 @@ RECORDS = {
                                 "attention": Opt(ATTENTION_TILES)},
                      "coopmat_in_use": bool, "coopmat2_in_use": bool},
     ("tune", None): {"tune_file": str, "matmul": MATMUL_TILES, "attention": ATTENTION_TILES},
-    ("bench matmul", None): {"bench": str, "m": int, "n": int, "k": int, "dtype": str, "kernel": str, "ms": NUM,
-                             "gflops": NUM, "repeat": int, "max_rel_err": Opt(NUM)},
+    ("bench matmul", None): dict(CHOICE, bench=str, m=int, n=int, k=int, dtype=str, ms=NUM, gflops=NUM, repeat=int,
+                                 max_rel_err=Opt(NUM)),
     ("bench model", None): {"bench": str, "preset": str, "batch": int, "src_len": int, "tgt_len": int,
                             "forward_ms": NUM, "encode_ms": NUM, "step_ms": NUM, "peak_bytes": int,
                             "model_bytes": int, "forward_ops": OPS, "step_ops": OPS,
+                            "choices": {"forward_matmul": dict(CHOICE, m=int, n=int, k=int),
+                                        "step_matmul": dict(CHOICE, m=int, n=int, k=int),
+                                        "attention": Opt(dict(CHOICE, head_dim=int)),
+                                        "decode": dict(CHOICE, what=str)},
                             "greedy": {"step_ms": NUM, "tokens_per_s": NUM, "first_token_ms": NUM, "bytes": int},
                             "beam4": {"encode_ms": NUM, "step_ms": NUM, "tokens_per_s": NUM,
                                       "first_token_ms": NUM, "bytes": int}},
@@ -89,6 +95,7 @@ RECORDS = {
                                 "peak_device_bytes": int},
     ("bench attention", "case"): {"bench": str, "record": str, "variant": str, "n": int, "heads": int,
                                   "head_dim": int, "batch": int, "precision": str, "kernel": Opt(str),
+                                  "choice": Opt(dict(CHOICE, what=str)),
                                   "ms": Opt(NUM), "bytes": Opt(int), "max_abs_err": Opt(NUM),
                                   "cos_sim": Opt(NUM), "skipped": Opt(str)},
     ("bench attention", "agreement"): {"bench": str, "record": str, "variant": str, "model": str, "sources": int,

@@ -606,14 +606,19 @@ typedef struct scalar_family {
     vkf_matmul_tiles tiles;
 } scalar_family;
 
-static size_t scalar_families(const vkf_device_info *info, scalar_family out[3])
+static size_t scalar_families(const vkf_device_info *info, scalar_family out[4])
 {
-    out[0] = (scalar_family){"direct", VKF_VARIANT_MATMUL_DIRECT, {.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8}};
-    out[1] = (scalar_family){"tiled", VKF_VARIANT_MATMUL_TILED, {.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4}};
-    out[2] = (scalar_family){"subgroup", VKF_VARIANT_MATMUL_SUBGROUP, {0}};
-    bool has_subgroup = vkf_matmul_subgroup_tiles(info, 2 * info->subgroup_size, 4 * info->subgroup_size,
-                                                  info->subgroup_size, 2, &out[2].tiles);
-    return has_subgroup ? 3 : 2;
+    size_t n = 0;
+    out[n++] = (scalar_family){"direct", VKF_VARIANT_MATMUL_DIRECT, {.workgroup = 64, .bm = 64, .bn = 64, .bk = 1, .tm = 8, .tn = 8}};
+    out[n++] = (scalar_family){"tiled", VKF_VARIANT_MATMUL_TILED, {.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4}};
+    out[n] = (scalar_family){"subgroup", VKF_VARIANT_MATMUL_SUBGROUP, {0}};
+    if (vkf_matmul_subgroup_tiles(info, 2 * info->subgroup_size, 4 * info->subgroup_size, info->subgroup_size, 2,
+                                  &out[n].tiles))
+        n++;
+    /* 5 rows per subgroup: not a multiple of the subgroup size, nor of 37 or 70 */
+    out[n] = (scalar_family){"broadcast", VKF_VARIANT_MATMUL_BROADCAST, {0}};
+    if (vkf_matmul_broadcast_tiles(info, 10, 4 * info->subgroup_size, 5, 2, &out[n].tiles)) n++;
+    return n;
 }
 
 static void test_act16(vkf_context *ctx, const vkf_device_info *info)
@@ -634,7 +639,7 @@ static void test_act16(vkf_context *ctx, const vkf_device_info *info)
         vkf_tensor_destroy(t16), vkf_tensor_destroy(t32);
         return;
     }
-    scalar_family families[3];
+    scalar_family families[4];
     size_t count = scalar_families(info, families);
     uint64_t seed = 5000;
     for (size_t f = 0; f < count; f++) {
@@ -1071,6 +1076,76 @@ static void test_tuning_choices(vkf_context *ctx)
     }
 }
 
+/* The built-in per-driver table (tuning.c): lavapipe's Mesa release and LLVM
+ * read from driverInfo, each measured release its entry, others the device rule;
+ * the choice and its source as vkf_matmul_choice reports them. */
+static void test_driver_table(vkf_context *ctx)
+{
+    vkf_device_info d = {0};
+    snprintf(d.driver_info, sizeof d.driver_info, "Mesa 26.2.6-1 (LLVM 22.1.8)");
+    CHECK(vkf_mesa_release(&d) == 2602 && vkf_llvm_major(&d) == 22);
+    snprintf(d.driver_info, sizeof d.driver_info, "Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)");
+    CHECK(vkf_mesa_release(&d) == 2500 && vkf_llvm_major(&d) == 15);
+    snprintf(d.driver_info, sizeof d.driver_info, "Mesa 22.3.6");
+    snprintf(d.name, sizeof d.name, "llvmpipe (LLVM 15.0.6, 256 bits)");
+    CHECK(vkf_mesa_release(&d) == 2203 && vkf_llvm_major(&d) == 15);
+    snprintf(d.driver_info, sizeof d.driver_info, "NVIDIA 555.42");
+    snprintf(d.name, sizeof d.name, "NVIDIA H100");
+    CHECK(vkf_mesa_release(&d) == 0 && vkf_llvm_major(&d) == 0);
+    struct {
+        const char *driver_info;
+        vkf_variant_id want;
+        bool table;
+    } drivers[] = {
+        {"Mesa 26.2.6-1 (LLVM 22.1.8)", VKF_VARIANT_MATMUL_BROADCAST, true},
+        {"Mesa 22.3.6 (LLVM 15.0.6)", VKF_VARIANT_MATMUL_SUBGROUP, true},
+        {"Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)", VKF_VARIANT_MATMUL_SUBGROUP, true},
+        {"Mesa 26.0.1 (LLVM 20.1.0)", VKF_VARIANT_MATMUL_BROADCAST, true},
+        {"Mesa 25.0.7-2+deb13u1 (LLVM 19.1.7)", VKF_VARIANT_MATMUL_SUBGROUP, true},
+        {"Mesa 24.2.8-1 (LLVM 19.1.4)", VKF_VARIANT_MATMUL_SUBGROUP, false}, /* not measured */
+        {"Mesa 21.0.1 (LLVM 11.0.1)", VKF_VARIANT_MATMUL_SUBGROUP, false}, /* not measured: the device rule */
+        {"", VKF_VARIANT_MATMUL_SUBGROUP, false},
+    };
+    for (size_t i = 0; i < sizeof drivers / sizeof drivers[0]; i++) {
+        vkf_device_info l = {0};
+        l.type = VKF_DEVICE_CPU, l.vendor_id = 0x10005, l.subgroup_size = 8, l.subgroup_shuffle = true;
+        l.max_shared_memory = 32768, l.max_workgroup_invocations = 1024;
+        l.max_workgroup_size[0] = l.max_workgroup_size[1] = l.max_workgroup_size[2] = 1024;
+        snprintf(l.driver_info, sizeof l.driver_info, "%s", drivers[i].driver_info);
+        vkf_tuning t;
+        vkf_tuning_for_device(&l, &t);
+        fprintf(stderr, "lavapipe \"%s\": %s, table entry %s\n", drivers[i].driver_info,
+                vkf_variant(t.matmul_variant)->name, t.table_entry ? t.table_entry : "none");
+        CHECK(t.matmul_variant == drivers[i].want);
+        CHECK((t.table_entry != NULL) == drivers[i].table);
+        CHECK(t.matmul_source == (drivers[i].table ? VKF_SOURCE_TABLE : VKF_SOURCE_DEFAULT));
+        CHECK(t.matmul_min_macs == VKF_SUBGROUP_MIN_MACS);
+        for (int r = 0; r < 3; r++) CHECK(t.subgroup_skinny[r].workgroup && t.subgroup_skinny[r].bm == 8u << r);
+        /* every lavapipe: fused attention in the lanes form, one subgroup */
+        CHECK(t.attention_lanes && t.attention_rows_workgroup == 8 && t.attention_rows_bk == 8);
+        CHECK(t.attention_source == (drivers[i].table ? VKF_SOURCE_TABLE : VKF_SOURCE_DEFAULT));
+    }
+    /* this context's own choice, reported with its source */
+    vkf_tuning_choose(ctx);
+    vkf_kernel_choice c;
+    CHECK_OK(vkf_matmul_choice(ctx, 1024, 1024, 1024, 1, false, false, &c));
+    CHECK(strcmp(c.kernel, vkf_matmul_kernel_family(ctx, 1024, 1024, 1024, 1, false, false)) == 0);
+    CHECK(strcmp(c.source, ctx->tuning.table_entry ? "table" : "default") == 0);
+    CHECK(c.tiles[0] == ctx->tuning.matmul.workgroup && c.tiles[1] == ctx->tuning.matmul.bm);
+    CHECK_OK(vkf_matmul_choice(ctx, 1, 64, 64, 1, false, false, &c));
+    CHECK(strcmp(c.kernel, "direct") == 0);
+    CHECK_OK(vkf_tune_force_matmul(ctx, "direct"));
+    CHECK_OK(vkf_matmul_choice(ctx, 1024, 1024, 1024, 1, false, false, &c));
+    CHECK(strcmp(c.kernel, "direct") == 0 && strcmp(c.source, "forced") == 0);
+    CHECK_OK(vkf_attention_fused_choice(ctx, 64, &c));
+    CHECK(strncmp(c.kernel, "fused", 5) == 0 && c.tiles[0] >= 1 && c.tiles[1] >= 1);
+    CHECK(strcmp(c.kernel, "fused-lanes") == 0 || !ctx->tuning.attention_lanes);
+    CHECK_FAIL(vkf_attention_fused_choice(ctx, 0, &c), VKF_ERROR_INVALID_ARGUMENT, "head_dim");
+    CHECK_OK(vkf_decode_form_choice(ctx, &c));
+    CHECK(strcmp(c.kernel, ctx->tuning.decode_rows ? "rows" : "split") == 0);
+    vkf_tuning_choose(ctx);
+}
+
 /* ------------------------------------------------------------------ int8 weights */
 
 /* B as int8 (VKF_DTYPE_I8) with one F32 scale per output channel, on every kernel
@@ -1305,7 +1380,7 @@ static void test_int8(vkf_context *ctx, const vkf_device_info *info)
 {
     test_quantize_int8();
     test_int8_errors(ctx);
-    scalar_family families[3];
+    scalar_family families[4];
     size_t count = scalar_families(info, families);
     uint64_t seed = 15000;
     for (size_t f = 0; f < count; f++) {
@@ -1371,6 +1446,12 @@ int main(void)
     /* the decode steps' one-row-block tiles (tuning.c's subgroup_skinny) */
     for (uint32_t i = 0; i < 3; i++)
         has_subgroup = has_subgroup && vkf_matmul_subgroup_tiles(&info, 8u << i, 128, 8u << i, 4, &skinny[i]);
+    /* matmul_broadcast: the Mesa 26 built-in shape, odd row counts, one row, and a row block */
+    vkf_matmul_tiles broadcast = {0}, broadcast_odd = {0}, broadcast_row = {0}, broadcast_block = {0};
+    bool has_broadcast = vkf_matmul_broadcast_tiles(&info, 64, 128, 32, 4, &broadcast) &&
+                         vkf_matmul_broadcast_tiles(&info, 21, 3 * info.subgroup_size, 7, 1, &broadcast_odd) &&
+                         vkf_matmul_broadcast_tiles(&info, 1, 2 * info.subgroup_size, 1, 2, &broadcast_row) &&
+                         vkf_matmul_broadcast_tiles(&info, 16, 128, 16, 4, &broadcast_block);
     struct {
         const char *name;
         vkf_variant_id variant;
@@ -1385,10 +1466,16 @@ int main(void)
         {"subgroup-skinny-8", VKF_VARIANT_MATMUL_SUBGROUP, &skinny[0]},
         {"subgroup-skinny-16", VKF_VARIANT_MATMUL_SUBGROUP, &skinny[1]},
         {"subgroup-skinny-32", VKF_VARIANT_MATMUL_SUBGROUP, &skinny[2]},
+        {"broadcast-64x128", VKF_VARIANT_MATMUL_BROADCAST, &broadcast},
+        {"broadcast-odd", VKF_VARIANT_MATMUL_BROADCAST, &broadcast_odd},
+        {"broadcast-row", VKF_VARIANT_MATMUL_BROADCAST, &broadcast_row},
+        {"broadcast-block-16", VKF_VARIANT_MATMUL_BROADCAST, &broadcast_block},
     };
     if (!has_subgroup) fprintf(stderr, "no subgroup shuffles (or an odd subgroup size): matmul_subgroup not tested\n");
+    if (!has_broadcast) fprintf(stderr, "subgroups too large for the tiles: matmul_broadcast not tested\n");
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
         if (families[f].variant == VKF_VARIANT_MATMUL_SUBGROUP && !has_subgroup) continue;
+        if (families[f].variant == VKF_VARIANT_MATMUL_BROADCAST && !has_broadcast) continue;
         vkf_status st = vkf_tuning_set_matmul(ctx, families[f].variant, families[f].tiles);
         if (st == VKF_ERROR_UNSUPPORTED) {
             fprintf(stderr, "skipping %s on this device: %s\n", families[f].name, vkf_last_error());
@@ -1413,6 +1500,7 @@ int main(void)
     test_coopmat_switch(&info);
     test_coopmat_tune_file(&info);
     test_tuning_choices(ctx);
+    test_driver_table(ctx);
     test_act16(ctx, &info);
     vkf_tuning_choose(ctx);
     test_f16_weights(ctx, &info);

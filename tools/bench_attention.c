@@ -65,6 +65,10 @@ typedef struct result {
     uint64_t bytes;
     double max_abs_err, cos_sim;        /* NAN: no dense reference */
     char note[256];
+    /* what ran and where the choice came from: the fused kernel's tiles (kernel
+     * "fused"), or the score matmul's kernel and tiles (kernel "naive") */
+    bool has_choice;
+    vkf_kernel_choice choice;
 } result;
 
 static void log_cb(void *user, vkf_log_level level, const char *message)
@@ -111,6 +115,10 @@ static void run_case(vkf_context *ctx, const bench_opts *o, const char *name, co
     double *ms = calloc(o->repeat, sizeof *ms);
     vkf_status st = vkf_cmd_create(ctx, VKF_CMD_TIMESTAMPS, &cmd);
     if (st == VKF_OK) st = vkf_cmd_attention(cmd, &a, &res->kernel);
+    if (st == VKF_OK && res->kernel && strcmp(res->kernel, "fused") == 0)
+        res->has_choice = vkf_attention_fused_choice(ctx, s->hd, &res->choice) == VKF_OK;
+    else if (st == VKF_OK && res->kernel && strcmp(res->kernel, "naive") == 0)
+        res->has_choice = vkf_matmul_choice(ctx, s->n, s->n, s->hd, (uint64_t)s->B * s->H, f16, f16, &res->choice) == VKF_OK;
     if (st == VKF_OK) st = vkf_cmd_memory(cmd, &own);
     if (st == VKF_OK && !ms) {
         snprintf(res->note, sizeof res->note, "out of host memory for the timings");
@@ -163,6 +171,14 @@ static void print_result(const bench_opts *o, const shape *s, const result *r)
         printf(",\"n\":%u,\"heads\":%u,\"head_dim\":%u,\"batch\":%u,\"precision\":\"%s\"", r->n, s->H, s->hd, s->B,
                o->f16 ? "f16" : "f32");
         jsonl_string("kernel", r->kernel);
+        printf(",\"choice\":");
+        if (r->has_choice) {
+            printf("{\"what\":\"%s\"", strcmp(r->kernel, "naive") == 0 ? "score matmul" : "fused tiles");
+            jsonl_choice(&r->choice, strcmp(r->kernel, "naive") == 0 ? 6 : 5);
+            printf("}");
+        } else {
+            printf("null");
+        }
         printf(",\"ms\":");
         jsonl_number(r->ran ? r->ms : NAN, 6);
         printf(",\"bytes\":");
@@ -175,8 +191,16 @@ static void print_result(const bench_opts *o, const shape *s, const result *r)
         jsonl_string("skipped", r->ran ? NULL : r->note);
         jsonl_end(o->info);
     } else if (r->ran) {
-        printf("%-18s %7u %12.2f %12.1f %12.3g %10.6f  %s\n", r->variant, r->n, r->ms, r->bytes / 1048576.0,
-               r->max_abs_err, r->cos_sim, r->kernel ? r->kernel : "");
+        char how[200] = "";
+        const uint32_t *t = r->choice.tiles;
+        if (r->has_choice && strcmp(r->kernel, "naive") == 0)
+            snprintf(how, sizeof how, " (matmul %s %ux%u, %ux%u; %s)", r->choice.kernel, t[1], t[2], t[4], t[5],
+                     r->choice.source);
+        else if (r->has_choice)
+            snprintf(how, sizeof how, " (workgroup %u, bq %u, bk %u, td %u, tq %u; %s)", t[0], t[1], t[2], t[3], t[4],
+                     r->choice.source);
+        printf("%-18s %7u %12.2f %12.1f %12.3g %10.6f  %s%s\n", r->variant, r->n, r->ms, r->bytes / 1048576.0,
+               r->max_abs_err, r->cos_sim, r->kernel ? r->kernel : "", how);
     } else {
         printf("%-18s %7u   skipped: %s\n", r->variant, r->n, r->note);
     }

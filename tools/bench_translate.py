@@ -9,7 +9,7 @@ the same random sources, every source decoding exactly --max-new steps (min_new_
 max_new_tokens), and prints tokens/s and the ratio.
 
 usage: /usr/bin/python3 tools/bench_translate.py [--vkformer build/vkformer] [--model DIR] [--family marian|nllb]
-           [--precision auto|f32|f16|int8]
+           [--precision auto[,f32,f16,int8]]
            [--batch 32] [--beam 4] [--src-len 32] [--max-new 64] [--repeat 3]
            [--device cuda|cpu] [--transformers-dtype fp32[,fp16]] [--transformers-python CMD]
            [--no-transformers] [--json]
@@ -27,6 +27,8 @@ torch.cuda.synchronize on CUDA), the median of --repeat runs. Transformers uses 
 folder's generation_config as vkformer does (4 beams, forced eos, pad banned,
 renormalised log-probs), in each dtype of --transformers-dtype (default fp32; fp16 is
 the model cast with .half(), one process loads the folder once for all dtypes).
+--precision LIST: vkformer's storage precision (`--precision` of the tool; default auto),
+comma-separated to run vkformer once per precision, in order, before Transformers.
 With --json each engine's line is printed as soon as it is measured (vkformer first,
 then Transformers per dtype), so a run stopped by a timeout keeps what it measured.
 """
@@ -164,18 +166,20 @@ def main():
     p.add_argument("--transformers-dtype", default="fp32",
                    help="Transformers' dtypes, comma-separated: fp32, fp16 (default fp32)")
     p.add_argument("--transformers-python", help="run the Transformers half under this interpreter command")
+    p.add_argument("--precision", default="auto", help="vkformer's precision(s): auto, f32, f16, int8, comma-separated")
     p.add_argument("--no-transformers", action="store_true")
     p.add_argument("--json", action="store_true")
     p.add_argument("--small", action="store_true", help="a small random Marian folder instead (a dry run)")
     p.add_argument("--family", default="marian", choices=("marian", "nllb"),
                    help="the folder written when --model is not there: OPUS-MT en-de or NLLB-200-600M shaped")
-    p.add_argument("--precision", help="vkformer's --precision (auto, f32, f16, int8)")
     p.add_argument("--transformers-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--ids", help=argparse.SUPPRESS)
     a = p.parse_args()
     for name in ("batch", "src_len", "max_new", "repeat"):
         if getattr(a, name) < 1:
             p.error("--%s must be at least 1" % name.replace("_", "-"))
+    if any(x not in ("auto", "f32", "f16", "int8") for x in a.precision.split(",")):
+        p.error("--precision takes auto, f32, f16 and int8, comma-separated, not %r" % a.precision)
     if any(d not in ("fp32", "fp16") for d in a.transformers_dtype.split(",")):
         p.error("--transformers-dtype takes fp32 and fp16, comma-separated, not %r" % a.transformers_dtype)
     if a.transformers_only:
@@ -192,22 +196,22 @@ def main():
         f.write("".join(",".join(map(str, s)) + "\n" for s in src))
     results = []
     try:
-        cmd = [a.vkformer, "bench", "translate", "--model", a.model, "--input", ids_path, "--max-new", str(a.max_new),
-               "--repeat", str(a.repeat), "--json"]
-        if a.beam:
-            cmd += ["--beam", str(a.beam)]
-        if a.precision:
-            cmd += ["--precision", a.precision]
-        print("bench_translate: " + " ".join(map(shlex.quote, cmd)), file=sys.stderr)
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, universal_newlines=True)
-        if r.returncode:
-            print("bench_translate: vkformer exited %d" % r.returncode, file=sys.stderr)
-            return 1
-        v = json.loads(r.stdout.strip().splitlines()[-1])
-        v["engine"] = "vkformer"
-        results.append(v)
-        if a.json:
-            print(json.dumps(v), flush=True)
+        for precision in a.precision.split(","):
+            cmd = [a.vkformer, "bench", "translate", "--model", a.model, "--input", ids_path, "--max-new",
+                   str(a.max_new), "--repeat", str(a.repeat), "--json", "--precision", precision]
+            if a.beam:
+                cmd += ["--beam", str(a.beam)]
+            print("bench_translate: " + " ".join(map(shlex.quote, cmd)), file=sys.stderr)
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, universal_newlines=True)
+            if r.returncode:
+                print("bench_translate: vkformer exited %d" % r.returncode, file=sys.stderr)
+                return 1
+            v = json.loads(r.stdout.strip().splitlines()[-1])
+            v["engine"] = "vkformer"
+            v["precision"] = precision
+            results.append(v)
+            if a.json:
+                print(json.dumps(v), flush=True)
         if not a.no_transformers:
             here = [sys.executable, os.path.abspath(__file__)]
             args = ["--transformers-only", "--model", a.model, "--ids", ids_path, "--max-new", str(a.max_new),
@@ -244,11 +248,15 @@ def main():
           % (os.path.basename(a.model), a.batch, a.src_len, a.max_new))
     for res in results:
         print("  %-17s %-45s %9.1f ms  %9.1f target tokens/s" % (
-            res["engine"] + (" " + res["dtype"] if res["engine"] == "transformers" else ""), res["device"][:45],
-            res["median_ms"], res["target_tokens_per_s"]))
-    for res in results[1:]:
-        print("  vkformer / Transformers %s: %.2fx" % (res["dtype"], results[0]["target_tokens_per_s"] /
-                                                    res["target_tokens_per_s"]))
+            res["engine"] + " " + (res["dtype"] if res["engine"] == "transformers" else res["precision"]),
+            res["device"][:45], res["median_ms"], res["target_tokens_per_s"]))
+    mine = [r for r in results if r["engine"] == "vkformer"]
+    for res in results:
+        if res["engine"] != "transformers":
+            continue
+        for v in mine:
+            print("  vkformer %s / Transformers %s: %.2fx" % (v["precision"], res["dtype"], v["target_tokens_per_s"] /
+                                                            res["target_tokens_per_s"]))
     return 0
 
 

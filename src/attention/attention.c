@@ -39,7 +39,19 @@ void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_a
          * more runs faster but compiles much slower (lavapipe, head_dim 64, n 256:
          * tq 4: 29 ms, 3 s to compile; tq 8: 21 ms, 8 s; head_dim 256, tq 4: 35 s). */
         uint32_t tq = 64 / d4 >= 8 ? 8 : 64 / d4 >= 1 ? pow2_floor(64 / d4) : 1;
-        t = (vkf_attention_tiles){.workgroup = 16, .bq = 16 * tq, .bk = 32, .td = 1, .tq = tq};
+        uint32_t wg = 16, bk = 32;
+        bool lanes = false;
+        const vkf_tuning *tu = &ctx->tuning;
+        if (tu->attention_rows_workgroup) {
+            /* the built-in table's shape for this driver (tuning.c), tq capped as above */
+            wg = tu->attention_rows_workgroup, bk = tu->attention_rows_bk, lanes = tu->attention_lanes;
+            if (tu->attention_rows_tq < tq) tq = tu->attention_rows_tq;
+        }
+        t = (vkf_attention_tiles){.workgroup = wg, .bq = wg * tq, .bk = bk, .td = 1, .tq = tq, .lanes = lanes};
+        if (lanes) {
+            *out = t; /* no shared memory to fit */
+            return;
+        }
     } else {
         /* Split form: td invocations share a row's head_dim (each owns a few vec4s
          * of the accumulator) and its keys' scores. */
@@ -62,6 +74,25 @@ void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_a
         else break; /* cannot happen for head_dim <= 256 within Vulkan's 16 KiB minimum */
     }
     *out = t;
+}
+
+vkf_status vkf_attention_fused_choice(const vkf_context *ctx, uint32_t head_dim, vkf_kernel_choice *out)
+{
+    if (!ctx || !out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_attention_fused_choice: NULL argument");
+    if (head_dim == 0 || head_dim > VKF_ATTENTION_MAX_HEAD_DIM)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_attention_fused_choice: head_dim %u is not in 1..%u", head_dim,
+                        VKF_ATTENTION_MAX_HEAD_DIM);
+    vkf_attention_tiles t;
+    vkf_attention_tiles_choose(ctx, head_dim, &t);
+    memset(out, 0, sizeof *out);
+    out->kernel = t.lanes ? "fused-lanes" : "fused";
+    out->tiles[0] = t.workgroup, out->tiles[1] = t.bq, out->tiles[2] = t.bk, out->tiles[3] = t.td, out->tiles[4] = t.tq;
+    vkf_attention_tiles tuned;
+    out->source = vkf_choice_source_name(vkf_tuning_attention_tiles(ctx, head_dim, &tuned) ? VKF_SOURCE_FILE
+                                         : ctx->info.type == VKF_DEVICE_CPU ? ctx->tuning.attention_source
+                                                                            : VKF_SOURCE_DEFAULT);
+    out->table_entry = ctx->tuning.table_entry;
+    return VKF_OK;
 }
 
 /* ------------------------------------------------------------------ coopmat tiles */
@@ -231,7 +262,11 @@ static void tiles_for(const vkf_context *ctx, const vkf_attention_desc *d, vkf_a
     }
     vkf_attention_tiles_choose(ctx, d->head_dim, t);
     if (d->pattern != VKF_ATTENTION_BIGBIRD || !d->bigbird.block) return;
-    while (t->bq > 1 && bigbird_span(t->bq, d->bigbird.block) > BIGBIRD_MAX_SPAN) {
+    while (t->lanes && t->tq > 1 && bigbird_span(t->bq, d->bigbird.block) > BIGBIRD_MAX_SPAN) {
+        t->tq /= 2; /* the lanes form keeps its workgroup of whole subgroups */
+        t->bq = t->workgroup * t->tq;
+    }
+    while (!t->lanes && t->bq > 1 && bigbird_span(t->bq, d->bigbird.block) > BIGBIRD_MAX_SPAN) {
         t->bq /= 2;
         if (t->tq > t->bq) t->tq = t->bq;
         t->workgroup = t->bq * t->td / t->tq;
@@ -482,6 +517,13 @@ static vkf_status check_tiles(const vkf_context *ctx, const vkf_attention_tiles 
     if (t->workgroup > ctx->info.max_workgroup_invocations || t->workgroup > ctx->info.max_workgroup_size[0])
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: workgroup %u exceeds the device's %u invocations", fn,
                         t->workgroup, ctx->info.max_workgroup_invocations);
+    if (t->lanes) {
+        const char *problem = vkf_attention_tiles_problem(ctx, t, head_dim);
+        if (problem)
+            return vkf_fail(t->lanes > 1 ? VKF_ERROR_INVALID_ARGUMENT : VKF_ERROR_UNSUPPORTED,
+                            "%s: tiles (workgroup %u, bk %u, td %u, lanes %u) on \"%s\" (subgroup %u): %s", fn,
+                            t->workgroup, t->bk, t->td, t->lanes, ctx->info.name, ctx->info.subgroup_size, problem);
+    }
     uint64_t shared = vkf_attention_shared_bytes(t, head_dim);
     if (shared > ctx->info.max_shared_memory)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: tiles (bq %u, bk %u, td %u, head_dim %u) need %llu bytes of shared "
@@ -612,8 +654,16 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
                                  spec, 7, &pipe));
     } else {
         const vkf_attention_tiles *t = &plan.tiles;
-        uint32_t spec[6] = {t->workgroup, t->bq, t->bk, t->td, t->tq, (uint32_t)vkf_div_up(d->head_dim, 4)};
-        VKF_TRY(vkf_pipeline_get(ctx, f16 ? VKF_VARIANT_ATTENTION_FUSED_F16 : VKF_VARIANT_ATTENTION_FUSED, spec, 6, &pipe));
+        uint32_t d4 = (uint32_t)vkf_div_up(d->head_dim, 4);
+        if (t->lanes) {
+            uint32_t spec[6] = {t->workgroup, t->bq, t->bk, ctx->info.subgroup_size, t->tq, d4};
+            VKF_TRY(vkf_pipeline_get(ctx, f16 ? VKF_VARIANT_ATTENTION_FUSED_LANES_F16 : VKF_VARIANT_ATTENTION_FUSED_LANES,
+                                     spec, 6, &pipe));
+        } else {
+            uint32_t spec[6] = {t->workgroup, t->bq, t->bk, t->td, t->tq, d4};
+            VKF_TRY(vkf_pipeline_get(ctx, f16 ? VKF_VARIANT_ATTENTION_FUSED_F16 : VKF_VARIANT_ATTENTION_FUSED, spec, 6,
+                                     &pipe));
+        }
     }
     vkf_binding b[6] = {
         {d->q.tensor, VKF_READ}, {d->k.tensor, VKF_READ}, {d->v.tensor, VKF_READ},

@@ -230,13 +230,13 @@ static vkf_variant_id matmul_choose(const vkf_context *ctx, uint32_t m, double m
     /* Batched decode steps (8 <= m < the tile's rows) on matmul_subgroup: the
      * skinny tiles of one row block (tuning.c), from a quarter of the size below
      * which small matmuls leave matmul_subgroup. */
+    bool lanes_share_rows = family == VKF_VARIANT_MATMUL_SUBGROUP || family == VKF_VARIANT_MATMUL_BROADCAST;
     bool skinny_subgroup = false;
-    if (family == VKF_VARIANT_MATMUL_SUBGROUP && m >= 8 && m < t->bm &&
-        macs >= (double)ctx->tuning.matmul_min_macs / 4) {
+    if (lanes_share_rows && m >= 8 && m < t->bm && macs >= (double)ctx->tuning.matmul_min_macs / 4) {
         const vkf_matmul_tiles *s = &ctx->tuning.subgroup_skinny[m >= 32 ? 2 : m >= 16 ? 1 : 0];
         if (s->workgroup && s->bm < t->bm) t = s, skinny_subgroup = true;
     }
-    if (family == VKF_VARIANT_MATMUL_SUBGROUP && !skinny_subgroup &&
+    if (lanes_share_rows && !skinny_subgroup &&
         (m < t->tm || macs < (double)ctx->tuning.matmul_min_macs) &&
         vkf_cpu_direct_tiles.workgroup <= ctx->info.max_workgroup_invocations) {
         family = VKF_VARIANT_MATMUL_DIRECT;
@@ -281,8 +281,41 @@ const char *vkf_matmul_kernel_family(const vkf_context *ctx, uint32_t m, uint32_
     case VKF_VARIANT_MATMUL_COOPMAT2: return "coopmat2";
     case VKF_VARIANT_MATMUL_TILED: return "tiled";
     case VKF_VARIANT_MATMUL_SUBGROUP: return "subgroup";
+    case VKF_VARIANT_MATMUL_BROADCAST: return "broadcast";
     default: return "direct";
     }
+}
+
+vkf_status vkf_matmul_choice(const vkf_context *ctx, uint32_t m, uint32_t n, uint32_t k, uint64_t batch, bool a_f16,
+                             bool b_f16, vkf_kernel_choice *out)
+{
+    if (!ctx || !out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_matmul_choice: NULL argument");
+    const vkf_tuning *tu = &ctx->tuning;
+    const vkf_matmul_tiles *t;
+    uint32_t fragment[3];
+    vkf_variant_id family =
+        matmul_choose(ctx, m, (double)m * n * k * (double)(batch ? batch : 1), a_f16 || b_f16, &t, fragment);
+    memset(out, 0, sizeof *out);
+    out->kernel = vkf_matmul_kernel_family(ctx, m, n, k, batch, a_f16, b_f16);
+    memcpy(out->tiles, t, sizeof(uint32_t) * 6);
+    out->table_entry = tu->table_entry;
+    if (family == VKF_VARIANT_MATMUL_COOPMAT || family == VKF_VARIANT_MATMUL_COOPMAT2)
+        out->source = vkf_choice_source_name(tu->coopmat_source);
+    else if (family == tu->matmul_variant)
+        out->source = vkf_choice_source_name(tu->matmul_source); /* the tiles or their one-row-block form */
+    else
+        out->source = vkf_choice_source_name(VKF_SOURCE_DEFAULT); /* small matmuls and single rows: the direct kernel */
+    return VKF_OK;
+}
+
+vkf_status vkf_decode_form_choice(const vkf_context *ctx, vkf_kernel_choice *out)
+{
+    if (!ctx || !out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_decode_form_choice: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->kernel = ctx->tuning.decode_rows ? "rows" : "split";
+    out->source = vkf_choice_source_name(ctx->tuning.decode_source);
+    out->table_entry = ctx->tuning.table_entry;
+    return VKF_OK;
 }
 
 vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
@@ -369,20 +402,26 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
         VKF_TRY(vkf_pipeline_get(ctx, v, spec, 9, &pipe));
     } else {
         /* family x the activations' dtype x B's dtype */
-        static const vkf_variant_id variants[3][2][2] = {
+        static const vkf_variant_id variants[4][2][2] = {
             {{VKF_VARIANT_MATMUL_DIRECT, VKF_VARIANT_MATMUL_DIRECT_F16B},
              {VKF_VARIANT_MATMUL_DIRECT_ACT16, VKF_VARIANT_MATMUL_DIRECT_ACT16_F16B}},
             {{VKF_VARIANT_MATMUL_TILED, VKF_VARIANT_MATMUL_TILED_F16B},
              {VKF_VARIANT_MATMUL_TILED_ACT16, VKF_VARIANT_MATMUL_TILED_ACT16_F16B}},
             {{VKF_VARIANT_MATMUL_SUBGROUP, VKF_VARIANT_MATMUL_SUBGROUP_F16B},
              {VKF_VARIANT_MATMUL_SUBGROUP_ACT16, VKF_VARIANT_MATMUL_SUBGROUP_ACT16_F16B}},
+            {{VKF_VARIANT_MATMUL_BROADCAST, VKF_VARIANT_MATMUL_BROADCAST_F16B},
+             {VKF_VARIANT_MATMUL_BROADCAST_ACT16, VKF_VARIANT_MATMUL_BROADCAST_ACT16_F16B}},
         };
-        int f = family == VKF_VARIANT_MATMUL_TILED ? 1 : family == VKF_VARIANT_MATMUL_SUBGROUP ? 2 : 0;
+        int f = family == VKF_VARIANT_MATMUL_TILED       ? 1
+                : family == VKF_VARIANT_MATMUL_SUBGROUP  ? 2
+                : family == VKF_VARIANT_MATMUL_BROADCAST ? 3
+                                                         : 0;
         /* family x the activations' dtype, B I8 */
-        static const vkf_variant_id i8_variants[3][2] = {
+        static const vkf_variant_id i8_variants[4][2] = {
             {VKF_VARIANT_MATMUL_DIRECT_I8B, VKF_VARIANT_MATMUL_DIRECT_ACT16_I8B},
             {VKF_VARIANT_MATMUL_TILED_I8B, VKF_VARIANT_MATMUL_TILED_ACT16_I8B},
             {VKF_VARIANT_MATMUL_SUBGROUP_I8B, VKF_VARIANT_MATMUL_SUBGROUP_ACT16_I8B},
+            {VKF_VARIANT_MATMUL_BROADCAST_I8B, VKF_VARIANT_MATMUL_BROADCAST_ACT16_I8B},
         };
         vkf_variant_id variant = b_i8 ? i8_variants[f][act == VKF_DTYPE_F16]
                                       : variants[f][act == VKF_DTYPE_F16][d->b.tensor->dtype == VKF_DTYPE_F16];

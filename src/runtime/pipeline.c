@@ -160,6 +160,30 @@ static const uint32_t spirv_matmul_subgroup_i8b[] =
 static const uint32_t spirv_matmul_subgroup_act16_i8b[] =
 #include "matmul_subgroup_act16_i8b.spv.h"
     ;
+static const uint32_t spirv_attention_fused_lanes[] =
+#include "attention_fused_lanes.spv.h"
+    ;
+static const uint32_t spirv_attention_fused_lanes_f16[] =
+#include "attention_fused_lanes_f16.spv.h"
+    ;
+static const uint32_t spirv_matmul_broadcast[] =
+#include "matmul_broadcast.spv.h"
+    ;
+static const uint32_t spirv_matmul_broadcast_f16b[] =
+#include "matmul_broadcast_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_broadcast_act16[] =
+#include "matmul_broadcast_act16.spv.h"
+    ;
+static const uint32_t spirv_matmul_broadcast_act16_f16b[] =
+#include "matmul_broadcast_act16_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_broadcast_i8b[] =
+#include "matmul_broadcast_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_broadcast_act16_i8b[] =
+#include "matmul_broadcast_act16_i8b.spv.h"
+    ;
 
 /* Cooperative-matrix variants: meson lists them only when its glslc compiles
  * GL_KHR_cooperative_matrix; a variant whose header was not generated has no
@@ -244,6 +268,8 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_ADVANCE] = {"advance", spirv_advance, sizeof spirv_advance, 1, 0},
     [VKF_VARIANT_ATTENTION_FUSED] = {"attention_fused", spirv_attention_fused, sizeof spirv_attention_fused, 6, sizeof(vkf_push_attention_fused)},
     [VKF_VARIANT_ATTENTION_FUSED_F16] = {"attention_fused_f16", spirv_attention_fused_f16, sizeof spirv_attention_fused_f16, 6, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_ATTENTION_FUSED_LANES] = {"attention_fused_lanes", spirv_attention_fused_lanes, sizeof spirv_attention_fused_lanes, 6, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_ATTENTION_FUSED_LANES_F16] = {"attention_fused_lanes_f16", spirv_attention_fused_lanes_f16, sizeof spirv_attention_fused_lanes_f16, 6, sizeof(vkf_push_attention_fused)},
     [VKF_VARIANT_MATMUL_TILED_ACT16] = {"matmul_tiled_act16", spirv_matmul_tiled_act16, sizeof spirv_matmul_tiled_act16, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_TILED_ACT16_F16B] = {"matmul_tiled_act16_f16b", spirv_matmul_tiled_act16_f16b, sizeof spirv_matmul_tiled_act16_f16b, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_DIRECT_ACT16] = {"matmul_direct_act16", spirv_matmul_direct_act16, sizeof spirv_matmul_direct_act16, 5, sizeof(vkf_push_matmul)},
@@ -294,6 +320,12 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_LOGITS_PROCESS_ACT16] = {"logits_process_act16", spirv_logits_process_act16, sizeof spirv_logits_process_act16, 8, sizeof(vkf_push_logits_process)},
     [VKF_VARIANT_LOGPROB_GATHER] = {"logprob_gather", spirv_logprob_gather, sizeof spirv_logprob_gather, 3, sizeof(vkf_push_logprob_gather)},
     [VKF_VARIANT_LOGPROB_GATHER_ACT16] = {"logprob_gather_act16", spirv_logprob_gather_act16, sizeof spirv_logprob_gather_act16, 3, sizeof(vkf_push_logprob_gather)},
+    [VKF_VARIANT_MATMUL_BROADCAST] = {"matmul_broadcast", spirv_matmul_broadcast, sizeof spirv_matmul_broadcast, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_BROADCAST_F16B] = {"matmul_broadcast_f16b", spirv_matmul_broadcast_f16b, sizeof spirv_matmul_broadcast_f16b, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_BROADCAST_ACT16] = {"matmul_broadcast_act16", spirv_matmul_broadcast_act16, sizeof spirv_matmul_broadcast_act16, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_BROADCAST_ACT16_F16B] = {"matmul_broadcast_act16_f16b", spirv_matmul_broadcast_act16_f16b, sizeof spirv_matmul_broadcast_act16_f16b, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_BROADCAST_I8B] = {"matmul_broadcast_i8b", spirv_matmul_broadcast_i8b, sizeof spirv_matmul_broadcast_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_BROADCAST_ACT16_I8B] = {"matmul_broadcast_act16_i8b", spirv_matmul_broadcast_act16_i8b, sizeof spirv_matmul_broadcast_act16_i8b, 6, sizeof(vkf_push_matmul)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }

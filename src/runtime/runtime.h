@@ -135,6 +135,8 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_ADVANCE,
     VKF_VARIANT_ATTENTION_FUSED,        /* many queries, online softmax, no score matrix */
     VKF_VARIANT_ATTENTION_FUSED_F16,    /* the same with Q, K, V and out stored as F16 */
+    VKF_VARIANT_ATTENTION_FUSED_LANES,  /* the same for CPU drivers: keys shared by subgroup shuffles */
+    VKF_VARIANT_ATTENTION_FUSED_LANES_F16,
     VKF_VARIANT_MATMUL_TILED_ACT16,             /* -DACT_F16: activations (A, C, residual; x, y; ...) stored as F16 */
     VKF_VARIANT_MATMUL_TILED_ACT16_F16B,
     VKF_VARIANT_MATMUL_DIRECT_ACT16,
@@ -179,6 +181,12 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_MATMUL_DIRECT_ACT16_I8B,
     VKF_VARIANT_MATMUL_SUBGROUP_I8B,
     VKF_VARIANT_MATMUL_SUBGROUP_ACT16_I8B,
+    VKF_VARIANT_MATMUL_BROADCAST,       /* rows of A at subgroup-uniform addresses (CPU drivers with divergence analysis) */
+    VKF_VARIANT_MATMUL_BROADCAST_F16B,
+    VKF_VARIANT_MATMUL_BROADCAST_ACT16,
+    VKF_VARIANT_MATMUL_BROADCAST_ACT16_F16B,
+    VKF_VARIANT_MATMUL_BROADCAST_I8B,
+    VKF_VARIANT_MATMUL_BROADCAST_ACT16_I8B,
     VKF_VARIANT_MATMUL_COOPMAT_I8B,
     VKF_VARIANT_MATMUL_COOPMAT_ACT16_I8B,
     VKF_VARIANT_MATMUL_COOPMAT2_I8B,
@@ -238,6 +246,16 @@ typedef struct vkf_matmul_tiles {
 } vkf_matmul_tiles;
 _Static_assert(sizeof(vkf_matmul_tiles) == 6 * sizeof(uint32_t), "spec constants are uint32");
 
+/* Where a tuning choice came from (bench and info report it; vkf_choice_source_name). */
+typedef enum vkf_choice_source {
+    VKF_SOURCE_DEFAULT = 0,             /* the rule for the device's type, vendor and limits */
+    VKF_SOURCE_TABLE,                   /* the built-in per-driver table (tuning.c, vkf_tuning.table_entry) */
+    VKF_SOURCE_FILE,                    /* the device's tune file (`vkformer tune`) */
+    VKF_SOURCE_FORCED,                  /* set by the caller (vkf_tune_force_matmul, tests, tune candidates) */
+    VKF_SOURCE_ENVIRONMENT,             /* an environment variable (VKFORMER_DECODE_FORM) */
+} vkf_choice_source;
+const char *vkf_choice_source_name(vkf_choice_source source);
+
 typedef struct vkf_tuning {
     vkf_variant_id matmul_variant;
     vkf_matmul_tiles matmul;
@@ -268,9 +286,27 @@ typedef struct vkf_tuning {
      * attention_head_dim only; 0: none, vkf_attention_tiles_choose decides. The
      * values of a vkf_attention_tiles in field order. */
     uint32_t attention_head_dim;
-    uint32_t attention_tiles[5];
+    uint32_t attention_tiles[6];
     bool from_file;                     /* matmul / attention tiles came from a tune file */
+    /* The built-in table's fused-attention shape for this CPU driver (td 1):
+     * invocations, query rows per invocation (at most; fewer for wide heads), keys
+     * per tile, and the lanes form (vkf_attention_tiles.lanes); workgroup 0: the
+     * device rule in attention.c. */
+    uint32_t attention_rows_workgroup, attention_rows_tq, attention_rows_bk;
+    bool attention_lanes;
+    /* The built-in table's entry for this device and driver (a static name, e.g.
+     * "lavapipe, Mesa 26"), NULL when none matched; and where each choice came from. */
+    const char *table_entry;
+    vkf_choice_source matmul_source, attention_source, decode_source, coopmat_source;
 } vkf_tuning;
+
+/* The Mesa release of a Mesa driver as major * 100 + minor, read from its
+ * driverInfo ("Mesa 26.2.6-1 (LLVM 22.1.8)"; lavapipe reports driverVersion 1 up
+ * to 25.0 at least); 0 when the device does not say. */
+uint32_t vkf_mesa_release(const vkf_device_info *info);
+/* The LLVM major version llvmpipe/lavapipe was built with (from driverInfo or the
+ * device name, "LLVM 15.0.6"); 0 when not said. */
+uint32_t vkf_llvm_major(const vkf_device_info *info);
 
 /* The built-in tiles for a device, from its type, vendor and limits (no device
  * needed: tests call it with made-up devices). */
@@ -283,6 +319,12 @@ extern const vkf_matmul_tiles vkf_cpu_direct_tiles;
  * do not divide. */
 bool vkf_matmul_subgroup_tiles(const vkf_device_info *d, uint32_t bm, uint32_t bn, uint32_t tm, uint32_t tn,
                                vkf_matmul_tiles *out);
+/* The matmul_broadcast tiles (bm x bn per workgroup, tm rows per subgroup, tn
+ * columns per lane; tm need not be a multiple of the subgroup size) for d's
+ * subgroup size: false where the sizes do not divide (out untouched) or the
+ * workgroup passes d's limit (out filled). */
+bool vkf_matmul_broadcast_tiles(const vkf_device_info *d, uint32_t bm, uint32_t bn, uint32_t tm, uint32_t tn,
+                                vkf_matmul_tiles *out);
 /* Tiles of the cooperative-matrix kernel `family` (VKF_VARIANT_MATMUL_COOPMAT or
  * _COOPMAT2) on ctx: wg_m x wg_n subgroup tiles of tm x tn, K stages of bk
  * (vkf_coopmat_fragment documents the fragment shapes); false where ctx has no such
@@ -460,8 +502,13 @@ typedef struct vkf_attention_tiles {
     uint32_t bk;                        /* id 2: keys per shared-memory tile */
     uint32_t td;                        /* id 3: invocations per query row */
     uint32_t tq;                        /* id 4: query rows per invocation */
+    /* 1: attention_fused_lanes.comp, the CPU form without shared memory (keys reach
+     * the rows by subgroup shuffles): td 1, bk the subgroup size, workgroup whole
+     * subgroups, bq = workgroup * tq; its spec constants are workgroup, bq, bk, the
+     * subgroup size, tq, vec4s per row. 0: attention_fused.comp. */
+    uint32_t lanes;
 } vkf_attention_tiles;
-_Static_assert(sizeof(vkf_attention_tiles) == 5 * sizeof(uint32_t), "spec constants are uint32");/* Shared memory the kernel declares with these tiles, in bytes (tuning.c, with the
+_Static_assert(sizeof(vkf_attention_tiles) == 6 * sizeof(uint32_t), "tiles are uint32");/* Shared memory the kernel declares with these tiles, in bytes (tuning.c, with the
  * tune file's checks). */
 uint64_t vkf_attention_shared_bytes(const vkf_attention_tiles *tiles, uint32_t head_dim);
 /* Why these tiles cannot run on ctx's device at head_dim (a static string), or

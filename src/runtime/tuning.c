@@ -45,6 +45,143 @@ bool vkf_matmul_subgroup_tiles(const vkf_device_info *d, uint32_t bm, uint32_t b
     return wg <= d->max_workgroup_invocations && wg <= d->max_workgroup_size[0];
 }
 
+bool vkf_matmul_broadcast_tiles(const vkf_device_info *d, uint32_t bm, uint32_t bn, uint32_t tm, uint32_t tn,
+                                vkf_matmul_tiles *out)
+{
+    uint32_t sg = d->subgroup_size;
+    if (!sg || !tm || !tn || bm % tm || bn % (sg * tn)) return false;
+    uint32_t wg = (bm / tm) * (bn / (sg * tn)) * sg;
+    *out = (vkf_matmul_tiles){.workgroup = wg, .bm = bm, .bn = bn, .bk = sg, .tm = tm, .tn = tn};
+    return wg <= d->max_workgroup_invocations && wg <= d->max_workgroup_size[0];
+}
+
+/* ------------------------------------------------------------------ the per-driver table */
+
+const char *vkf_choice_source_name(vkf_choice_source source)
+{
+    switch (source) {
+    case VKF_SOURCE_TABLE: return "table";
+    case VKF_SOURCE_FILE: return "tune-file";
+    case VKF_SOURCE_FORCED: return "forced";
+    case VKF_SOURCE_ENVIRONMENT: return "environment";
+    default: return "default";
+    }
+}
+
+/* The first "NAME X.Y" in s as X * 100 + Y (Y below 100), 0 when none. */
+static uint32_t version_after(const char *s, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = strstr(s, name); p; p = strstr(p + 1, name)) {
+        const char *q = p + len;
+        if (*q != ' ' || q[1] < '0' || q[1] > '9') continue;
+        char *end;
+        unsigned long major = strtoul(q + 1, &end, 10), minor = 0;
+        if (*end == '.' && end[1] >= '0' && end[1] <= '9') minor = strtoul(end + 1, NULL, 10);
+        if (major < 1000 && minor < 100) return (uint32_t)(major * 100 + minor);
+    }
+    return 0;
+}
+
+uint32_t vkf_mesa_release(const vkf_device_info *info) { return version_after(info->driver_info, "Mesa"); }
+
+uint32_t vkf_llvm_major(const vkf_device_info *info)
+{
+    uint32_t v = version_after(info->driver_info, "LLVM");
+    if (!v) v = version_after(info->name, "LLVM");
+    return v / 100;
+}
+
+/* Built-in choices for lavapipe (Mesa's CPU driver, vendor 0x10005), whose code
+ * generation differs enough between releases that the fastest kernel form
+ * changes: an entry holds what `vkformer tune` and sweeps by hand found fastest
+ * on that Mesa release (major * 100 + minor) built with that LLVM major
+ * (docs/performance.md, "Per-driver choices on lavapipe"). The first entry whose
+ * ranges hold the device wins; none (releases not measured, other CPU drivers):
+ * the device rule below. A tune file still overrides the matmul and attention
+ * tiles. */
+typedef struct driver_entry {
+    const char *name;                   /* reported by bench and info */
+    uint32_t mesa_min, mesa_max;        /* Mesa release, major * 100 + minor, inclusive */
+    uint32_t llvm_min, llvm_max;        /* LLVM major, inclusive */
+    vkf_variant_id matmul;              /* VKF_VARIANT_MATMUL_SUBGROUP or _BROADCAST */
+    uint32_t bm, bn, tm, tn;            /* its tiles (the subgroup size fills in the rest) */
+    uint32_t skinny_tn;                 /* decode steps of 8..63 rows: one block of 8, 16 or 32 rows, tn per lane */
+    /* Fused attention (td 1): the lanes form (attention_fused_lanes.comp) with
+     * att_size subgroups per workgroup and keys one subgroup at a time, or the
+     * shared-memory rows form with att_size invocations and att_bk keys per tile;
+     * att_tq query rows per invocation at most (attention.c caps it for wide heads).
+     * att_size 0: attention.c's CPU rule. */
+    bool att_lanes;
+    uint32_t att_size, att_tq, att_bk;
+    bool decode_rows;                   /* decode kernels in their rows form (else split) */
+} driver_entry;
+
+static const driver_entry driver_table[] = {
+    /* Mesa 26.2.6, LLVM 22.1.8 (Debian unstable): gallivm loads a subgroup-uniform
+     * address as one scalar and other addresses with hardware gathers, so rows of
+     * A read uniformly beat rows shared by shuffles 2.7x (one thread, 1024^3).
+     * Measured with LLVM 22; Mesa 25.0 emits neither gathers nor FMAs in these
+     * kernels with LLVM 15 or 19 alike, so the release, not LLVM, decides. */
+    {"lavapipe, Mesa 26", 2600, 2699, 0, 999, VKF_VARIANT_MATMUL_BROADCAST, 64, 128, 32, 4, 4, true, 1, 4, 0, true},
+    /* Mesa 25.0.7 with LLVM 15.0.6 (Debian 12's bookworm-backports) and 19.1.7
+     * (Debian 13): no gathers, no FMAs; matmul_subgroup is the fastest family
+     * there too (512^3, one thread, min of 2-3 under load: LLVM 15 47 ms against
+     * 176 for matmul_broadcast and 86 direct; LLVM 19 121 against 168). */
+    {"lavapipe, Mesa 25.0", 2500, 2500, 0, 999, VKF_VARIANT_MATMUL_SUBGROUP, 64, 128, 32, 4, 4, true, 1, 4, 0, true},
+    /* Mesa 22.3.6, LLVM 15.0.6 (Debian 12): every address computed in a loop is
+     * per-lane, loaded lane by lane; a shuffle is a register move. */
+    {"lavapipe, Mesa 22.3", 2200, 2299, 0, 999, VKF_VARIANT_MATMUL_SUBGROUP, 64, 128, 32, 4, 4, true, 1, 4, 0, true},
+};
+
+static const driver_entry *driver_entry_for(const vkf_device_info *d)
+{
+    if (d->type != VKF_DEVICE_CPU || d->vendor_id != VENDOR_MESA) return NULL;
+    uint32_t mesa = vkf_mesa_release(d), llvm = vkf_llvm_major(d);
+    for (size_t i = 0; i < sizeof driver_table / sizeof driver_table[0]; i++) {
+        const driver_entry *e = &driver_table[i];
+        if (mesa >= e->mesa_min && mesa <= e->mesa_max && llvm >= e->llvm_min && llvm <= e->llvm_max) return e;
+    }
+    return NULL;
+}
+
+/* The matmul tiles of `family` (SUBGROUP or BROADCAST) for d; false where they do not fit. */
+static bool lane_tiles(const vkf_device_info *d, vkf_variant_id family, uint32_t bm, uint32_t bn, uint32_t tm,
+                       uint32_t tn, vkf_matmul_tiles *out)
+{
+    if (family == VKF_VARIANT_MATMUL_BROADCAST) return vkf_matmul_broadcast_tiles(d, bm, bn, tm, tn, out);
+    return vkf_matmul_subgroup_tiles(d, bm, bn, tm, tn, out);
+}
+
+/* Applies the table's entry e over the device rule where its tiles fit d. */
+static void apply_driver_entry(const vkf_device_info *d, const driver_entry *e, vkf_tuning *t)
+{
+    vkf_matmul_tiles m, skinny[3];
+    bool fits = lane_tiles(d, e->matmul, e->bm, e->bn, e->tm, e->tn, &m);
+    for (uint32_t i = 0; fits && i < 3; i++)
+        if (!lane_tiles(d, e->matmul, 8u << i, 128, 8u << i, e->skinny_tn, &skinny[i])) skinny[i].workgroup = 0;
+    t->table_entry = e->name;
+    if (fits) {
+        t->matmul_variant = e->matmul;
+        t->matmul = m;
+        t->matmul_min_macs = VKF_SUBGROUP_MIN_MACS;
+        memcpy(t->subgroup_skinny, skinny, sizeof skinny);
+        t->matmul_source = VKF_SOURCE_TABLE;
+    }
+    bool lanes = e->att_lanes && d->subgroup_shuffle && d->subgroup_size;
+    uint32_t att_wg = lanes ? e->att_size * d->subgroup_size : e->att_size;
+    if (e->att_size && (lanes || !e->att_lanes) && att_wg <= d->max_workgroup_invocations &&
+        att_wg <= d->max_workgroup_size[0]) {
+        t->attention_rows_workgroup = att_wg;
+        t->attention_rows_tq = e->att_tq;
+        t->attention_rows_bk = lanes ? d->subgroup_size : e->att_bk;
+        t->attention_lanes = lanes;
+        t->attention_source = VKF_SOURCE_TABLE;
+    }
+    t->decode_rows = e->decode_rows;
+    t->decode_source = VKF_SOURCE_TABLE;
+}
+
 void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
 {
     memset(t, 0, sizeof *t);
@@ -74,6 +211,14 @@ void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
         for (uint32_t i = 0; i < 3; i++)
             if (!vkf_matmul_subgroup_tiles(d, 8u << i, 128, 8u << i, 4, &t->subgroup_skinny[i]))
                 t->subgroup_skinny[i].workgroup = 0;
+        /* Fused attention in its lanes form (attention_fused_lanes.comp: keys reach
+         * the rows by shuffles, no shared memory), one subgroup, up to 4 rows per
+         * lane: faster than the shared-memory rows form on every lavapipe measured
+         * (22.3, 25.0, 26.2: 1.2-5x at n 512-1024, docs/performance.md). */
+        t->attention_rows_workgroup = d->subgroup_size;
+        t->attention_rows_tq = 4;
+        t->attention_rows_bk = d->subgroup_size;
+        t->attention_lanes = true;
     } else if (cpu) {
         /* No shared memory and no barriers: measured 3-4x faster on lavapipe
          * (DESIGN.md). */
@@ -102,6 +247,8 @@ void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
         t->matmul.workgroup = (t->matmul.bm / t->matmul.tm) * (t->matmul.bn / t->matmul.tn);
         if (t->matmul.workgroup <= 1) break;
     }
+    const driver_entry *e = driver_entry_for(d);
+    if (e) apply_driver_entry(d, e, t);
 }
 
 /* ------------------------------------------------------------------ cooperative matrix */
@@ -177,6 +324,7 @@ static void coopmat_builtin(vkf_context *ctx)
 {
     vkf_tuning *t = &ctx->tuning;
     t->coopmat_use = 0;
+    t->coopmat_source = VKF_SOURCE_DEFAULT;
     t->coopmat_variant = VKF_VARIANT_MATMUL_COOPMAT;
     memset(&t->coopmat, 0, sizeof t->coopmat);
     if (!ctx->coopmat) return;
@@ -215,8 +363,9 @@ void vkf_tuning_choose(vkf_context *ctx)
     vkf_tuning_for_device(&ctx->info, &ctx->tuning);
     coopmat_builtin(ctx);
     const char *form = getenv("VKFORMER_DECODE_FORM");
-    if (form && strcmp(form, "rows") == 0) ctx->tuning.decode_rows = true;
-    else if (form && strcmp(form, "split") == 0) ctx->tuning.decode_rows = false;
+    if (form && strcmp(form, "rows") == 0) ctx->tuning.decode_rows = true, ctx->tuning.decode_source = VKF_SOURCE_ENVIRONMENT;
+    else if (form && strcmp(form, "split") == 0)
+        ctx->tuning.decode_rows = false, ctx->tuning.decode_source = VKF_SOURCE_ENVIRONMENT;
     else if (form && *form)
         vkf_log(ctx, VKF_LOG_WARNING, "VKFORMER_DECODE_FORM=%s ignored: it takes rows or split", form);
 }
@@ -235,13 +384,24 @@ vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const
         ctx->tuning.coopmat_variant = variant;
         ctx->tuning.coopmat = *tiles;
         ctx->tuning.coopmat_use = 2;
+        ctx->tuning.coopmat_source = VKF_SOURCE_FORCED;
         return VKF_OK;
     }
     if (variant != VKF_VARIANT_MATMUL_TILED && variant != VKF_VARIANT_MATMUL_DIRECT &&
-        variant != VKF_VARIANT_MATMUL_SUBGROUP)
+        variant != VKF_VARIANT_MATMUL_SUBGROUP && variant != VKF_VARIANT_MATMUL_BROADCAST)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "not a matmul variant");
     const vkf_matmul_tiles *m = tiles;
-    if (variant == VKF_VARIANT_MATMUL_SUBGROUP) {
+    if (variant == VKF_VARIANT_MATMUL_BROADCAST) {
+        /* bk is the subgroup size; a subgroup computes tm rows x bk*tn columns. */
+        if (m->bk != ctx->info.subgroup_size)
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "matmul_broadcast tiles are for subgroups of %u; the device has %u",
+                            m->bk, ctx->info.subgroup_size);
+        vkf_matmul_tiles want = {0}; /* workgroup stays 0 where the sizes do not divide */
+        (void)vkf_matmul_broadcast_tiles(&ctx->info, m->bm, m->bn, m->tm, m->tn, &want);
+        if (!want.workgroup || m->workgroup != want.workgroup)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "matmul_broadcast tiles %ux%u/%ux%u (subgroup %u) do not match "
+                            "workgroup %u", m->bm, m->bn, m->tm, m->tn, m->bk, m->workgroup);
+    } else if (variant == VKF_VARIANT_MATMUL_SUBGROUP) {
         /* bk is the subgroup size the tiles were laid out for; a subgroup computes
          * tm rows x bk*tn columns. */
         if (!ctx->info.subgroup_shuffle)
@@ -265,7 +425,14 @@ vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const
                         (m->bm + m->bn) * m->bk * 4, ctx->info.max_shared_memory);
     ctx->tuning.matmul_variant = variant;
     ctx->tuning.matmul = *m;
-    ctx->tuning.matmul_min_macs = variant == VKF_VARIANT_MATMUL_SUBGROUP ? VKF_SUBGROUP_MIN_MACS : 0;
+    ctx->tuning.matmul_source = VKF_SOURCE_FORCED; /* vkf_tune_load says FILE */
+    /* decode steps of 8..63 rows: one row block of the same family */
+    for (uint32_t i = 0; i < 3; i++)
+        if ((variant != VKF_VARIANT_MATMUL_SUBGROUP && variant != VKF_VARIANT_MATMUL_BROADCAST) ||
+            !lane_tiles(&ctx->info, variant, 8u << i, 128, 8u << i, 4, &ctx->tuning.subgroup_skinny[i]))
+            ctx->tuning.subgroup_skinny[i].workgroup = 0;
+    ctx->tuning.matmul_min_macs =
+        variant == VKF_VARIANT_MATMUL_SUBGROUP || variant == VKF_VARIANT_MATMUL_BROADCAST ? VKF_SUBGROUP_MIN_MACS : 0;
     /* A scalar kernel chosen explicitly: F16 matmuls go back to the built-in
      * coopmat rule (a forced coopmat kernel no longer applies). */
     if (ctx->tuning.coopmat_use == 2) coopmat_builtin(ctx);
@@ -276,6 +443,7 @@ vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const
 
 uint64_t vkf_attention_shared_bytes(const vkf_attention_tiles *t, uint32_t head_dim)
 {
+    if (t->lanes) return 0; /* attention_fused_lanes.comp has none */
     /* Mirrors the shared arrays of attention_fused.comp. */
     uint64_t d4 = vkf_div_up(head_dim, 4), split_rows = t->td > 1 ? t->bq : 1;
     return 2 * (uint64_t)t->bk * d4 * 16        /* k_tile, v_tile */
@@ -295,6 +463,13 @@ const char *vkf_attention_tiles_problem(const vkf_context *ctx, const vkf_attent
         return "tiles need workgroup * tq == bq * td, all positive, and td or tq 1";
     if (t->workgroup > ctx->info.max_workgroup_invocations || t->workgroup > ctx->info.max_workgroup_size[0])
         return "workgroup exceeds the device's limit";
+    if (t->lanes > 1) return "lanes is 0 or 1";
+    if (t->lanes) {
+        uint32_t sg = ctx->info.subgroup_size;
+        if (!ctx->info.subgroup_shuffle || !sg) return "the lanes form needs subgroup shuffles";
+        if (t->td != 1 || t->bk != sg || t->workgroup % sg)
+            return "the lanes form needs td 1, bk the subgroup size and a workgroup of whole subgroups";
+    }
     if (vkf_attention_shared_bytes(t, head_dim) > ctx->info.max_shared_memory)
         return "tiles need more shared memory than the device has";
     return NULL;
@@ -304,7 +479,7 @@ bool vkf_tuning_attention_tiles(const vkf_context *ctx, uint32_t head_dim, struc
 {
     if (!ctx->tuning.attention_head_dim || ctx->tuning.attention_head_dim != head_dim) return false;
     const uint32_t *a = ctx->tuning.attention_tiles;
-    *out = (vkf_attention_tiles){.workgroup = a[0], .bq = a[1], .bk = a[2], .td = a[3], .tq = a[4]};
+    *out = (vkf_attention_tiles){.workgroup = a[0], .bq = a[1], .bk = a[2], .td = a[3], .tq = a[4], .lanes = a[5]};
     return true;
 }
 
@@ -347,6 +522,13 @@ static bool parse_tune_file(vkf_context *ctx, json_t *root, vkf_variant_id *out_
                  json_string_value(name), (long long)json_integer_value(driver));
         return false;
     }
+    /* lavapipe reports driverVersion 1 from Mesa 22.3 to 25.0 at least, with the same
+     * device name for the same LLVM: driverInfo tells the releases apart */
+    json_t *info = json_object_get(dev, "driver_info");
+    if (json_is_string(info) && strcmp(json_string_value(info), ctx->info.driver_info) != 0) {
+        snprintf(why, why_capacity, "written for another driver (\"%s\")", json_string_value(info));
+        return false;
+    }
     json_t *mm = json_object_get(root, "matmul");
     json_t *kernel = json_object_get(mm, "kernel");
     if (!json_is_object(mm) || !json_is_string(kernel)) {
@@ -356,6 +538,7 @@ static bool parse_tune_file(vkf_context *ctx, json_t *root, vkf_variant_id *out_
     if (strcmp(json_string_value(kernel), "matmul_direct") == 0) *out_variant = VKF_VARIANT_MATMUL_DIRECT;
     else if (strcmp(json_string_value(kernel), "matmul_tiled") == 0) *out_variant = VKF_VARIANT_MATMUL_TILED;
     else if (strcmp(json_string_value(kernel), "matmul_subgroup") == 0) *out_variant = VKF_VARIANT_MATMUL_SUBGROUP;
+    else if (strcmp(json_string_value(kernel), "matmul_broadcast") == 0) *out_variant = VKF_VARIANT_MATMUL_BROADCAST;
     else {
         snprintf(why, why_capacity, "unknown matmul kernel \"%s\"", json_string_value(kernel));
         return false;
@@ -376,6 +559,12 @@ static bool parse_tune_file(vkf_context *ctx, json_t *root, vkf_variant_id *out_
             snprintf(why, why_capacity, "\"attention\" needs head_dim, workgroup, bq, bk, td, tq as integers");
             return false;
         }
+        json_t *lanes = json_object_get(at, "lanes"); /* optional: absent in files before the lanes form */
+        if (lanes && (!json_is_integer(lanes) || json_integer_value(lanes) < 0 || json_integer_value(lanes) > 1)) {
+            snprintf(why, why_capacity, "\"attention\": \"lanes\" is 0 or 1");
+            return false;
+        }
+        a->lanes = lanes ? (uint32_t)json_integer_value(lanes) : 0;
         const char *problem = vkf_attention_tiles_problem(ctx, a, *out_head_dim);
         if (problem) {
             snprintf(why, why_capacity, "attention tiles: %s", problem);
@@ -407,6 +596,7 @@ static void load_coopmat(vkf_context *ctx, json_t *root, const char *path)
     }
     if (v == VKF_VARIANT_COUNT) {
         ctx->tuning.coopmat_use = 0; /* tuned: the scalar kernel was faster for F16 matmuls */
+        ctx->tuning.coopmat_source = VKF_SOURCE_FILE;
         return;
     }
     vkf_matmul_tiles t;
@@ -423,6 +613,7 @@ static void load_coopmat(vkf_context *ctx, json_t *root, const char *path)
         return;
     }
     ctx->tuning.coopmat_use = 1; /* matmuls with an F16 operand */
+    ctx->tuning.coopmat_source = VKF_SOURCE_FILE;
 }
 
 void vkf_tune_load(vkf_context *ctx)
@@ -461,4 +652,6 @@ void vkf_tune_load(vkf_context *ctx)
     ctx->tuning.attention_head_dim = head_dim;
     memcpy(ctx->tuning.attention_tiles, &attention, sizeof ctx->tuning.attention_tiles);
     ctx->tuning.from_file = true;
+    ctx->tuning.matmul_source = VKF_SOURCE_FILE;
+    if (head_dim) ctx->tuning.attention_source = VKF_SOURCE_FILE;
 }

@@ -79,9 +79,11 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
         d.a.tensor = ta, d.b.tensor = tb, d.c.tensor = tc, d.b_scale = tscale;
         st = vkf_cmd_matmul(cmd, &d);
     }
-    /* the kernel family vkf_cmd_matmul just chose, by the same rule */
-    const char *kernel = vkf_matmul_kernel_family(ctx, (uint32_t)m, (uint32_t)n, (uint32_t)k, 1, f16,
-                                                  dtype_id == BENCH_F16);
+    /* the kernel family and tiles vkf_cmd_matmul just chose, by the same rule, and where they came from */
+    vkf_kernel_choice choice = {0};
+    if (st == VKF_OK)
+        st = vkf_matmul_choice(ctx, (uint32_t)m, (uint32_t)n, (uint32_t)k, 1, f16, dtype_id == BENCH_F16, &choice);
+    const char *kernel = choice.kernel ? choice.kernel : "?";
     double t0 = now_s();
     if (st == VKF_OK) st = vkf_cmd_submit(cmd); /* warm-up: pipeline compile, caches */
     double warm = now_s() - t0;
@@ -124,14 +126,17 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
         const char *dtype = bench_dtype_names[dtype_id];
         if (json) {
             jsonl_begin("bench matmul");
-            printf(",\"bench\":\"matmul\",\"m\":%lu,\"n\":%lu,\"k\":%lu,\"dtype\":\"%s\",\"kernel\":\"%s\","
-                   "\"ms\":%.4f,\"gflops\":%.3f,\"repeat\":%lu,\"max_rel_err\":",
-                   m, n, k, dtype, kernel, median, gflops, repeat);
+            printf(",\"bench\":\"matmul\",\"m\":%lu,\"n\":%lu,\"k\":%lu,\"dtype\":\"%s\"", m, n, k, dtype);
+            jsonl_choice(&choice, 6);
+            printf(",\"ms\":%.4f,\"gflops\":%.3f,\"repeat\":%lu,\"max_rel_err\":", median, gflops, repeat);
             jsonl_number(max_err, 3);
             jsonl_end(info);
         } else {
             printf("matmul %lux%lux%lu %s (%s): %.3f ms median of %lu, %.2f GFLOP/s on %s (sampled error %.2g)\n", m, n,
                    k, dtype, kernel, median, repeat, gflops, info->name, max_err);
+            printf("  kernel %s, workgroup %u, tiles %ux%u, bk %u, %ux%u per lane/invocation; from %s%s%s\n", kernel,
+                   choice.tiles[0], choice.tiles[1], choice.tiles[2], choice.tiles[3], choice.tiles[4], choice.tiles[5],
+                   choice.source, choice.table_entry ? ": " : "", choice.table_entry ? choice.table_entry : "");
         }
         /* f32: 1e-3. f16: the inputs are rounded alike on both sides; C's rounding
          * to f16 is 2^-11 relative, accumulation order adds little: 2e-3. */
@@ -224,7 +229,7 @@ int cmd_bench_matmul(int argc, char **argv)
          "(default 10)", NULL},
         {"--dtype", CLI_STRING, CLI_OFF(dtype), 0, 0, "f32|f16|i8w|i8w-f16", "f16: A, B, C as F16; i8w: B int8 "
          "with per-row scales (i8w-f16: A, C F16)", NULL},
-        {"--kernel", CLI_STRING, CLI_OFF(kernel), 0, 0, "FAMILY", "auto|coopmat|coopmat2|tiled|direct|subgroup "
+        {"--kernel", CLI_STRING, CLI_OFF(kernel), 0, 0, "FAMILY", "auto|coopmat|coopmat2|tiled|direct|subgroup|broadcast "
          "(default auto: the library's choice)", NULL},
         {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line per case (docs/json.md)", NULL},
         CLI_COMMON_OPTIONS,

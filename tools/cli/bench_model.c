@@ -18,6 +18,72 @@ const preset *find_preset(const char *name)
     return NULL;
 }
 
+/* What the model's kernels are and where each choice came from (docs/json.md,
+ * "Kernel choices"): the FFN's first matmul of the forward pass (rows: every
+ * source token) and of a greedy decode step (rows: one per source), the fused
+ * attention tiles and the decode kernels' form. */
+typedef struct model_choices {
+    vkf_kernel_choice forward_matmul, step_matmul, attention, decode;
+    bool has_attention;
+    uint32_t fm, sm, n, k;              /* the two matmuls: fm or sm rows x n x k */
+} model_choices;
+
+static void model_choices_get(vkf_context *ctx, vkf_model *model, const preset *p, unsigned long forward_rows,
+                              unsigned long step_rows, model_choices *c)
+{
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    bool f16 = cfg.activations == VKF_DTYPE_F16;
+    memset(c, 0, sizeof *c);
+    c->fm = (uint32_t)forward_rows, c->sm = (uint32_t)step_rows, c->n = p->d_ff, c->k = p->d_model;
+    vkf_matmul_choice(ctx, c->fm, c->n, c->k, 1, f16, f16, &c->forward_matmul);
+    vkf_matmul_choice(ctx, c->sm, c->n, c->k, 1, f16, f16, &c->step_matmul);
+    c->has_attention = vkf_attention_fused_choice(ctx, p->d_model / p->heads, &c->attention) == VKF_OK;
+    vkf_decode_form_choice(ctx, &c->decode);
+}
+
+static void print_choices(vkf_context *ctx, vkf_model *model, const preset *p, unsigned long forward_rows,
+                          unsigned long step_rows)
+{
+    model_choices c;
+    model_choices_get(ctx, model, p, forward_rows, step_rows, &c);
+    printf("\"forward_matmul\":{\"m\":%u,\"n\":%u,\"k\":%u", c.fm, c.n, c.k);
+    jsonl_choice(&c.forward_matmul, 6);
+    printf("},\"step_matmul\":{\"m\":%u,\"n\":%u,\"k\":%u", c.sm, c.n, c.k);
+    jsonl_choice(&c.step_matmul, 6);
+    printf("},\"attention\":");
+    if (c.has_attention) {
+        printf("{\"head_dim\":%u", p->d_model / p->heads);
+        jsonl_choice(&c.attention, 5);
+        printf("}");
+    } else {
+        printf("null");
+    }
+    printf(",\"decode\":{\"what\":\"attention_decode and beam_partial\"");
+    jsonl_choice(&c.decode, 0);
+    printf("}");
+}
+
+static void print_choice_line(const char *what, const vkf_kernel_choice *c, uint32_t tiles)
+{
+    printf("  %-20s %s", what, c->kernel);
+    for (uint32_t i = 0; i < tiles; i++) printf("%s%u", i ? "," : " [", c->tiles[i]);
+    printf("%s from %s", tiles ? "]" : "", c->source);
+    if (c->table_entry) printf(" (table entry: %s)", c->table_entry);
+    printf("\n");
+}
+
+static void print_choices_text(vkf_context *ctx, vkf_model *model, const preset *p, unsigned long forward_rows,
+                               unsigned long step_rows)
+{
+    model_choices c;
+    model_choices_get(ctx, model, p, forward_rows, step_rows, &c);
+    print_choice_line("forward FFN matmul", &c.forward_matmul, 6);
+    print_choice_line("step FFN matmul", &c.step_matmul, 6);
+    if (c.has_attention) print_choice_line("fused attention", &c.attention, 5);
+    print_choice_line("decode kernels", &c.decode, 0);
+}
+
 /* Writes a random-weight model of the preset (layout of docs/file-format.md). */
 bool write_random_model(const char *path, const preset *p, unsigned max_len)
 {
@@ -229,6 +295,8 @@ static int run_bench_model(const options *o)
             print_breakdown(last, true);
             printf("},\"step_ops\":{");
             print_breakdown(step, true);
+            printf("},\"choices\":{");
+            print_choices(ctx, model, p, B * S, B);
             BEAM4();
             printf("},\"greedy\":{\"step_ms\":%.4f,\"tokens_per_s\":%.2f,\"first_token_ms\":%.3f,\"bytes\":%llu},"
                    "\"beam4\":{\"encode_ms\":%.4f,\"step_ms\":%.4f,\"tokens_per_s\":%.2f,\"first_token_ms\":%.3f,"
@@ -246,6 +314,7 @@ static int run_bench_model(const options *o)
             printf("  generation: encoder  %10.3f ms GPU; decode step at position %lu: %.3f ms GPU per token\n", enc_ms,
                    T - 1, step_ms);
             print_breakdown(step, false);
+            print_choices_text(ctx, model, p, B * S, B);
             BEAM4();
             printf("  greedy:  %8.3f ms GPU per step; %.1f tokens/s wall, first token after %.1f ms; generation plan "
                    "%.1f MiB\n", step_ms, greedy_stats.total_ms > 0 ? 1e3 * greedy_stats.tokens / greedy_stats.total_ms : 0.0,

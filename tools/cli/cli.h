@@ -218,6 +218,12 @@ void jsonl_driver(const vkf_device_info *info, char *out, size_t size);
 void jsonl_string(const char *key, const char *value);
 /* A finite number with digits significant digits, else null. */
 void jsonl_number(double x, int digits);
+/* ,"kernel":...,"tiles":[the first tile_count tiles],"source":...,"table_entry":... of a
+ * kernel choice (docs/json.md, "Kernel choices"). */
+void jsonl_choice(const vkf_kernel_choice *choice, uint32_t tile_count);
+/* 1 when the context's fused attention for head_dim runs in the lanes form
+ * (attention_fused_lanes.comp), else 0. */
+int attention_lanes(const vkf_context *ctx, uint32_t head_dim);
 /* [5,6,7] */
 void jsonl_ids(const int32_t *ids, uint32_t n);
 /* ,"attention":..,"cross_attention":.. (the variants asked for) and

@@ -259,6 +259,22 @@ void jsonl_string(const char *key, const char *value)
     else printf("null");
 }
 
+void jsonl_choice(const vkf_kernel_choice *c, uint32_t tile_count)
+{
+    jsonl_string("kernel", c->kernel);
+    printf(",\"tiles\":[");
+    for (uint32_t i = 0; i < tile_count && i < 6; i++) printf("%s%u", i ? "," : "", c->tiles[i]);
+    printf("]");
+    jsonl_string("source", c->source);
+    jsonl_string("table_entry", c->table_entry);
+}
+
+int attention_lanes(const vkf_context *ctx, uint32_t head_dim)
+{
+    vkf_kernel_choice c;
+    return head_dim && vkf_attention_fused_choice(ctx, head_dim, &c) == VKF_OK && strcmp(c.kernel, "fused-lanes") == 0;
+}
+
 void jsonl_number(double x, int digits)
 {
     if (isfinite(x)) printf("%.*g", digits, x);

@@ -110,8 +110,8 @@ static void print_tuning_json(const vkf_context *ctx)
     printf(",\"matmul\":{\"kernel\":\"%s\",\"workgroup\":%u,\"bm\":%u,\"bn\":%u,\"bk\":%u,\"tm\":%u,\"tn\":%u}",
            kernel, mm[0], mm[1], mm[2], mm[3], mm[4], mm[5]);
     if (head_dim)
-        printf(",\"attention\":{\"head_dim\":%u,\"workgroup\":%u,\"bq\":%u,\"bk\":%u,\"td\":%u,\"tq\":%u}", head_dim,
-               at[0], at[1], at[2], at[3], at[4]);
+        printf(",\"attention\":{\"head_dim\":%u,\"workgroup\":%u,\"bq\":%u,\"bk\":%u,\"td\":%u,\"tq\":%u,\"lanes\":%d}",
+               head_dim, at[0], at[1], at[2], at[3], at[4], attention_lanes(ctx, head_dim));
     else printf(",\"attention\":null");
     printf("}");
 }

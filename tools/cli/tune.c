@@ -68,8 +68,9 @@ static int run_tune(const options *o)
         jsonl_begin("tune");
         jsonl_string("tune_file", path);
         printf(",\"matmul\":{\"kernel\":\"%s\",\"workgroup\":%u,\"bm\":%u,\"bn\":%u,\"bk\":%u,\"tm\":%u,\"tn\":%u},"
-               "\"attention\":{\"head_dim\":%u,\"workgroup\":%u,\"bq\":%u,\"bk\":%u,\"td\":%u,\"tq\":%u}",
-               kernel, mm[0], mm[1], mm[2], mm[3], mm[4], mm[5], head_dim, at[0], at[1], at[2], at[3], at[4]);
+               "\"attention\":{\"head_dim\":%u,\"workgroup\":%u,\"bq\":%u,\"bk\":%u,\"td\":%u,\"tq\":%u,\"lanes\":%d}",
+               kernel, mm[0], mm[1], mm[2], mm[3], mm[4], mm[5], head_dim, at[0], at[1], at[2], at[3], at[4],
+               attention_lanes(ctx, head_dim));
         jsonl_end(&info);
     } else {
         fprintf(summary, "wrote %s\n", to_stdout ? "the tune file to stdout" : path);
@@ -79,8 +80,8 @@ static int run_tune(const options *o)
         else
             fprintf(summary, "  matmul     %s, %ux%u tile, %ux%u per invocation, bk %u, %u invocations\n", kernel, mm[1], mm[2],
                    mm[4], mm[5], mm[3], mm[0]);
-        fprintf(summary, "  attention  head_dim %u: %u invocations, bq %u, bk %u, td %u, tq %u\n", head_dim, at[0], at[1], at[2],
-               at[3], at[4]);
+        fprintf(summary, "  attention  head_dim %u: %s%u invocations, bq %u, bk %u, td %u, tq %u\n", head_dim,
+                attention_lanes(ctx, head_dim) ? "lanes form, " : "", at[0], at[1], at[2], at[3], at[4]);
     }
     return close_context(ctx, 0);
 }

@@ -1,0 +1,31 @@
+// Row access of the scalar fused attention kernels (attention_fused.comp,
+// attention_fused_lanes.comp): the including shader declares q, k, v and outv
+// (IO_T: float, or float16_t with -DIO_F16) and includes attention_pattern.glsl
+// (pc, qbase, obase0) first.
+
+// Row i of q, pre-scaled, zero-padded: vec4 c4.
+vec4 load_q(uint i, uint c4)
+{
+    vec4 val = vec4(0.0);
+    if (i < pc.lq)
+        for (uint c = 0u; c < 4u; c++)
+            if (c4 * 4u + c < pc.head_dim) val[c] = float(q[qbase + i * pc.q_row + c4 * 4u + c]);
+    return val * pc.scale;
+}
+
+// vec4 c4 of the row of K (is_k) or V at element `base`, zero past head_dim.
+vec4 load_kv(uint base, uint c4, bool is_k)
+{
+    vec4 val = vec4(0.0);
+    for (uint c = 0u; c < 4u; c++)
+        if (c4 * 4u + c < pc.head_dim) val[c] = is_k ? float(k[base + c4 * 4u + c]) : float(v[base + c4 * 4u + c]);
+    return val;
+}
+
+// out[i, c4 vec4] = o, clipped to head_dim.
+void store_out(uint i, uint c4, vec4 o)
+{
+    uint base = obase0 + i * (pc.heads * pc.head_dim) + c4 * 4u;
+    for (uint c = 0u; c < 4u; c++)
+        if (c4 * 4u + c < pc.head_dim) outv[base + c] = IO_T(o[c]);
+}
