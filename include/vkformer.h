@@ -849,6 +849,117 @@ typedef struct vkf_generate_stats {
 } vkf_generate_stats;
 VKF_API vkf_status vkf_model_generate_stats(const vkf_model *model, vkf_generate_stats *out_stats);
 
+/* ------------------------------------------------------------------ device pools (issue 30) */
+
+/* A pool runs one model on several Vulkan devices at once: one replica of the
+ * model per device, each driven by a thread of its own. Batches of sources are
+ * queued; whichever device is free takes the next one, and results come back by
+ * ticket, so a caller collects them in the order it submitted them.
+ *
+ * A device that fails while running a batch with a device-level error (device
+ * lost, out of device or host memory, any other failing Vulkan call) leaves the
+ * pool: its batch goes back to the front of the queue and the other devices
+ * finish the work. vkf_pool_device_status says which device left and why. A
+ * batch that fails because of what it holds (INVALID_ARGUMENT, TOO_LARGE,
+ * UNSUPPORTED: it would fail on every device) fails alone, and its device stays.
+ * When no device is left, queued batches fail with the last device's status.
+ *
+ * Threads: the pool's functions are called from one thread at a time. The log
+ * callback of the context options is called from the pool's threads, several at
+ * once. */
+typedef struct vkf_pool vkf_pool;
+
+typedef struct vkf_pool_options {
+    /* "all" (or NULL): every GPU the loader lists (discrete, integrated, virtual);
+     * where it lists none, every device. Else a comma-separated list of devices,
+     * each a decimal index (as vkf_devices_list numbers them) or a substring of a
+     * name, as vkf_context_options.device takes it; a device named twice is
+     * refused. The pool's slots follow this order. Borrowed for the create call. */
+    const char *devices;
+    /* Every device's context is made with these (vkf_context_options_init's
+     * defaults; `device` is ignored). The log callback is called from the pool's
+     * threads. */
+    vkf_context_options context;
+    vkf_model_load_options load;        /* precision AUTO */
+    /* As vkf_model_set_attention and vkf_model_set_seed (NULL: dense; seed 0). */
+    const char *self_attention, *cross_attention;
+    uint64_t seed;
+} vkf_pool_options;
+
+/* Fills the defaults: every device, vkf_context_options_init's context options,
+ * AUTO precision, dense attention, seed 0. */
+VKF_API void vkf_pool_options_init(vkf_pool_options *options);
+
+/* Loads the model (a path as vkf_model_load takes it) on every device of the
+ * pool, in parallel, and starts a thread per device. Fails if any device cannot
+ * be opened or cannot load the model (the message names the device), with nothing
+ * left running. options NULL: the defaults. */
+VKF_API vkf_status vkf_pool_create(const char *path, const vkf_pool_options *options, vkf_pool **out_pool);
+/* Waits for the batches the devices are running, drops the queued and
+ * uncollected ones, stops the threads and frees every replica and context. */
+VKF_API void vkf_pool_destroy(vkf_pool *pool);
+
+/* Number of devices (slots) the pool was made with; 0 for NULL. */
+VKF_API uint32_t vkf_pool_device_count(const vkf_pool *pool);
+
+/* One device of the pool, as it stands now. */
+typedef struct vkf_pool_device {
+    vkf_device_info info;               /* as vkf_context_device_info gives it */
+    bool active;                        /* false: it left the pool after a device-level failure */
+    vkf_status failure;                 /* why it left (VKF_OK while active) */
+    char failure_message[512];          /* the failing call's message ("" while active) */
+    uint32_t batches;                   /* batches it finished */
+    uint64_t sources, tokens;           /* their sources, and the ids it generated */
+    double busy_ms;                     /* wall time it spent running batches, the failed one included */
+    uint32_t validation_errors, validation_warnings; /* its context's, after its last batch */
+} vkf_pool_device;
+/* The state of slot `index` (0..vkf_pool_device_count - 1). */
+VKF_API vkf_status vkf_pool_device_status(vkf_pool *pool, uint32_t index, vkf_pool_device *out_device);
+
+/* The replica of slot 0, for what does not run on a device: vkf_model_get_config,
+ * vkf_model_get_attention, vkf_model_generate_defaults, vkf_model_set_target_language,
+ * vkf_model_language, vkf_model_encode_text(_with) and vkf_model_decode_text. These
+ * read only the model's configuration and tokenizers, which the pool's threads never
+ * change, so they may be called (from the pool's owning thread) while batches run.
+ * Borrowed: valid until vkf_pool_destroy. NULL for a NULL pool. */
+VKF_API const vkf_model *vkf_pool_model(const vkf_pool *pool);
+
+/* How one batch ran (vkf_pool_collect). */
+typedef struct vkf_pool_batch {
+    uint32_t device;                    /* the slot that ran it (the last one tried) */
+    uint32_t attempts;                  /* devices that took it: 1, more where a device failed under it */
+    double queued_ms;                   /* from vkf_pool_submit to the start of its last attempt */
+    double run_ms;                      /* its last attempt, host wall time */
+    vkf_generate_stats stats;           /* the generation's (vkf_model_generate_stats of that replica) */
+} vkf_pool_batch;
+
+/* Queues a batch: the sources are copied (src may be freed on return) and
+ * checked as the model would check them (count >= 1, lengths 1..max_len, ids in
+ * the source vocabulary). options as for vkf_model_generate_with (copied; NULL:
+ * vkf_generate_options_init's); where they ask for plain greedy decoding (as
+ * vkf_generate_options_init's, any max_new) the batch runs vkf_model_generate's
+ * greedy path, which gives the same ids. *out_ticket identifies it for
+ * vkf_pool_collect. Fails with the last device's status when no device is left. */
+VKF_API vkf_status vkf_pool_submit(vkf_pool *pool, const vkf_sequences *src, const vkf_generate_options *options,
+                                   uint64_t *out_ticket);
+/* Waits for the batch of `ticket` and hands out its results, as
+ * vkf_model_generate_with lays them out: out_ids (count, n_best, max_new),
+ * out_lengths (count, n_best), out_scores (count, n_best) or NULL (NaN on the
+ * greedy path and for sampling), with max_new and n_best the options' (max_new 0:
+ * the model's max_len). out_batch (or NULL) gets how it ran. Returns the batch's
+ * status: a failing batch's message is the failing call's. A ticket is collected
+ * once; an unknown or collected one fails with VKF_ERROR_INVALID_ARGUMENT. */
+VKF_API vkf_status vkf_pool_collect(vkf_pool *pool, uint64_t ticket, int32_t *out_ids, uint32_t *out_lengths,
+                                    float *out_scores, vkf_pool_batch *out_batch);
+/* A whole job: src split into batches of batch_size sources (0: 64) in order,
+ * submitted at once, collected in order; the outputs as vkf_model_generate_with's
+ * for all of src. Returns the first failing batch's status (the others are still
+ * collected). */
+VKF_API vkf_status vkf_pool_generate(vkf_pool *pool, const vkf_sequences *src, const vkf_generate_options *options,
+                                     uint32_t batch_size, int32_t *out_ids, uint32_t *out_lengths, float *out_scores);
+/* Validation messages of every device's context, counted after each batch. */
+VKF_API vkf_status vkf_pool_validation_counts(vkf_pool *pool, uint32_t *out_errors, uint32_t *out_warnings);
+
 #ifdef __cplusplus
 }
 #endif
