@@ -876,18 +876,18 @@ typedef struct vkf_pool_options {
      * name, as vkf_context_options.device takes it; a device named twice is
      * refused. The pool's slots follow this order. Borrowed for the create call. */
     const char *devices;
-    /* Every device's context is made with these (vkf_context_options_init's
+    /* Every device's context is made with these (NULL: vkf_context_options_init's
      * defaults; `device` is ignored). The log callback is called from the pool's
-     * threads. */
-    vkf_context_options context;
-    vkf_model_load_options load;        /* precision AUTO */
+     * threads. Borrowed for the create call. */
+    const vkf_context_options *context;
+    const vkf_model_load_options *load; /* NULL: AUTO precision; borrowed for the create call */
     /* As vkf_model_set_attention and vkf_model_set_seed (NULL: dense; seed 0). */
     const char *self_attention, *cross_attention;
     uint64_t seed;
 } vkf_pool_options;
 
-/* Fills the defaults: every device, vkf_context_options_init's context options,
- * AUTO precision, dense attention, seed 0. */
+/* Fills the defaults: every device, default context options, AUTO precision,
+ * dense attention, seed 0 (everything NULL or 0). */
 VKF_API void vkf_pool_options_init(vkf_pool_options *options);
 
 /* Loads the model (a path as vkf_model_load takes it) on every device of the
@@ -904,7 +904,6 @@ VKF_API uint32_t vkf_pool_device_count(const vkf_pool *pool);
 
 /* One device of the pool, as it stands now. */
 typedef struct vkf_pool_device {
-    vkf_device_info info;               /* as vkf_context_device_info gives it */
     bool active;                        /* false: it left the pool after a device-level failure */
     vkf_status failure;                 /* why it left (VKF_OK while active) */
     char failure_message[512];          /* the failing call's message ("" while active) */
@@ -912,6 +911,7 @@ typedef struct vkf_pool_device {
     uint64_t sources, tokens;           /* their sources, and the ids it generated */
     double busy_ms;                     /* wall time it spent running batches, the failed one included */
     uint32_t validation_errors, validation_warnings; /* its context's, after its last batch */
+    vkf_device_info info;               /* as vkf_context_device_info gives it (last: it grows) */
 } vkf_pool_device;
 /* The state of slot `index` (0..vkf_pool_device_count - 1). */
 VKF_API vkf_status vkf_pool_device_status(vkf_pool *pool, uint32_t index, vkf_pool_device *out_device);

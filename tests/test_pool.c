@@ -73,12 +73,16 @@ static vkf_generate_options beam_options(void)
     return g;
 }
 
+static vkf_context_options context_options;
+
 static void pool_options(vkf_pool_options *o, const char *devices)
 {
     vkf_pool_options_init(o);
     o->devices = devices;
-    o->context.validation = 1;
-    o->context.log = log_count;
+    vkf_context_options_init(&context_options);
+    context_options.validation = 1;
+    context_options.log = log_count;
+    o->context = &context_options;
 }
 
 static bool read_texts(const char *path, char texts[TEXTS][128])

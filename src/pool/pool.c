@@ -181,10 +181,12 @@ static void slot_setup(pool_slot *s)
 {
     vkf_pool *p = s->pool;
     const vkf_pool_options *o = p->options;
-    vkf_context_options co = o->context;
+    vkf_context_options co;
+    if (o->context) co = *o->context;
+    else vkf_context_options_init(&co);
     co.device = s->request;
     vkf_status st = vkf_context_create(&co, &s->ctx);
-    if (st == VKF_OK) st = vkf_model_load_with(s->ctx, p->path, &o->load, &s->model);
+    if (st == VKF_OK) st = vkf_model_load_with(s->ctx, p->path, o->load, &s->model);
     if (st == VKF_OK) st = vkf_model_set_seed(s->model, o->seed);
     if (st == VKF_OK && (o->self_attention || o->cross_attention))
         st = vkf_model_set_attention(s->model, o->self_attention, o->cross_attention);
@@ -306,8 +308,6 @@ void vkf_pool_options_init(vkf_pool_options *o)
 {
     if (!o) return;
     memset(o, 0, sizeof *o);
-    vkf_context_options_init(&o->context);
-    o->load.precision = VKF_PRECISION_AUTO;
 }
 
 /* The slots' requests from options->devices: "all" (or NULL) lists the devices. */

@@ -53,6 +53,7 @@ typedef struct options {
     unsigned long top_k;
     bool decode;                        /* tokenize --decode: ids to text */
     const char *source_lang, *target_lang; /* translate --source-lang / --target-lang: codes as the tokenizer names them */
+    const char *devices;                /* --devices all|I,J,...: a device pool (tools/cli/pool.c) */
     const char *args[16];               /* the words that are not options, in order */
     int n_args;
     const char *given[64];              /* the options given (their canonical names) */
@@ -117,6 +118,12 @@ typedef struct cli_option {
     {"--top-k", CLI_COUNT, CLI_OFF(top_k), 0, CLI_U32, "K", "sampling from the K likeliest tokens", NULL},           \
     {"--top-p", CLI_NUMBER, CLI_OFF(top_p), 0, 0, "P", "sampling from the likeliest tokens of mass P", NULL},        \
     {"--timing", CLI_FLAG, CLI_OFF(timing), 0, 0, NULL, "tokens/s and time to first token on stderr", NULL}
+
+/* Commands that decode batches (generate, translate; later transcribe): spread them
+ * over a pool of devices (tools/cli/pool.c, docs/scaling.md). */
+#define CLI_POOL_OPTIONS                                                                                             \
+    {"--devices", CLI_STRING, CLI_OFF(devices), 0, 0, "all|I,J,...",                                                  \
+     "a pool: a model replica on each device (indices or names), batches to whichever is free", NULL}
 
 #define CLI_END {NULL, CLI_FLAG, 0, 0, 0, NULL, NULL, NULL}
 
@@ -277,5 +284,37 @@ bool write_random_model(const char *path, const preset *p, unsigned max_len);
 /* The decoding options of generate, translate and bench translate: the model's
  * defaults (a folder's generation_config) under the command's options. */
 vkf_generate_options beam_options(const options *o, const vkf_model *model, uint32_t max_new);
+
+/* ------------------------------------------------------------------ decoding (tools/cli/decode.c) */
+
+/* --json: what every record of one decoding call shares (docs/json.md). */
+typedef struct decode_json {
+    const options *o;
+    vkf_context *ctx;                   /* the device of the records, unless `device` is set */
+    const vkf_model *model;
+    const char *mode;                   /* greedy, beam, sample */
+    uint32_t beams, max_new, sources;   /* sources: of the call (the batch) */
+    vkf_generate_stats stats;           /* of the call */
+    const vkf_device_info *device;      /* the device that ran the call (a pool's); NULL: ctx's */
+} decode_json;
+/* One record of generate or translate --json (see decode.c). */
+vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32_t *src, uint32_t src_len,
+                               const int32_t *out, const uint32_t *lens, const float *scores, uint32_t nb,
+                               const char *text, bool translate, const char *expected, char *text_buf, size_t cap);
+/* --max-new, or the model's default, else max_len. */
+uint32_t default_max_new(const options *o, const vkf_model *model, const vkf_model_config *cfg);
+/* Whether decoding goes through vkf_model_generate_with (else vkf_model_generate). */
+bool use_generate_with(const options *o, const vkf_model *model);
+/* --source-lang / --target-lang against the model's codes: -1, or the exit code after a usage error. */
+int check_languages(const options *o, const vkf_model *model, bool require_target);
+
+/* ------------------------------------------------------------------ device pools (tools/cli/pool.c) */
+
+/* translate --input FILE|- --devices: the lines in batches of --batch, spread over
+ * the pool, printed in input order as translate_file prints them. */
+int pool_translate_file(const options *o);
+/* generate --devices: the n parsed sources (ids[i], lens[i]; numbers[i] names
+ * each in messages) in batches of --batch over the pool, printed in order. */
+int pool_generate(const options *o, int32_t **ids, uint32_t *lens, const unsigned long *numbers, uint32_t n);
 
 #endif

@@ -19,20 +19,10 @@ static void print_timing(const options *o, const vkf_model *model, uint32_t sour
             t.total_ms > 0 ? 1e3 * (double)t.tokens / t.total_ms : 0.0, t.first_token_ms);
 }
 
-/* --json: what every record of one decoding call shares (docs/json.md). */
-typedef struct decode_json {
-    const options *o;
-    vkf_context *ctx;
-    vkf_model *model;
-    const char *mode;                   /* greedy, beam, sample */
-    uint32_t beams, max_new, sources;   /* sources: of the call (the batch) */
-    vkf_generate_stats stats;           /* of the call */
-} decode_json;
-
 static decode_json json_for(const options *o, vkf_context *ctx, vkf_model *model, const vkf_generate_options *g,
                             uint32_t max_new, uint32_t sources)
 {
-    decode_json d = {o, ctx, model, "greedy", 1, max_new, sources, {0}};
+    decode_json d = {o, ctx, model, "greedy", 1, max_new, sources, {0}, NULL};
     if (g) {
         d.mode = g->sample ? "sample" : g->beams > 1 ? "beam" : "greedy";
         d.beams = g->beams ? g->beams : 1;
@@ -45,9 +35,9 @@ static decode_json json_for(const options *o, vkf_context *ctx, vkf_model *model
  * max_new apart; scores NULL: none), and for translate its text (and the expected
  * text of a scored line). text_buf holds decoded text (cap bytes). A blank line of
  * translate --input: src_len 0, nb 0 (no ids, translation ""). */
-static vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32_t *src, uint32_t src_len,
-                                      const int32_t *out, const uint32_t *lens, const float *scores, uint32_t nb,
-                                      const char *text, bool translate, const char *expected, char *text_buf, size_t cap)
+vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32_t *src, uint32_t src_len,
+                               const int32_t *out, const uint32_t *lens, const float *scores, uint32_t nb,
+                               const char *text, bool translate, const char *expected, char *text_buf, size_t cap)
 {
     const char *best = translate && nb == 0 ? "" : NULL;
     if (translate) { /* every hypothesis decodes before anything is printed: a failure leaves no half line */
@@ -100,7 +90,8 @@ static vkf_status print_decode_record(const decode_json *d, uint32_t index, cons
     jsonl_number(t->total_ms > 0 ? 1e3 * (double)t->tokens / t->total_ms : NAN, 6);
     printf(",\"plan_bytes\":%llu}", (unsigned long long)t->plan_bytes);
     vkf_device_info info;
-    vkf_context_device_info(d->ctx, &info);
+    if (d->device) info = *d->device;
+    else vkf_context_device_info(d->ctx, &info);
     jsonl_end(&info);
     return VKF_OK;
 }
@@ -134,7 +125,7 @@ vkf_generate_options beam_options(const options *o, const vkf_model *model, uint
 
 /* --max-new, or the model's default (a Hugging Face folder's generation_config:
  * max_length - 1 or max_new_tokens), else max_len. */
-static uint32_t default_max_new(const options *o, const vkf_model *model, const vkf_model_config *cfg)
+uint32_t default_max_new(const options *o, const vkf_model *model, const vkf_model_config *cfg)
 {
     if (o->max_new) return (uint32_t)o->max_new;
     vkf_generate_options g;
@@ -145,7 +136,7 @@ static uint32_t default_max_new(const options *o, const vkf_model *model, const 
 /* Whether decoding goes through vkf_model_generate_with: beam search, sampling,
  * a target language, or a model whose defaults (generation_config) are not
  * plain greedy decoding. */
-static bool use_generate_with(const options *o, const vkf_model *model)
+bool use_generate_with(const options *o, const vkf_model *model)
 {
     vkf_generate_options g, plain;
     vkf_generate_options_init(&plain);
@@ -159,7 +150,7 @@ static bool use_generate_with(const options *o, const vkf_model *model)
 
 /* --source-lang and --target-lang name codes the model knows, and (translate) a
  * model that needs a target language gets one: else a usage error listing a few codes. */
-static int check_languages(const options *o, const vkf_model *model, bool require_target)
+int check_languages(const options *o, const vkf_model *model, bool require_target)
 {
     if (o->source_lang) {
         bool known = false;
@@ -321,6 +312,12 @@ static int run_generate(const options *o)
         lens[i] = (uint32_t)ns;
     }
     free_id_lines(lines, count);
+    if (code == 0 && o->devices) { /* a device pool: tools/cli/pool.c */
+        code = pool_generate(o, ids, lens, numbers, n);
+        for (uint32_t i = 0; i < n; i++) free(ids[i]);
+        free(ids), free(lens), free(numbers);
+        return code;
+    }
     vkf_context *ctx = NULL;
     vkf_model *model = NULL;
     if (code == 0) code = open_model(o, &ctx, &model);
@@ -578,8 +575,10 @@ static int run_translate(const options *o, const char *text)
 {
     if (o->input) {
         if (text) return cli_usage_error(o, "takes TEXT or --input FILE|- (or -), not both");
-        return translate_file(o);
+        return o->devices ? pool_translate_file(o) : translate_file(o);
     }
+    if (o->devices) return cli_usage_error(o, "--devices spreads the batches of --input FILE|- over devices; one TEXT "
+                                           "runs on one device (--device)");
     if (!text) return cli_usage_error(o, "needs the text to translate (TEXT, --input FILE or - : stdin)");
     if (cli_given(o, "--batch")) return cli_usage_error(o, "--batch applies to --input only");
     char why[128];
@@ -620,7 +619,7 @@ static int run_translate(const options *o, const char *text)
     {"--input", CLI_STRING, CLI_OFF(input), 0, 0, "FILE|-", "one source per line (- : stdin)", NULL},              \
     {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line per source: ids, text, timings, attention "        \
      "(docs/json.md)", NULL},                                                                                        \
-    CLI_DECODE_OPTIONS, CLI_MODEL_OPTIONS, CLI_COMMON_OPTIONS
+    CLI_DECODE_OPTIONS, CLI_POOL_OPTIONS, CLI_MODEL_OPTIONS, CLI_COMMON_OPTIONS
 
 static void decode_defaults(options *o)
 {
@@ -633,6 +632,7 @@ int cmd_generate(int argc, char **argv)
         {"--src", CLI_REPEAT, CLI_OFF(src), 0, 0, "IDS", "a source's token ids, comma-separated; repeatable (a batch)",
          NULL},
         {"--raw-ids", CLI_FLAG, CLI_OFF(raw_ids), 0, 0, NULL, "the ids exactly as given (no eos appended)", NULL},
+        {"--batch", CLI_COUNT, CLI_OFF(batch), 1, 4096, "B", "with --devices: sources per batch (default 64)", NULL},
         {"--target-lang", CLI_STRING, CLI_OFF(target_lang), 0, 0, "L", "the target language (forced as the first "
          "generated token)", NULL},
         DECODE_COMMAND_OPTIONS,
@@ -654,6 +654,7 @@ int cmd_generate(int argc, char **argv)
     } else if (code < 0) {
         code = cli_max_args(&o, 0);
     }
+    if (code < 0 && o.batch && !o.devices) code = cli_usage_error(&o, "--batch applies with --devices only");
     if (code < 0) code = check_model_options(&o);
     return code >= 0 ? code : run_generate(&o);
 }
