@@ -37,8 +37,10 @@ packages=(gcc g++ libc6-dev pkg-config meson ninja-build glslc libvulkan-dev lib
 if [ "$with_swiftshader" = 1 ]; then
     # The tests compare whole models with PyTorch (Debian's, run by /usr/bin/python3),
     # the SentencePiece shim with Python's sentencepiece, and draw bench attention's
-    # plot with gnuplot.
+    # plot with gnuplot. python/vkformer_dask.py is tested on a Dask LocalCluster
+    # (dask, distributed; pandas for its dataframes).
     packages+=(brotli ca-certificates python3-torch python3-numpy python3-sentencepiece gnuplot-nox)
+    packages+=(python3-dask python3-distributed python3-pandas)
     command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
 
