@@ -853,8 +853,8 @@ VKF_API vkf_status vkf_model_generate_stats(const vkf_model *model, vkf_generate
 
 /* A pool runs one model on several Vulkan devices at once: one replica of the
  * model per device, each driven by a thread of its own. Batches of sources are
- * queued; whichever device is free takes the next one, and results come back by
- * ticket, so a caller collects them in the order it submitted them.
+ * queued; a free device takes the next one, and results come back by ticket, so
+ * a caller collects them in the order it submitted them.
  *
  * A device that fails while running a batch with a device-level error (device
  * lost, out of device or host memory, any other failing Vulkan call) leaves the
@@ -864,10 +864,27 @@ VKF_API vkf_status vkf_model_generate_stats(const vkf_model *model, vkf_generate
  * UNSUPPORTED: it would fail on every device) fails alone, and its device stays.
  * When no device is left, queued batches fail with the last device's status.
  *
+ * Which free device takes a batch: vkf_pool_dispatch (by default a slow device
+ * leaves work to faster ones where they would end it sooner).
+ *
  * Threads: the pool's functions are called from one thread at a time. The log
  * callback of the context options is called from the pool's threads, several at
  * once. */
 typedef struct vkf_pool vkf_pool;
+
+/* Which free device takes the next batch. */
+typedef enum vkf_pool_dispatch {
+    /* A free device takes the head of the queue only if it would end that batch no
+     * later than the other devices would end the whole queue without it (each
+     * device's speed measured on its batches, and before its first by a one-source
+     * warm-up at create). On equal devices every free device takes work; a device
+     * much slower than the others takes a batch only while the queue is long
+     * enough that it ends in time, so it never holds the last batch while the
+     * others wait. */
+    VKF_POOL_DISPATCH_BALANCED = 0,
+    /* Every free device takes the next batch, however slow. */
+    VKF_POOL_DISPATCH_ANY_FREE = 1,
+} vkf_pool_dispatch;
 
 typedef struct vkf_pool_options {
     /* "all" (or NULL): every GPU the loader lists (discrete, integrated, virtual);
@@ -884,14 +901,17 @@ typedef struct vkf_pool_options {
     /* As vkf_model_set_attention and vkf_model_set_seed (NULL: dense; seed 0). */
     const char *self_attention, *cross_attention;
     uint64_t seed;
+    vkf_pool_dispatch dispatch;         /* BALANCED */
 } vkf_pool_options;
 
 /* Fills the defaults: every device, default context options, AUTO precision,
- * dense attention, seed 0 (everything NULL or 0). */
+ * dense attention, seed 0, balanced dispatch (everything NULL or 0). */
 VKF_API void vkf_pool_options_init(vkf_pool_options *options);
 
 /* Loads the model (a path as vkf_model_load takes it) on every device of the
- * pool, in parallel, and starts a thread per device. Fails if any device cannot
+ * pool, in parallel, warms each replica up (a one-source generation, twice: the
+ * first compiles its pipelines, the second is timed for the dispatch rule), and
+ * starts a thread per device. Fails if any device cannot
  * be opened or cannot load the model (the message names the device), with nothing
  * left running. options NULL: the defaults. */
 VKF_API vkf_status vkf_pool_create(const char *path, const vkf_pool_options *options, vkf_pool **out_pool);

@@ -157,6 +157,7 @@ class _PoolOptions(ctypes.Structure):
         ("self_attention", ctypes.c_char_p),
         ("cross_attention", ctypes.c_char_p),
         ("seed", ctypes.c_uint64),
+        ("dispatch", ctypes.c_int),
     ]
 
 
@@ -180,6 +181,7 @@ class _PoolDevice(ctypes.Structure):
 
 
 _PRECISIONS = {"auto": 0, "f32": 1, "f16": 2, "int8": 3}
+_DISPATCH = {"balanced": 0, "any-free": 1}
 _ACTIVATIONS = {0: "none", 1: "relu", 2: "gelu", 3: "silu"}
 _DTYPES = {0: "f32", 1: "i32", 2: "f16"}
 
@@ -591,12 +593,16 @@ class Pool:
     the same as a comma-separated string. precision, attention, cross_attention,
     seed, validation, cache_dir, log, library: as for load() and Context (log is
     called from the pool's threads). batch_size: sources per batch (default 64).
+    dispatch: "balanced" (a slow device leaves batches to faster ones that would
+    end them sooner) or "any-free" (every free device takes the next batch).
     A device that fails under a batch leaves the pool and its batch runs on
     another: devices() says which left and why. The pool is used by one thread
     at a time."""
 
     def __init__(self, path, devices="all", precision="auto", attention=None, cross_attention=None, seed=None,
-                 validation=None, cache_dir=None, log=None, library=None, batch_size=64):
+                 validation=None, cache_dir=None, log=None, library=None, batch_size=64, dispatch="balanced"):
+        if dispatch not in _DISPATCH:
+            raise ValueError("dispatch must be one of %s" % ", ".join(_DISPATCH))
         if precision not in _PRECISIONS:
             raise ValueError("precision must be one of %s" % ", ".join(_PRECISIONS))
         if int(batch_size) < 1:
@@ -631,6 +637,7 @@ class Pool:
             o.cross_attention = cross_attention.encode()
         if seed is not None:
             o.seed = int(seed)
+        o.dispatch = _DISPATCH[dispatch]
         handle = _P()
         _check(self._lib, self._lib.vkf_pool_create(os.fsencode(path), ctypes.byref(storage), ctypes.byref(handle)))
         self._handle = handle

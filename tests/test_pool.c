@@ -14,7 +14,11 @@
  *      later submits are refused;
  *  (d) misuse: bad device lists, a device named twice, a model that does not load
  *      (the message names the device), bad sources and options, unknown and
- *      collected tickets, a batch whose options fail at run time (the device stays).
+ *      collected tickets, a batch whose options fail at run time (the device stays);
+ *  (e) the balanced dispatch rule on numbers (vkf_pool_rule_takes).
+ * (b) and (c) use VKF_POOL_DISPATCH_ANY_FREE, where every free device takes work;
+ * (b) also runs the balanced default, where the result is the same whichever
+ * device runs a batch.
  * Every context has the validation layer on; a message fails the test.
  * usage: test_pool MODEL.safetensors TEXTS.tsv */
 #include "harness.h"
@@ -75,10 +79,15 @@ static vkf_generate_options beam_options(void)
 
 static vkf_context_options context_options;
 
+/* The dispatch of the pools made next (tests that need both devices to take
+ * work, or a slow device's first batch to fail, use ANY_FREE). */
+static vkf_pool_dispatch dispatch = VKF_POOL_DISPATCH_ANY_FREE;
+
 static void pool_options(vkf_pool_options *o, const char *devices)
 {
     vkf_pool_options_init(o);
     o->devices = devices;
+    o->dispatch = dispatch;
     vkf_context_options_init(&context_options);
     context_options.validation = 1;
     context_options.log = log_count;
@@ -236,6 +245,22 @@ static void test_pool_runs(const char *model_path)
         vkf_pool_destroy(p);
     }
 
+    /* balanced dispatch: whichever device runs a batch, the job is the same, in order */
+    dispatch = VKF_POOL_DISPATCH_BALANCED;
+    pool_options(&o, "0,1");
+    p = NULL;
+    CHECK_OK(vkf_pool_create(model_path, &o, &p));
+    if (p) {
+        uint32_t balanced[2] = {0, 0};
+        retried = 0;
+        run_job(p, false, balanced, &retried);
+        fprintf(stderr, "two devices, balanced: slot 0 ran %u batches, slot 1 ran %u\n", balanced[0], balanced[1]);
+        CHECK(balanced[0] + balanced[1] == BATCHES && retried == 0);
+        check_counters(p, balanced);
+        vkf_pool_destroy(p);
+    }
+    dispatch = VKF_POOL_DISPATCH_ANY_FREE;
+
     /* "all": both CPU devices (no GPU here), in the loader's order */
     pool_options(&o, NULL);
     p = NULL;
@@ -308,6 +333,37 @@ static void test_failures(const char *model_path)
     vkf_pool_destroy(p);
 }
 
+/* (e) the balanced rule on numbers */
+static void test_rule(void)
+{
+    static const struct {
+        double mine;
+        uint32_t others;
+        double rates[3], free_in[3];
+        uint32_t queued, counts[10];
+        bool takes;
+        const char *what;
+    } cases[] = {
+        {1, 1, {1}, {0}, 1, {4}, true, "equal devices, both free: take (a tie takes)"},
+        {1, 1, {1}, {10}, 1, {4}, true, "the other busy for long: take"},
+        {10, 1, {1}, {0}, 3, {4, 4, 4}, false, "ten times slower, a short queue: leave it"},
+        {10, 1, {1}, {0}, 10, {4, 4, 4, 4, 4, 4, 4, 4, 4, 4}, true, "ten times slower, a queue it ends in time: take"},
+        {10, 1, {1}, {0}, 9, {4, 4, 4, 4, 4, 4, 4, 4, 4}, false, "ten times slower, one batch short of that: leave"},
+        {5, 2, {1, 1}, {0, 0}, 6, {4, 4, 4, 4, 4, 4}, false, "two fast others end the queue first: leave"},
+        {5, 2, {1, 1}, {30, 30}, 2, {4, 4}, true, "two fast others busy for long: take"},
+        {1, 1, {0}, {0}, 1, {4}, true, "the other's speed unknown (counted as equal): take"},
+        {0, 1, {1}, {0}, 1, {4}, true, "own speed unknown: take (it gets measured)"},
+        {3, 0, {0}, {0}, 1, {4}, true, "no other device: take"},
+        {2, 1, {1}, {-5}, 2, {1, 1}, true, "a past free time counts as now"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bool got = vkf_pool_rule_takes(cases[i].mine, cases[i].others, cases[i].rates, cases[i].free_in, cases[i].queued,
+                                       cases[i].counts);
+        if (got != cases[i].takes) fprintf(stderr, "rule: %s: got %s\n", cases[i].what, got ? "take" : "leave");
+        CHECK(got == cases[i].takes);
+    }
+}
+
 /* (d) */
 static void test_misuse(const char *model_path)
 {
@@ -339,6 +395,9 @@ static void test_misuse(const char *model_path)
     o.self_attention = "local:x";
     CHECK_FAIL(vkf_pool_create(model_path, &o, &p), VKF_ERROR_INVALID_ARGUMENT, "local");
     o.self_attention = NULL;
+    o.dispatch = (vkf_pool_dispatch)7;
+    CHECK_FAIL(vkf_pool_create(model_path, &o, &p), VKF_ERROR_INVALID_ARGUMENT, "dispatch 7");
+    o.dispatch = VKF_POOL_DISPATCH_BALANCED;
     setenv("VKFORMER_POOL_FAULT", "0:1:vkQueueSubmit:gone", 1);
     CHECK_FAIL(vkf_pool_create(model_path, &o, &p), VKF_ERROR_INVALID_ARGUMENT, "VKFORMER_POOL_FAULT");
     setenv("VKFORMER_POOL_FAULT", "2:1:vkQueueSubmit:device-lost", 1);
@@ -426,6 +485,7 @@ int main(int argc, char **argv)
     test_pool_runs(argv[1]);
     test_failures(argv[1]);
     test_misuse(argv[1]);
+    test_rule();
     if (atomic_load(&messages)) {
         fprintf(stderr, "%d validation messages from the pools' contexts\n", atomic_load(&messages));
         harness_failures++;

@@ -2,7 +2,9 @@
 once (lavapipe and SwiftShader, both in VK_ICD_FILENAMES).
 
   cli:    `translate --input --devices 0,1` and `generate --devices all`, text and
-          --json: every line in input order; each record equal to the same batch
+          --json, the balanced dispatch and any-free (where both devices take
+          work, and the failures below are certain to meet their batch): every
+          line in input order; each record equal to the same batch
           run on the device that ran it alone (same --batch); the records' keys
           those of the one-device command; bad lines, blank lines and scored lines
           as the one-device command gives them. A device failing under a batch
@@ -87,7 +89,7 @@ def test_cli(model, texts_path, tmp):
     check(err == single[0][2], "pool: the same stderr lines as alone (the bad lines, the summary)",
           "%s\n---\n%s" % ("\n".join(err), "\n".join(single[0][2])))
 
-    rc, out, err = run(base + ["--input", mixed, "--devices", "0,1", "--json"])
+    rc, out, err = run(base + ["--input", mixed, "--devices", "0,1", "--json", "--pool-dispatch", "any-free"])
     got = records(out)
     check(rc == 1 and [r["index"] for r in got] == list(range(len(lines))), "pool --json: one record per line, in order",
           "rc %d, indexes %s" % (rc, [r["index"] for r in got]))
@@ -113,7 +115,8 @@ def test_cli(model, texts_path, tmp):
     # a device failing under a batch: the job finishes on the other, one line says so
     for fault, slot, call_result in (("1:2:vkQueueSubmit:device-lost", 1, "VK_ERROR_DEVICE_LOST"),
                                      ("0:1:vkQueueSubmit:out-of-device-memory", 0, "VK_ERROR_OUT_OF_DEVICE_MEMORY")):
-        rc, out, err = run(base + ["--input", clean, "--devices", "0,1", "--json"], {"VKFORMER_POOL_FAULT": fault})
+        rc, out, err = run(base + ["--input", clean, "--devices", "0,1", "--json", "--pool-dispatch", "any-free"],
+                           {"VKFORMER_POOL_FAULT": fault})
         got = records(out) if rc == 0 else []
         check(rc == 0 and [r["index"] for r in got] == list(range(len(rows))),
               "fault %s: exit 0, every line in order" % fault, "rc %d: %s" % (rc, err))
@@ -132,7 +135,7 @@ def test_cli(model, texts_path, tmp):
         ran = sum(1 for r in got if by_name[r["device"]] == slot)
         check(ran == (BATCH if slot == 1 else 0), "fault %s: the failed device's batches before it failed, no more"
               % fault, "%d lines" % ran)
-    rc, out, err = run(base + ["--input", clean, "--devices", "0,1"],
+    rc, out, err = run(base + ["--input", clean, "--devices", "0,1", "--pool-dispatch", "any-free"],
                        {"VKFORMER_POOL_FAULT": "0:1:vkQueueSubmit:device-lost,1:1:vkQueueSubmit:device-lost"})
     check(rc == 1 and out == "" and any("no device of the pool is left" in line for line in err),
           "both devices failing: exit 1, nothing printed, the reason on stderr", "rc %d: %r %s" % (rc, out, err))
@@ -177,6 +180,10 @@ def test_cli(model, texts_path, tmp):
             (["translate", "--model", model, "--input", clean, "--devices", "0,1", "--device", "0"], 2,
              "--device or --devices"),
             (["generate", "--model", model, "--src", "5", "--batch", "2"], 2, "--batch applies with --devices"),
+            (["generate", "--model", model, "--src", "5", "--pool-dispatch", "any-free"], 2,
+             "--pool-dispatch applies with --devices"),
+            (["translate", "--model", model, "--input", clean, "--devices", "all", "--pool-dispatch", "fast"], 2,
+             "balanced or any-free"),
             (["translate", "--model", model, "--input", clean, "--devices", "0,0"], 1, "named twice"),
             (["translate", "--model", model, "--input", clean, "--devices", "0,"], 1, "empty"),
             (["translate", "--model", model, "--input", clean, "--devices", "0,9"], 4, "device index 9"),
@@ -239,6 +246,16 @@ def test_python(lib, model, texts_path):
           "vkQueueSubmit" in devs[1]["failure_message"] and devs[1]["batches"] == 1 and devs[0]["active"] and
           devs[0]["batches"] + devs[1]["batches"] == 8, "a failing device: devices() says which and why", str(devs))
 
+    with vkformer.Pool(model, devices="all", library=lib, validation=True, batch_size=BATCH,
+                       dispatch="any-free") as pool:
+        got = pool.translate(texts)
+        check(all(g in (a, b) for g, a, b in zip(got, alone[0], alone[1])) and len(got) == len(texts),
+              "Pool(dispatch='any-free'): every text in order")
+    try:
+        vkformer.Pool(model, library=lib, dispatch="fastest")
+        check(False, "Pool(dispatch='fastest') raises")
+    except ValueError as e:
+        check("balanced" in str(e), "Pool(dispatch='fastest') raises ValueError listing the choices", str(e))
     for devices, status, fragment in (("0,0", "VKF_ERROR_INVALID_ARGUMENT", "named twice"),
                                       ([0, 7], "VKF_ERROR_NO_DEVICE", "device index 7")):
         try:

@@ -21,6 +21,11 @@
 
 #define POOL_DEFAULT_BATCH 64
 #define POOL_MAX_BEAMS 16
+/* Other slots the dispatch rule weighs (past this many, the rest are left out,
+ * which only makes a slot take work sooner). */
+#define POOL_RULE_SLOTS 64
+/* Queued batches it weighs (a longer queue only makes a slot take work sooner). */
+#define POOL_RULE_QUEUE 1024
 
 typedef enum batch_state { BATCH_QUEUED, BATCH_RUNNING, BATCH_DONE } batch_state;
 
@@ -64,6 +69,12 @@ typedef struct pool_slot {
     vkf_status setup_status;
     char setup_message[1024];
     uint32_t started;                   /* attempts it began (guarded) */
+    /* What the dispatch rule knows (guarded): seconds per source of this device,
+     * an average over its batches (0: none finished yet), and the batch it runs. */
+    double per_source_s;
+    double warmup_s;                    /* a one-source generation at setup (0: none) */
+    uint32_t running_count;             /* sources of the running batch; 0: idle */
+    double running_since;
     vkf_pool_device status;             /* guarded */
 } pool_slot;
 
@@ -81,6 +92,7 @@ struct vkf_pool {
     vkf_status dead_status;             /* when active reaches 0: why */
     char dead_message[1200];
     pool_fault faults[VKF_POOL_MAX_FAULTS];
+    vkf_pool_dispatch dispatch;
     /* what every slot's thread sets up from (valid during vkf_pool_create only) */
     const char *path;
     const vkf_pool_options *options;
@@ -190,6 +202,22 @@ static void slot_setup(pool_slot *s)
     if (st == VKF_OK) st = vkf_model_set_seed(s->model, o->seed);
     if (st == VKF_OK && (o->self_attention || o->cross_attention))
         st = vkf_model_set_attention(s->model, o->self_attention, o->cross_attention);
+    /* Warm-up: a one-source generation, twice (the first compiles the pipelines), the
+     * second timed: how fast this device is against the others before its first batch. */
+    double warmup = 0;
+    if (st == VKF_OK) {
+        vkf_model_config c;
+        vkf_model_get_config(s->model, &c);
+        const int32_t *src = &c.eos_id;
+        uint32_t len = 1, out_len = 0, steps = c.max_len < 4 ? c.max_len : 4;
+        int32_t out[4];
+        vkf_sequences one = {1, &src, &len};
+        for (int i = 0; i < 2 && st == VKF_OK; i++) {
+            double t0 = now_s();
+            st = vkf_model_generate(s->model, &one, steps, out, &out_len);
+            warmup = now_s() - t0;
+        }
+    }
     vkf_device_info info;
     memset(&info, 0, sizeof info);
     if (s->ctx) vkf_context_device_info(s->ctx, &info);
@@ -210,6 +238,7 @@ static void slot_setup(pool_slot *s)
     if (st != VKF_OK) copy_message(s->setup_message, sizeof s->setup_message, message);
     s->status.info = info;
     s->status.active = st == VKF_OK;
+    s->warmup_s = st == VKF_OK ? warmup : 0;
     s->status.validation_errors = errors, s->status.validation_warnings = warnings;
     s->setup_done = true;
     pthread_cond_broadcast(&p->done);
@@ -228,6 +257,66 @@ static vkf_status slot_run(pool_slot *s, pool_batch *b)
     return vkf_model_generate_with(s->model, &seq, &b->options, b->out_ids, b->out_lengths, b->out_scores);
 }
 
+/* The dispatch rule (lock held): slot s, idle, takes the head of the queue only
+ * if it would finish that batch no later than the other active slots would
+ * finish the whole queue without it (each queued batch to whichever of them would
+ * end it first, after the batches they run). A slow device then never holds the
+ * last batch while fast ones wait: on a pool of equal devices every idle slot
+ * takes work; a device several times slower than the others takes a batch only
+ * while the queue is long enough that it ends in time. Slots without a measured
+ * speed take work (that measures them); others without one count as fast as s. */
+/* Seconds per source of slot s: measured on its batches; before its first, its
+ * warm-up scaled by a measured slot's batches against that slot's warm-up (or the
+ * bare warm-up while no slot has run a batch); 0: unknown. */
+static double slot_rate(const vkf_pool *p, const pool_slot *s)
+{
+    if (s->per_source_s > 0) return s->per_source_s;
+    if (s->warmup_s <= 0) return 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        const pool_slot *o = &p->slots[i];
+        if (o->per_source_s > 0 && o->warmup_s > 0) return o->per_source_s * s->warmup_s / o->warmup_s;
+    }
+    return s->warmup_s;
+}
+
+bool vkf_pool_rule_takes(double mine, uint32_t n_others, const double *rates, const double *free_in, uint32_t queued,
+                         const uint32_t *counts)
+{
+    if (mine <= 0 || n_others == 0 || queued == 0) return true;
+    double free_at[POOL_RULE_SLOTS];
+    uint32_t n = n_others < POOL_RULE_SLOTS ? n_others : POOL_RULE_SLOTS;
+    for (uint32_t k = 0; k < n; k++) free_at[k] = free_in[k] > 0 ? free_in[k] : 0;
+    double end = 0;
+    for (uint32_t i = 0; i < queued; i++) { /* each batch to whichever other slot would end it first */
+        uint32_t best = 0;
+        double best_end = 0;
+        for (uint32_t k = 0; k < n; k++) {
+            double e = free_at[k] + (rates[k] > 0 ? rates[k] : mine) * counts[i];
+            if (k == 0 || e < best_end) best = k, best_end = e;
+        }
+        free_at[best] = best_end;
+        if (best_end > end) end = best_end;
+    }
+    return mine * counts[0] <= end;
+}
+
+static bool slot_takes_head(const vkf_pool *p, const pool_slot *s)
+{
+    if (p->dispatch == VKF_POOL_DISPATCH_ANY_FREE) return true;
+    double mine = slot_rate(p, s), now = now_s();
+    double rates[POOL_RULE_SLOTS], free_in[POOL_RULE_SLOTS];
+    uint32_t n = 0, queued = 0, counts[POOL_RULE_QUEUE];
+    for (uint32_t i = 0; i < p->n && n < POOL_RULE_SLOTS; i++) {
+        const pool_slot *o = &p->slots[i];
+        if (o == s || !o->status.active) continue;
+        rates[n] = slot_rate(p, o);
+        double rate = rates[n] > 0 ? rates[n] : mine;
+        free_in[n++] = o->running_count ? o->running_since + rate * o->running_count - now : 0;
+    }
+    for (const pool_batch *b = p->queue_head; b && queued < POOL_RULE_QUEUE; b = b->next_queued) counts[queued++] = b->count;
+    return vkf_pool_rule_takes(mine, n, rates, free_in, queued, counts);
+}
+
 static void *slot_main(void *arg)
 {
     pool_slot *s = arg;
@@ -236,11 +325,24 @@ static void *slot_main(void *arg)
     pthread_mutex_lock(&p->lock);
     while (!p->go && !p->closing) pthread_cond_wait(&p->work, &p->lock);
     while (s->status.active) {
-        while (!p->closing && !p->queue_head) pthread_cond_wait(&p->work, &p->lock);
+        for (;;) {
+            if (p->closing || (p->queue_head && slot_takes_head(p, s))) break;
+            if (!p->queue_head) {
+                pthread_cond_wait(&p->work, &p->lock);
+            } else { /* left to faster slots: look again when something changes, or soon (estimates can be wrong) */
+                struct timespec until;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += 50 * 1000000L;
+                if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+                pthread_cond_timedwait(&p->work, &p->lock, &until);
+            }
+        }
         if (p->closing) break;
         pool_batch *b = queue_pop(p);
         b->state = BATCH_RUNNING;
         b->started = now_s();
+        s->running_count = b->count;
+        s->running_since = b->started;
         b->info.device = s->index;
         b->info.attempts++;
         s->started++;
@@ -264,7 +366,12 @@ static void *slot_main(void *arg)
         double ended = now_s();
 
         pthread_mutex_lock(&p->lock);
+        s->running_count = 0;
         s->status.busy_ms += (ended - b->started) * 1e3;
+        if (st == VKF_OK) { /* an average that follows the device's recent speed */
+            double sample = (ended - b->started) / b->count;
+            s->per_source_s = s->per_source_s > 0 ? 0.7 * s->per_source_s + 0.3 * sample : sample;
+        }
         s->status.validation_errors = errors, s->status.validation_warnings = warnings;
         if (st == VKF_OK || !device_level(st)) {
             b->state = BATCH_DONE;
@@ -294,8 +401,8 @@ static void *slot_main(void *arg)
                          vkf_quote(quoted, sizeof quoted, s->status.info.name, (size_t)-1), message);
                 fail_queued(p);
             }
-            pthread_cond_broadcast(&p->work);
         }
+        pthread_cond_broadcast(&p->work); /* slots that left the head to this one reconsider */
         pthread_cond_broadcast(&p->done);
     }
     pthread_mutex_unlock(&p->lock);
@@ -452,6 +559,8 @@ vkf_status vkf_pool_create(const char *path, const vkf_pool_options *options, vk
     vkf_pool_options defaults;
     vkf_pool_options_init(&defaults);
     if (!options) options = &defaults;
+    if ((unsigned)options->dispatch > VKF_POOL_DISPATCH_ANY_FREE)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_create: unknown dispatch %d", (int)options->dispatch);
     if (options->self_attention) VKF_TRY(vkf_attention_check(options->self_attention, false));
     if (options->cross_attention) VKF_TRY(vkf_attention_check(options->cross_attention, true));
     vkf_pool *p = calloc(1, sizeof *p);
@@ -468,6 +577,7 @@ vkf_status vkf_pool_create(const char *path, const vkf_pool_options *options, vk
     }
     p->path = path;
     p->options = options;
+    p->dispatch = options->dispatch;
     /* every slot sets itself up on its own thread, in parallel */
     for (uint32_t i = 0; i < p->n && st == VKF_OK; i++) {
         pool_slot *s = &p->slots[i];
@@ -634,7 +744,7 @@ vkf_status vkf_pool_submit(vkf_pool *p, const vkf_sequences *src, const vkf_gene
     b->next_live = p->live;
     p->live = b;
     queue_push_back(p, b);
-    pthread_cond_signal(&p->work);
+    pthread_cond_broadcast(&p->work); /* every idle slot: one may leave it to a faster one */
     pthread_mutex_unlock(&p->lock);
     *out_ticket = b->ticket;
     return VKF_OK;

@@ -54,6 +54,7 @@ typedef struct options {
     bool decode;                        /* tokenize --decode: ids to text */
     const char *source_lang, *target_lang; /* translate --source-lang / --target-lang: codes as the tokenizer names them */
     const char *devices;                /* --devices all|I,J,...: a device pool (tools/cli/pool.c) */
+    const char *pool_dispatch;          /* --pool-dispatch balanced|any-free */
     const char *args[16];               /* the words that are not options, in order */
     int n_args;
     const char *given[64];              /* the options given (their canonical names) */
@@ -123,7 +124,10 @@ typedef struct cli_option {
  * over a pool of devices (tools/cli/pool.c, docs/scaling.md). */
 #define CLI_POOL_OPTIONS                                                                                             \
     {"--devices", CLI_STRING, CLI_OFF(devices), 0, 0, "all|I,J,...",                                                  \
-     "a pool: a model replica on each device (indices or names), batches to whichever is free", NULL}
+     "a pool: a model replica on each device (indices or names), batches to the free ones", NULL},            \
+    {"--pool-dispatch", CLI_STRING, CLI_OFF(pool_dispatch), 0, 0, "balanced|any-free",                              \
+     "with --devices: a slow device leaves batches to faster ones that end them sooner (balanced, the default), " \
+     "or any free device takes the next", NULL}
 
 #define CLI_END {NULL, CLI_FLAG, 0, 0, 0, NULL, NULL, NULL}
 
@@ -310,6 +314,9 @@ int check_languages(const options *o, const vkf_model *model, bool require_targe
 
 /* ------------------------------------------------------------------ device pools (tools/cli/pool.c) */
 
+/* --devices with --device, --pool-dispatch without --devices or with an unknown
+ * value: a usage error (returns 2); else -1. */
+int check_pool_options(const options *o);
 /* translate --input FILE|- --devices: the lines in batches of --batch, spread over
  * the pool, printed in input order as translate_file prints them. */
 int pool_translate_file(const options *o);

@@ -655,6 +655,7 @@ int cmd_generate(int argc, char **argv)
         code = cli_max_args(&o, 0);
     }
     if (code < 0 && o.batch && !o.devices) code = cli_usage_error(&o, "--batch applies with --devices only");
+    if (code < 0) code = check_pool_options(&o);
     if (code < 0) code = check_model_options(&o);
     return code >= 0 ? code : run_generate(&o);
 }
@@ -692,6 +693,7 @@ int cmd_translate(int argc, char **argv)
         if (o.input) code = cli_usage_error(&o, "takes --input or -, not both");
         o.input = "-", text = NULL;
     }
+    if (code < 0) code = check_pool_options(&o);
     if (code < 0) code = check_model_options(&o);
     return code >= 0 ? code : run_translate(&o, text);
 }

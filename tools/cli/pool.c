@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Batches submitted ahead of the one being printed, per device. */
-#define AHEAD_PER_DEVICE 2
+/* Batches submitted ahead of the one being printed, per device: a queue long enough
+ * for the dispatch rule to give slower devices work they end in time. */
+#define AHEAD_PER_DEVICE 8
 
 /* The library's messages come from the pool's threads, several at once: one line each. */
 static void pool_log(void *user, vkf_log_level level, const char *message)
@@ -20,6 +21,15 @@ static void pool_log(void *user, vkf_log_level level, const char *message)
     flockfile(stderr);
     log_to_stderr(user, level, message);
     funlockfile(stderr);
+}
+
+int check_pool_options(const options *o)
+{
+    if (o->devices && o->device) return cli_usage_error(o, "takes --device or --devices, not both");
+    if (o->pool_dispatch && !o->devices) return cli_usage_error(o, "--pool-dispatch applies with --devices only");
+    if (o->pool_dispatch && strcmp(o->pool_dispatch, "balanced") != 0 && strcmp(o->pool_dispatch, "any-free") != 0)
+        return cli_usage_error(o, "--pool-dispatch must be balanced or any-free, not %s", quoted(o->pool_dispatch));
+    return -1;
 }
 
 /* The pool from the options; 0, or the exit code after printing one line. */
@@ -30,7 +40,6 @@ static int pool_open(const options *o, vkf_pool **out)
         fprintf(stderr, "vkformer: %s: --model MODEL is required\n", o->command);
         return EXIT_USAGE;
     }
-    if (o->device) return cli_usage_error(o, "takes --device or --devices, not both");
     vkf_context_options co;
     vkf_context_options_init(&co);
     co.log = pool_log;
@@ -44,6 +53,8 @@ static int pool_open(const options *o, vkf_pool **out)
     po.load = &load;
     po.self_attention = o->attention, po.cross_attention = o->cross_attention;
     po.seed = o->seed;
+    po.dispatch = o->pool_dispatch && strcmp(o->pool_dispatch, "any-free") == 0 ? VKF_POOL_DISPATCH_ANY_FREE
+                                                                                : VKF_POOL_DISPATCH_BALANCED;
     vkf_status st = vkf_pool_create(o->model, &po, out);
     /* as load_model: auto precision chose F16 on a GPU and the attention variant has no F16 kernels */
     if (st == VKF_ERROR_UNSUPPORTED && load.precision == VKF_PRECISION_AUTO && (o->attention || o->cross_attention)) {
@@ -279,7 +290,6 @@ static vkf_status finish_batch(translate_job *j, pending *p, bool print)
 int pool_translate_file(const options *o)
 {
     line_reader r;
-    if (o->device) return cli_usage_error(o, "takes --device or --devices, not both");
     if (!lines_open(&r, o->input)) return EXIT_ERROR;
     translate_job j;
     memset(&j, 0, sizeof j);
