@@ -876,13 +876,14 @@ typedef struct vkf_pool vkf_pool;
 typedef enum vkf_pool_dispatch {
     /* A free device takes the head of the queue only if it would end that batch no
      * later than the other devices would end the whole queue without it (each
-     * device's speed measured on its batches, and before its first by a one-source
+     * device's speed measured on its batches, and before its first by its timed
      * warm-up at create). On equal devices every free device takes work; a device
      * much slower than the others takes a batch only while the queue is long
      * enough that it ends in time, so it never holds the last batch while the
      * others wait. */
     VKF_POOL_DISPATCH_BALANCED = 0,
-    /* Every free device takes the next batch, however slow. */
+    /* Every free device takes the next batch, however slow; no device takes one
+     * before every device has warmed up. */
     VKF_POOL_DISPATCH_ANY_FREE = 1,
 } vkf_pool_dispatch;
 
@@ -909,11 +910,13 @@ typedef struct vkf_pool_options {
 VKF_API void vkf_pool_options_init(vkf_pool_options *options);
 
 /* Loads the model (a path as vkf_model_load takes it) on every device of the
- * pool, in parallel, warms each replica up (a one-source generation, twice: the
- * first compiles its pipelines, the second is timed for the dispatch rule), and
- * starts a thread per device. Fails if any device cannot
- * be opened or cannot load the model (the message names the device), with nothing
- * left running. options NULL: the defaults. */
+ * pool, one thread per device, in parallel. Fails if any device cannot be opened
+ * or cannot load the model (the message names the device), with nothing left
+ * running. options NULL: the defaults. Once it returns, each device's thread warms
+ * its replica up (4 short sources generated twice: the first compiles its
+ * pipelines, the second is timed for the dispatch rule) before it takes batches;
+ * the devices that are ready take them meanwhile. A warm-up that fails takes its
+ * device out of the pool, as a failing batch would. */
 VKF_API vkf_status vkf_pool_create(const char *path, const vkf_pool_options *options, vkf_pool **out_pool);
 /* Waits for the batches the devices are running, drops the queued and
  * uncollected ones, stops the threads and frees every replica and context. */
@@ -931,6 +934,7 @@ typedef struct vkf_pool_device {
     uint64_t sources, tokens;           /* their sources, and the ids it generated */
     double busy_ms;                     /* wall time it spent running batches, the failed one included */
     uint32_t validation_errors, validation_warnings; /* its context's, after its last batch */
+    bool ready;                         /* warmed up (vkf_pool_create): it takes batches */
     vkf_device_info info;               /* as vkf_context_device_info gives it (last: it grows) */
 } vkf_pool_device;
 /* The state of slot `index` (0..vkf_pool_device_count - 1). */

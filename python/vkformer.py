@@ -177,6 +177,7 @@ class _PoolDevice(ctypes.Structure):
         ("busy_ms", ctypes.c_double),
         ("validation_errors", ctypes.c_uint32),
         ("validation_warnings", ctypes.c_uint32),
+        ("ready", ctypes.c_bool),
     ]
 
 
@@ -669,8 +670,8 @@ class Pool:
 
     def devices(self):
         """Each device of the pool as a dict: index, name, active (False once it
-        left after a failure), failure (a status name, or None), failure_message,
-        batches, sources, tokens, busy_ms."""
+        left after a failure), ready (warmed up), failure (a status name, or None),
+        failure_message, batches, sources, tokens, busy_ms."""
         offset = (ctypes.sizeof(_PoolDevice) + 7) // 8 * 8
         buf = ctypes.create_string_buffer(offset + (1 << 16))  # the device info, with room to grow
         result = []
@@ -682,7 +683,7 @@ class Pool:
                 "index": head.index, "name": head.name.decode("utf-8", "replace"), "active": tail.active,
                 "failure": None if tail.failure == 0 else self._lib.vkf_status_string(tail.failure).decode(),
                 "failure_message": tail.failure_message.decode("utf-8", "replace"), "batches": tail.batches,
-                "sources": tail.sources, "tokens": tail.tokens, "busy_ms": tail.busy_ms,
+                "sources": tail.sources, "tokens": tail.tokens, "busy_ms": tail.busy_ms, "ready": tail.ready,
             })
         return result
 

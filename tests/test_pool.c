@@ -192,6 +192,7 @@ static void check_counters(vkf_pool *p, const uint32_t runs[2])
         vkf_pool_device d;
         CHECK_OK(vkf_pool_device_status(p, s, &d));
         CHECK(d.batches == runs[s] && d.sources == (uint64_t)runs[s] * BATCH);
+        CHECK(d.active && (d.ready || runs[s] == 0)); /* a device that ran a batch had warmed up */
         CHECK(d.validation_errors == 0 && d.validation_warnings == 0);
     }
 }

@@ -26,6 +26,10 @@
 #define POOL_RULE_SLOTS 64
 /* Queued batches it weighs (a longer queue only makes a slot take work sooner). */
 #define POOL_RULE_QUEUE 1024
+/* The warm-up batch of every slot at create (see slot_setup). */
+#define WARMUP_SOURCES 4
+#define WARMUP_TOKENS 8
+#define WARMUP_STEPS 4
 
 typedef enum batch_state { BATCH_QUEUED, BATCH_RUNNING, BATCH_DONE } batch_state;
 
@@ -72,9 +76,10 @@ typedef struct pool_slot {
     /* What the dispatch rule knows (guarded): seconds per source of this device,
      * an average over its batches (0: none finished yet), and the batch it runs. */
     double per_source_s;
-    double warmup_s;                    /* a one-source generation at setup (0: none) */
+    double warmup_s;                    /* seconds per source of the warm-up batch at setup (0: none) */
     uint32_t running_count;             /* sources of the running batch; 0: idle */
     double running_since;
+    bool ready;                         /* warmed up: it takes batches, and others count on it */
     vkf_pool_device status;             /* guarded */
 } pool_slot;
 
@@ -202,22 +207,6 @@ static void slot_setup(pool_slot *s)
     if (st == VKF_OK) st = vkf_model_set_seed(s->model, o->seed);
     if (st == VKF_OK && (o->self_attention || o->cross_attention))
         st = vkf_model_set_attention(s->model, o->self_attention, o->cross_attention);
-    /* Warm-up: a one-source generation, twice (the first compiles the pipelines), the
-     * second timed: how fast this device is against the others before its first batch. */
-    double warmup = 0;
-    if (st == VKF_OK) {
-        vkf_model_config c;
-        vkf_model_get_config(s->model, &c);
-        const int32_t *src = &c.eos_id;
-        uint32_t len = 1, out_len = 0, steps = c.max_len < 4 ? c.max_len : 4;
-        int32_t out[4];
-        vkf_sequences one = {1, &src, &len};
-        for (int i = 0; i < 2 && st == VKF_OK; i++) {
-            double t0 = now_s();
-            st = vkf_model_generate(s->model, &one, steps, out, &out_len);
-            warmup = now_s() - t0;
-        }
-    }
     vkf_device_info info;
     memset(&info, 0, sizeof info);
     if (s->ctx) vkf_context_device_info(s->ctx, &info);
@@ -238,11 +227,66 @@ static void slot_setup(pool_slot *s)
     if (st != VKF_OK) copy_message(s->setup_message, sizeof s->setup_message, message);
     s->status.info = info;
     s->status.active = st == VKF_OK;
-    s->warmup_s = st == VKF_OK ? warmup : 0;
     s->status.validation_errors = errors, s->status.validation_warnings = warnings;
     s->setup_done = true;
     pthread_cond_broadcast(&p->done);
     pthread_mutex_unlock(&p->lock);
+}
+
+/* Warm-up, on the slot's thread once the pool runs (the other slots take batches
+ * meanwhile): a small batch (WARMUP_SOURCES sources of up to WARMUP_TOKENS ids, up
+ * to WARMUP_STEPS steps) generated twice. The first compiles the pipelines; the
+ * second, timed, says how fast this device is against the others before its first
+ * batch. (A single source mostly times dispatch latency: on this project's
+ * machines it put SwiftShader 3x behind lavapipe on the demo model, where whole
+ * batches run 11x slower; this batch put it 7x behind.) A failure is a device
+ * failure: the slot leaves the pool. Lock not held. */
+static vkf_status slot_warm_up(pool_slot *s, double *out_seconds_per_source)
+{
+    *out_seconds_per_source = 0;
+    vkf_model_config c;
+    vkf_model_get_config(s->model, &c);
+    int32_t ids[WARMUP_TOKENS], out[WARMUP_SOURCES * WARMUP_STEPS];
+    uint32_t len = c.max_len < WARMUP_TOKENS ? c.max_len : WARMUP_TOKENS, lens[WARMUP_SOURCES],
+             out_lens[WARMUP_SOURCES], steps = c.max_len < WARMUP_STEPS ? c.max_len : WARMUP_STEPS;
+    const int32_t *ptrs[WARMUP_SOURCES];
+    for (uint32_t i = 0; i < len; i++) ids[i] = c.eos_id;
+    for (uint32_t i = 0; i < WARMUP_SOURCES; i++) ptrs[i] = ids, lens[i] = len;
+    vkf_sequences batch = {WARMUP_SOURCES, ptrs, lens};
+    for (int i = 0; i < 2; i++) {
+        pthread_mutex_lock(&s->pool->lock);
+        bool closing = s->pool->closing; /* the pool is being destroyed: no need to go on */
+        pthread_mutex_unlock(&s->pool->lock);
+        if (closing) break;
+        double t0 = now_s();
+        VKF_TRY(vkf_model_generate(s->model, &batch, steps, out, out_lens));
+        *out_seconds_per_source = (now_s() - t0) / WARMUP_SOURCES;
+    }
+    return VKF_OK;
+}
+
+/* The slot leaves the pool after `st` (lock held); `batch`, if any, goes back to
+ * the head of the queue. When it was the last, queued batches fail. */
+static void slot_leave(vkf_pool *p, pool_slot *s, vkf_status st, const char *message, pool_batch *batch)
+{
+    s->status.active = false;
+    s->status.failure = st;
+    copy_message(s->status.failure_message, sizeof s->status.failure_message, message);
+    p->active--;
+    if (batch) {
+        batch->state = BATCH_QUEUED;
+        queue_push_front(p, batch);
+    }
+    if (p->active == 0) {
+        char quoted[VKF_QUOTE_SIZE];
+        p->dead_status = st;
+        snprintf(p->dead_message, sizeof p->dead_message, "no device of the pool is left: the last, device %u (%s), "
+                 "failed: %s", s->status.info.index, vkf_quote(quoted, sizeof quoted, s->status.info.name, (size_t)-1),
+                 message);
+        fail_queued(p);
+    }
+    pthread_cond_broadcast(&p->work);
+    pthread_cond_broadcast(&p->done);
 }
 
 /* Runs one batch on the slot's replica (no lock held). */
@@ -302,13 +346,17 @@ bool vkf_pool_rule_takes(double mine, uint32_t n_others, const double *rates, co
 
 static bool slot_takes_head(const vkf_pool *p, const pool_slot *s)
 {
-    if (p->dispatch == VKF_POOL_DISPATCH_ANY_FREE) return true;
+    if (p->dispatch == VKF_POOL_DISPATCH_ANY_FREE) { /* once every device is warm, any free one */
+        for (uint32_t i = 0; i < p->n; i++)
+            if (p->slots[i].status.active && !p->slots[i].ready) return false;
+        return true;
+    }
     double mine = slot_rate(p, s), now = now_s();
     double rates[POOL_RULE_SLOTS], free_in[POOL_RULE_SLOTS];
     uint32_t n = 0, queued = 0, counts[POOL_RULE_QUEUE];
     for (uint32_t i = 0; i < p->n && n < POOL_RULE_SLOTS; i++) {
         const pool_slot *o = &p->slots[i];
-        if (o == s || !o->status.active) continue;
+        if (o == s || !o->status.active || !o->ready) continue;
         rates[n] = slot_rate(p, o);
         double rate = rates[n] > 0 ? rates[n] : mine;
         free_in[n++] = o->running_count ? o->running_since + rate * o->running_count - now : 0;
@@ -324,6 +372,25 @@ static void *slot_main(void *arg)
     slot_setup(s);
     pthread_mutex_lock(&p->lock);
     while (!p->go && !p->closing) pthread_cond_wait(&p->work, &p->lock);
+    if (s->status.active && !p->closing) {
+        pthread_mutex_unlock(&p->lock);
+        double warmup = 0;
+        vkf_status st = slot_warm_up(s, &warmup);
+        char message[1024] = "";
+        if (st != VKF_OK) snprintf(message, sizeof message, "warm-up: %s", vkf_last_error());
+        uint32_t errors = 0, warnings = 0;
+        vkf_context_validation_counts(s->ctx, &errors, &warnings, NULL);
+        pthread_mutex_lock(&p->lock);
+        s->status.validation_errors = errors, s->status.validation_warnings = warnings;
+        if (st == VKF_OK) {
+            s->warmup_s = warmup;
+            s->ready = true;
+            s->status.ready = true;
+            pthread_cond_broadcast(&p->work); /* slots that counted on it reconsider */
+        } else {
+            slot_leave(p, s, st, message, NULL);
+        }
+    }
     while (s->status.active) {
         for (;;) {
             if (p->closing || (p->queue_head && slot_takes_head(p, s))) break;
@@ -385,22 +452,8 @@ static void *slot_main(void *arg)
                 s->status.sources += b->count;
                 s->status.tokens += stats.tokens;
             }
-        } else {
-            /* the device failed under the batch: it leaves, the batch goes back first in line */
-            s->status.active = false;
-            s->status.failure = st;
-            copy_message(s->status.failure_message, sizeof s->status.failure_message, message);
-            p->active--;
-            b->state = BATCH_QUEUED;
-            queue_push_front(p, b);
-            if (p->active == 0) {
-                char quoted[VKF_QUOTE_SIZE];
-                p->dead_status = st;
-                snprintf(p->dead_message, sizeof p->dead_message, "no device of the pool is left: the last, device %u "
-                         "(%s), failed: %s", s->status.info.index,
-                         vkf_quote(quoted, sizeof quoted, s->status.info.name, (size_t)-1), message);
-                fail_queued(p);
-            }
+        } else { /* the device failed under the batch: it leaves, the batch goes back first in line */
+            slot_leave(p, s, st, message, b);
         }
         pthread_cond_broadcast(&p->work); /* slots that left the head to this one reconsider */
         pthread_cond_broadcast(&p->done);
