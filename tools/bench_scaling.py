@@ -16,7 +16,8 @@
                    [--copies C] [--repeat R]
       python/vkformer_dask.py: the texts (INPUT's first column, C times over) in P
       partitions, translated in one process and on LocalClusters of 1 and W worker
-      processes (warm: after the plugin loaded the model and one run), medians; the
+      processes (all up at once, warm: after the plugin loaded the model and one run;
+      runs alternated), medians; the
       bytes per task (pickled texts in, results out, the plugin once per worker) and the
       weights that never travel.
 Prints one JSON line per measurement, then a summary.
@@ -59,8 +60,10 @@ def bench_pool(a):
     # generate decodes its whole input as one batch unless --devices splits it: a device
     # alone is then a pool of that one device, with the same batches
     alone = "--devices" if a.generate else "--device"
-    setups = [("device 0 alone", [alone, "0"]), ("device 1 alone", [alone, "1"]),
-              ("pool 0,1 balanced", ["--devices", "0,1"]),
+    setups = [("device 0 alone", [alone, "0"]), ("device 1 alone", [alone, "1"])]
+    if not a.generate:  # the pool's machinery on one device: its threads, no second device
+        setups += [("pool of device 1", ["--devices", "1"])]
+    setups += [("pool 0,1 balanced", ["--devices", "0,1"]),
               ("pool 0,1 any-free", ["--devices", "0,1", "--pool-dispatch", "any-free"])]
     times = {name: [] for name, _ in setups}
     for r in range(a.repeat):
@@ -162,7 +165,7 @@ def bench_dask(a):
 
     import dask
     import dask.bag as db
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster, get_task_stream
 
     import vkformer_dask
     with open(a.input) as f:
@@ -176,15 +179,6 @@ def bench_dask(a):
     local.setup()
     load_s = time.monotonic() - t0
     ref = [t for p in parts for t in vkformer_dask.translate_partition(p, batch_size=a.batch)]  # warm
-    one = []
-    for _ in range(a.repeat):
-        t0 = time.monotonic()
-        got = [t for p in parts for t in vkformer_dask.translate_partition(p, batch_size=a.batch)]
-        one.append(time.monotonic() - t0)
-        assert got == ref
-    local.teardown()
-    emit({"bench": "dask", "setup": "one process", "texts": len(texts), "partitions": len(parts),
-          "seconds": [round(x, 3) for x in one], "model_load_s": round(load_s, 3)})
 
     in_bytes = [len(pickle.dumps(p, protocol=5)) for p in parts]
     out_parts, k = [], 0
@@ -197,38 +191,59 @@ def bench_dask(a):
     weights = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(a.model) for f in files) \
         if os.path.isdir(a.model) else os.path.getsize(a.model)
 
-    results = {}
+    # one process and clusters of 1 and W worker processes, all up at once, runs alternated
+    clusters = {}
     for workers in (1, a.workers):
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                          silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
-            t0 = time.monotonic()
-            vkformer_dask.register(client, a.model, **options)
-            register_s = time.monotonic() - t0
-            assert vkformer_dask.translate_bag(bag, batch_size=a.batch).compute() == ref  # warm
-            runs, task_ms = [], []
-            for _ in range(a.repeat):
-                with client.get_task_stream() as ts:
-                    t0 = time.monotonic()
-                    got = vkformer_dask.translate_bag(bag, batch_size=a.batch).compute()
-                    runs.append(time.monotonic() - t0)
-                assert got == ref
-                for t in ts.data:
-                    for s in t.get("startstops", []):
-                        if s["action"] == "compute":
-                            task_ms.append((s["stop"] - s["start"]) * 1e3)
-            stats = client.run(vkformer_dask.worker_stats)
-        results[workers] = runs
-        emit({"bench": "dask", "setup": "%d worker processes" % workers, "seconds": [round(x, 3) for x in runs],
-              "register_s": round(register_s, 3), "task_compute_ms_median": round(statistics.median(task_ms), 2),
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.CRITICAL)
+        client = Client(cluster, set_as_default=False)
+        t0 = time.monotonic()
+        vkformer_dask.register(client, a.model, **options)
+        register_s = time.monotonic() - t0
+        assert client.compute(vkformer_dask.translate_bag(bag, batch_size=a.batch)).result() == ref  # warm
+        clusters[workers] = (cluster, client, register_s)
+    runs = {"one": [], 1: [], a.workers: []}
+    task_ms = {1: [], a.workers: []}
+    for _ in range(a.repeat):
+        t0 = time.monotonic()
+        got = [t for p in parts for t in vkformer_dask.translate_partition(p, batch_size=a.batch)]
+        runs["one"].append(time.monotonic() - t0)
+        assert got == ref
+        for workers, (cluster, client, _) in clusters.items():
+            with get_task_stream(client) as ts:
+                t0 = time.monotonic()
+                got = client.compute(vkformer_dask.translate_bag(bag, batch_size=a.batch)).result()
+                runs[workers].append(time.monotonic() - t0)
+            assert got == ref
+            for t in ts.data:  # the translation tasks (not the bag's from_sequence ones)
+                if "translate_partition" not in str(t.get("key")):
+                    continue
+                for s in t.get("startstops", []):
+                    if s["action"] == "compute":
+                        task_ms[workers].append((s["stop"] - s["start"]) * 1e3)
+    local.teardown()
+    emit({"bench": "dask", "setup": "one process", "texts": len(texts), "partitions": len(parts),
+          "seconds": [round(x, 3) for x in runs["one"]], "model_load_s": round(load_s, 3)})
+    for workers, (cluster, client, register_s) in clusters.items():
+        stats = client.run(vkformer_dask.worker_stats)
+        emit({"bench": "dask", "setup": "%d worker processes" % workers, "seconds": [round(x, 3) for x in runs[workers]],
+              "register_s": round(register_s, 3), "task_compute_ms_median": round(statistics.median(task_ms[workers]), 2),
               "partitions_per_worker": sorted(s["partitions"] for s in stats.values())})
-    one_s = statistics.median(one)
-    print("\nDask: %d texts in %d partitions, batches of %d (warm runs, medians of %d)" % (len(texts), len(parts),
-                                                                                        a.batch, a.repeat))
-    print("  one process            %7.3f s" % one_s)
-    for w, runs in results.items():
-        m = statistics.median(runs)
-        print("  %d worker process%s    %7.3f s   %.2fx one process;  (wall - one process) / tasks: %+.1f ms"
-              % (w, "es" if w > 1 else "  ", m, one_s / m, (m - one_s) * 1e3 / len(parts)))
+        client.close()
+        cluster.close()
+    one_s = statistics.median(runs["one"])
+    print("\nDask: %d texts in %d partitions, batches of %d; one process and LocalClusters of 1 and %d worker "
+          "processes (one thread each), warm, %d runs alternated, medians [min-max]" % (len(texts), len(parts),
+                                                                                      a.batch, a.workers, a.repeat))
+    print("  one process            %7.3f s [%.3f-%.3f]  (%.1f ms per partition)" % (
+        one_s, min(runs["one"]), max(runs["one"]), one_s * 1e3 / len(parts)))
+    for w in (1, a.workers):
+        m = statistics.median(runs[w])
+        idle = (sum(runs[w]) * w - sum(task_ms[w]) / 1e3) * 1e3 / (len(parts) * a.repeat)
+        print("  %d worker process%s    %7.3f s [%.3f-%.3f]  %.2fx one process;  a task's compute %.1f ms (median); "
+              "time the workers were not computing, per task: %.1f ms"
+              % (w, "es" if w > 1 else "  ", m, min(runs[w]), max(runs[w]), one_s / m,
+                 statistics.median(task_ms[w]), idle))
     print("  bytes per task: texts in %.0f B (%.1f B per text), results out %.0f B; the plugin %d B once per "
           "worker; weights (%d B) never sent" % (statistics.mean(in_bytes), sum(in_bytes) / len(texts),
                                                  statistics.mean(out_bytes), plugin_bytes, weights))
