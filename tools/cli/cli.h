@@ -317,6 +317,14 @@ int check_languages(const options *o, const vkf_model *model, bool require_targe
 /* --devices with --device, --pool-dispatch without --devices or with an unknown
  * value: a usage error (returns 2); else -1. */
 int check_pool_options(const options *o);
+/* The pool of --devices with the command's model options (--model, --precision,
+ * --attention, --seed, --max-device-memory, --pool-dispatch); 0, or the exit code
+ * after printing one line. For any command that decodes batches. */
+int pool_open(const options *o, vkf_pool **out);
+/* One stderr line per device that left the pool, validation messages turned into
+ * exit 6 (as close_context), the pool destroyed; returns the exit code.
+ * finished: the job ran to its end (the lines then say it finished without them). */
+int pool_close(vkf_pool *pool, int code, bool finished);
 /* translate --input FILE|- --devices: the lines in batches of --batch, spread over
  * the pool, printed in input order as translate_file prints them. */
 int pool_translate_file(const options *o);

@@ -32,8 +32,7 @@ int check_pool_options(const options *o)
     return -1;
 }
 
-/* The pool from the options; 0, or the exit code after printing one line. */
-static int pool_open(const options *o, vkf_pool **out)
+int pool_open(const options *o, vkf_pool **out)
 {
     *out = NULL;
     if (!o->model) {
@@ -65,9 +64,7 @@ static int pool_open(const options *o, vkf_pool **out)
     return st == VKF_OK ? 0 : fail(st);
 }
 
-/* One line per device that left the pool; validation messages fail the command
- * (as close_context); destroys the pool. finished: the job ran to its end. */
-static int pool_close(vkf_pool *pool, int code, bool finished)
+int pool_close(vkf_pool *pool, int code, bool finished)
 {
     uint32_t n = vkf_pool_device_count(pool), left = 0;
     for (uint32_t i = 0; i < n; i++) {
