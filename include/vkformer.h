@@ -1040,6 +1040,140 @@ VKF_API vkf_status vkf_model_encode_target_text(const vkf_model *model, const ch
  * it (Marian: the piece U+2581 "Haus", "</s>"; a vkformer file: a tgt_vocab word), or
  * VKF_ERROR_INVALID_ARGUMENT naming it. */
 VKF_API vkf_status vkf_model_target_token_id(const vkf_model *model, const char *token, int32_t *out_id);
+/* ------------------------------------------------------------------ device pools (issue 30) */
+
+/* A pool runs one model on several Vulkan devices at once: one replica of the
+ * model per device, each driven by a thread of its own. Batches of sources are
+ * queued; a free device takes the next one, and results come back by ticket, so
+ * a caller collects them in the order it submitted them.
+ *
+ * A device that fails while running a batch with a device-level error (device
+ * lost, out of device or host memory, any other failing Vulkan call) leaves the
+ * pool: its batch goes back to the front of the queue and the other devices
+ * finish the work. vkf_pool_device_status says which device left and why. A
+ * batch that fails because of what it holds (INVALID_ARGUMENT, TOO_LARGE,
+ * UNSUPPORTED: it would fail on every device) fails alone, and its device stays.
+ * When no device is left, queued batches fail with the last device's status.
+ *
+ * Which free device takes a batch: vkf_pool_dispatch (by default a slow device
+ * leaves work to faster ones where they would end it sooner).
+ *
+ * Threads: the pool's functions are called from one thread at a time. The log
+ * callback of the context options is called from the pool's threads, several at
+ * once. */
+typedef struct vkf_pool vkf_pool;
+
+/* Which free device takes the next batch. */
+typedef enum vkf_pool_dispatch {
+    /* A free device takes the head of the queue only if it would end that batch no
+     * later than the other devices would end the whole queue without it (each
+     * device's speed measured on its batches, and before its first by its timed
+     * warm-up at create). On equal devices every free device takes work; a device
+     * much slower than the others takes a batch only while the queue is long
+     * enough that it ends in time, so it never holds the last batch while the
+     * others wait. */
+    VKF_POOL_DISPATCH_BALANCED = 0,
+    /* Every free device takes the next batch, however slow; no device takes one
+     * before every device has warmed up. */
+    VKF_POOL_DISPATCH_ANY_FREE = 1,
+} vkf_pool_dispatch;
+
+typedef struct vkf_pool_options {
+    /* "all" (or NULL): every GPU the loader lists (discrete, integrated, virtual);
+     * where it lists none, every device. Else a comma-separated list of devices,
+     * each a decimal index (as vkf_devices_list numbers them) or a substring of a
+     * name, as vkf_context_options.device takes it; a device named twice is
+     * refused. The pool's slots follow this order. Borrowed for the create call. */
+    const char *devices;
+    /* Every device's context is made with these (NULL: vkf_context_options_init's
+     * defaults; `device` is ignored). The log callback is called from the pool's
+     * threads. Borrowed for the create call. */
+    const vkf_context_options *context;
+    const vkf_model_load_options *load; /* NULL: AUTO precision; borrowed for the create call */
+    /* As vkf_model_set_attention and vkf_model_set_seed (NULL: dense; seed 0). */
+    const char *self_attention, *cross_attention;
+    uint64_t seed;
+    vkf_pool_dispatch dispatch;         /* BALANCED */
+} vkf_pool_options;
+
+/* Fills the defaults: every device, default context options, AUTO precision,
+ * dense attention, seed 0, balanced dispatch (everything NULL or 0). */
+VKF_API void vkf_pool_options_init(vkf_pool_options *options);
+
+/* Loads the model (a path as vkf_model_load takes it) on every device of the
+ * pool, one thread per device, in parallel. Fails if any device cannot be opened
+ * or cannot load the model (the message names the device), with nothing left
+ * running. options NULL: the defaults. Once it returns, each device's thread warms
+ * its replica up (4 short sources generated twice: the first compiles its
+ * pipelines, the second is timed for the dispatch rule) before it takes batches;
+ * the devices that are ready take them meanwhile. A warm-up that fails takes its
+ * device out of the pool, as a failing batch would. */
+VKF_API vkf_status vkf_pool_create(const char *path, const vkf_pool_options *options, vkf_pool **out_pool);
+/* Waits for the batches the devices are running, drops the queued and
+ * uncollected ones, stops the threads and frees every replica and context. */
+VKF_API void vkf_pool_destroy(vkf_pool *pool);
+
+/* Number of devices (slots) the pool was made with; 0 for NULL. */
+VKF_API uint32_t vkf_pool_device_count(const vkf_pool *pool);
+
+/* One device of the pool, as it stands now. */
+typedef struct vkf_pool_device {
+    bool active;                        /* false: it left the pool after a device-level failure */
+    vkf_status failure;                 /* why it left (VKF_OK while active) */
+    char failure_message[512];          /* the failing call's message ("" while active) */
+    uint32_t batches;                   /* batches it finished */
+    uint64_t sources, tokens;           /* their sources, and the ids it generated */
+    double busy_ms;                     /* wall time it spent running batches, the failed one included */
+    uint32_t validation_errors, validation_warnings; /* its context's, after its last batch */
+    bool ready;                         /* warmed up (vkf_pool_create): it takes batches */
+    vkf_device_info info;               /* as vkf_context_device_info gives it (last: it grows) */
+} vkf_pool_device;
+/* The state of slot `index` (0..vkf_pool_device_count - 1). */
+VKF_API vkf_status vkf_pool_device_status(vkf_pool *pool, uint32_t index, vkf_pool_device *out_device);
+
+/* The replica of slot 0, for what does not run on a device: vkf_model_get_config,
+ * vkf_model_get_attention, vkf_model_generate_defaults, vkf_model_set_target_language,
+ * vkf_model_language, vkf_model_encode_text(_with) and vkf_model_decode_text. These
+ * read only the model's configuration and tokenizers, which the pool's threads never
+ * change, so they may be called (from the pool's owning thread) while batches run.
+ * Borrowed: valid until vkf_pool_destroy. NULL for a NULL pool. */
+VKF_API const vkf_model *vkf_pool_model(const vkf_pool *pool);
+
+/* How one batch ran (vkf_pool_collect). */
+typedef struct vkf_pool_batch {
+    uint32_t device;                    /* the slot that ran it (the last one tried) */
+    uint32_t attempts;                  /* devices that took it: 1, more where a device failed under it */
+    double queued_ms;                   /* from vkf_pool_submit to the start of its last attempt */
+    double run_ms;                      /* its last attempt, host wall time */
+    vkf_generate_stats stats;           /* the generation's (vkf_model_generate_stats of that replica) */
+} vkf_pool_batch;
+
+/* Queues a batch: the sources are copied (src may be freed on return) and
+ * checked as the model would check them (count >= 1, lengths 1..max_len, ids in
+ * the source vocabulary). options as for vkf_model_generate_with (copied; NULL:
+ * vkf_generate_options_init's); where they ask for plain greedy decoding (as
+ * vkf_generate_options_init's, any max_new) the batch runs vkf_model_generate's
+ * greedy path, which gives the same ids. *out_ticket identifies it for
+ * vkf_pool_collect. Fails with the last device's status when no device is left. */
+VKF_API vkf_status vkf_pool_submit(vkf_pool *pool, const vkf_sequences *src, const vkf_generate_options *options,
+                                   uint64_t *out_ticket);
+/* Waits for the batch of `ticket` and hands out its results, as
+ * vkf_model_generate_with lays them out: out_ids (count, n_best, max_new),
+ * out_lengths (count, n_best), out_scores (count, n_best) or NULL (NaN on the
+ * greedy path and for sampling), with max_new and n_best the options' (max_new 0:
+ * the model's max_len). out_batch (or NULL) gets how it ran. Returns the batch's
+ * status: a failing batch's message is the failing call's. A ticket is collected
+ * once; an unknown or collected one fails with VKF_ERROR_INVALID_ARGUMENT. */
+VKF_API vkf_status vkf_pool_collect(vkf_pool *pool, uint64_t ticket, int32_t *out_ids, uint32_t *out_lengths,
+                                    float *out_scores, vkf_pool_batch *out_batch);
+/* A whole job: src split into batches of batch_size sources (0: 64) in order,
+ * submitted at once, collected in order; the outputs as vkf_model_generate_with's
+ * for all of src. Returns the first failing batch's status (the others are still
+ * collected). */
+VKF_API vkf_status vkf_pool_generate(vkf_pool *pool, const vkf_sequences *src, const vkf_generate_options *options,
+                                     uint32_t batch_size, int32_t *out_ids, uint32_t *out_lengths, float *out_scores);
+/* Validation messages of every device's context, counted after each batch. */
+VKF_API vkf_status vkf_pool_validation_counts(vkf_pool *pool, uint32_t *out_errors, uint32_t *out_warnings);
 
 #ifdef __cplusplus
 }

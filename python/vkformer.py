@@ -28,8 +28,8 @@ import weakref
 
 import numpy as np
 
-__all__ = ["VkformerError", "Context", "Model", "ModelConfig", "Score", "load", "library_version", "read_audio",
-           "resample"]
+__all__ = ["VkformerError", "Context", "Model", "ModelConfig", "Pool", "Score", "load", "library_version",
+           "read_audio", "resample"]
 
 # The C API this module was written against (include/vkformer.h).
 _API_MAJOR = 0
@@ -183,7 +183,41 @@ class _DeviceInfoHead(ctypes.Structure):
     _fields_ = [("index", ctypes.c_uint32), ("name", ctypes.c_char * 256), ("type", ctypes.c_int)]
 
 
+class _PoolOptions(ctypes.Structure):
+    # vkf_pool_options (include/vkformer.h), field for field.
+    _fields_ = [
+        ("devices", ctypes.c_char_p),
+        ("context", ctypes.POINTER(_ContextOptionsStorage)),
+        ("load", ctypes.POINTER(_LoadOptions)),
+        ("self_attention", ctypes.c_char_p),
+        ("cross_attention", ctypes.c_char_p),
+        ("seed", ctypes.c_uint64),
+        ("dispatch", ctypes.c_int),
+    ]
+
+
+class _PoolOptionsStorage(ctypes.Union):
+    _fields_ = [("options", _PoolOptions), ("_room", ctypes.c_uint8 * 1024)]
+
+
+class _PoolDevice(ctypes.Structure):
+    # vkf_pool_device up to its vkf_device_info, which comes last (8-byte aligned).
+    _fields_ = [
+        ("active", ctypes.c_bool),
+        ("failure", ctypes.c_int),
+        ("failure_message", ctypes.c_char * 512),
+        ("batches", ctypes.c_uint32),
+        ("sources", ctypes.c_uint64),
+        ("tokens", ctypes.c_uint64),
+        ("busy_ms", ctypes.c_double),
+        ("validation_errors", ctypes.c_uint32),
+        ("validation_warnings", ctypes.c_uint32),
+        ("ready", ctypes.c_bool),
+    ]
+
+
 _PRECISIONS = {"auto": 0, "f32": 1, "f16": 2, "int8": 3}
+_DISPATCH = {"balanced": 0, "any-free": 1}
 _ACTIVATIONS = {0: "none", 1: "relu", 2: "gelu", 3: "silu"}
 _DTYPES = {0: "f32", 1: "i32", 2: "f16"}
 
@@ -257,6 +291,16 @@ _SIGNATURES = {
     "vkf_model_forward_features": (_STATUS, [_P, ctypes.POINTER(ctypes.c_float), ctypes.c_uint32,
                                              ctypes.POINTER(_Sequences), ctypes.POINTER(ctypes.c_float),
                                              ctypes.c_uint64]),
+    "vkf_pool_options_init": (None, [ctypes.POINTER(_PoolOptionsStorage)]),
+    "vkf_pool_create": (_STATUS, [ctypes.c_char_p, ctypes.POINTER(_PoolOptionsStorage), ctypes.POINTER(_P)]),
+    "vkf_pool_destroy": (None, [_P]),
+    "vkf_pool_device_count": (ctypes.c_uint32, [_P]),
+    "vkf_pool_device_status": (_STATUS, [_P, ctypes.c_uint32, _P]),
+    "vkf_pool_model": (_P, [_P]),
+    "vkf_pool_generate": (_STATUS, [_P, ctypes.POINTER(_Sequences), ctypes.POINTER(_GenerateOptionsStorage), ctypes.c_uint32,
+                                    ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_uint32),
+                                    ctypes.POINTER(ctypes.c_float)]),
+    "vkf_pool_validation_counts": (_STATUS, [_P, ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32)]),
 }
 
 _libraries = {}
@@ -986,6 +1030,181 @@ class Model:
 
     def __del__(self):
         if getattr(self, "_handle", None) is not None or getattr(self, "_owns_context", False):
+            self.close()
+
+
+# ---------------------------------------------------------------- pool
+
+
+class Pool:
+    """vkf_pool: one model on several Vulkan devices, a replica and a thread each;
+    batches go to whichever device is free and come back in input order.
+
+        with vkformer.Pool("models/demo.safetensors", devices="all") as pool:
+            pool.translate(["two", "forty one", ...], batch_size=16)   # in input order
+
+    devices: "all" (every GPU; every device where there is no GPU), a list of
+    device indices or name substrings ([0, 1], ["llvmpipe", "SwiftShader"]), or
+    the same as a comma-separated string. precision, attention, cross_attention,
+    seed, validation, cache_dir, log, library: as for load() and Context (log is
+    called from the pool's threads). batch_size: sources per batch (default 64).
+    dispatch: "balanced" (a slow device leaves batches to faster ones that would
+    end them sooner) or "any-free" (every free device takes the next batch).
+    A device that fails under a batch leaves the pool and its batch runs on
+    another: devices() says which left and why. The pool is used by one thread
+    at a time."""
+
+    def __init__(self, path, devices="all", precision="auto", attention=None, cross_attention=None, seed=None,
+                 validation=None, cache_dir=None, log=None, library=None, batch_size=64, dispatch="balanced"):
+        if dispatch not in _DISPATCH:
+            raise ValueError("dispatch must be one of %s" % ", ".join(_DISPATCH))
+        if precision not in _PRECISIONS:
+            raise ValueError("precision must be one of %s" % ", ".join(_PRECISIONS))
+        if int(batch_size) < 1:
+            raise ValueError("batch_size must be at least 1")
+        self._lib = _library(library)
+        self._handle = None
+        self.batch_size = int(batch_size)
+        if devices is None:
+            devices = "all"
+        if not isinstance(devices, str):
+            devices = ",".join(str(d) for d in devices)
+        context = _ContextOptionsStorage()
+        self._lib.vkf_context_options_init(ctypes.byref(context))
+        c = context.options
+        if validation is not None:
+            c.validation = 1 if validation else 0
+        if cache_dir is not None:
+            c.cache_dir = os.fsencode(cache_dir)
+        if log is not None:
+            self._log = _LOG_FN(lambda user, level, message: log(level, message.decode("utf-8", "replace")))
+            c.log = self._log
+        load_options = _LoadOptions(_PRECISIONS[precision])
+        storage = _PoolOptionsStorage()
+        self._lib.vkf_pool_options_init(ctypes.byref(storage))
+        o = storage.options
+        o.devices = devices.encode()
+        o.context = ctypes.pointer(context)
+        o.load = ctypes.pointer(load_options)
+        if attention is not None:
+            o.self_attention = attention.encode()
+        if cross_attention is not None:
+            o.cross_attention = cross_attention.encode()
+        if seed is not None:
+            o.seed = int(seed)
+        o.dispatch = _DISPATCH[dispatch]
+        handle = _P()
+        _check(self._lib, self._lib.vkf_pool_create(os.fsencode(path), ctypes.byref(storage), ctypes.byref(handle)))
+        self._handle = handle
+        self._model = self._lib.vkf_pool_model(handle)
+        cfg = _ModelConfigStorage()
+        _check(self._lib, self._lib.vkf_model_get_config(self._model, ctypes.byref(cfg)))
+        c = cfg.config
+        values = {f: getattr(c, f) for f, _ in _ModelConfig._fields_}
+        values["activation"] = _ACTIVATIONS.get(c.activation, c.activation)
+        values["activations"] = _DTYPES.get(c.activations, c.activations)
+        values["format"] = {0: "vkformer", 1: "huggingface"}.get(c.format, c.format)
+        values["family"] = c.family.decode()
+        self.config = ModelConfig(**values)
+
+    def _pool(self):
+        if self._handle is None:
+            raise VkformerError("the pool is closed", 12, "VKF_ERROR_STATE")
+        return self._handle
+
+    def _live(self):
+        """The replica that text and configuration are read from (vkf_pool_model)."""
+        self._pool()
+        return self._model
+
+    # text, as Model's (they read only the tokenizers)
+    encode = Model.encode
+    decode = Model.decode
+    languages = Model.languages
+
+    def devices(self):
+        """Each device of the pool as a dict: index, name, active (False once it
+        left after a failure), ready (warmed up), failure (a status name, or None),
+        failure_message, batches, sources, tokens, busy_ms."""
+        offset = (ctypes.sizeof(_PoolDevice) + 7) // 8 * 8
+        buf = ctypes.create_string_buffer(offset + (1 << 16))  # the device info, with room to grow
+        result = []
+        for i in range(self._lib.vkf_pool_device_count(self._pool())):
+            _check(self._lib, self._lib.vkf_pool_device_status(self._pool(), i, buf))
+            tail = _PoolDevice.from_buffer(buf)
+            head = _DeviceInfoHead.from_buffer(buf, offset)
+            result.append({
+                "index": head.index, "name": head.name.decode("utf-8", "replace"), "active": tail.active,
+                "failure": None if tail.failure == 0 else self._lib.vkf_status_string(tail.failure).decode(),
+                "failure_message": tail.failure_message.decode("utf-8", "replace"), "batches": tail.batches,
+                "sources": tail.sources, "tokens": tail.tokens, "busy_ms": tail.busy_ms, "ready": tail.ready,
+            })
+        return result
+
+    def validation_counts(self):
+        """(errors, warnings) of every device's context, counted after each batch."""
+        errors, warnings = ctypes.c_uint32(), ctypes.c_uint32()
+        _check(self._lib, self._lib.vkf_pool_validation_counts(self._pool(), ctypes.byref(errors),
+                                                               ctypes.byref(warnings)))
+        return errors.value, warnings.value
+
+    def generate(self, src, max_new=None, beams=None, target_lang=None, batch_size=None):
+        """As Model.generate, the sources split into batches of batch_size (default:
+        the pool's) spread over the devices; results in input order."""
+        batch = _is_batch(src)
+        seqs = _Batch(src if batch else [src], "source")
+        storage = _GenerateOptionsStorage()
+        _check(self._lib, self._lib.vkf_model_generate_defaults(self._live(), ctypes.byref(storage)))
+        opts = storage.options
+        if max_new is not None:
+            if int(max_new) < 1:
+                raise ValueError("max_new must be at least 1")
+            opts.max_new = int(max_new)
+            opts.min_new = min(opts.min_new, opts.max_new)
+        if opts.max_new == 0:
+            opts.max_new = self.config.max_len
+        if beams is not None:
+            if int(beams) < 1:
+                raise ValueError("beams must be at least 1")
+            opts.beams = int(beams)
+        opts.n_best = 1
+        _check(self._lib, self._lib.vkf_model_set_target_language(
+            self._live(), target_lang.encode() if target_lang else None, ctypes.byref(storage)))
+        size = self.batch_size if batch_size is None else int(batch_size)
+        if size < 1:
+            raise ValueError("batch_size must be at least 1")
+        out = np.zeros((len(seqs), opts.max_new), dtype=np.int32)
+        lengths = np.zeros(len(seqs), dtype=np.uint32)
+        _check(self._lib, self._lib.vkf_pool_generate(self._pool(), ctypes.byref(seqs.seq), ctypes.byref(storage), size,
+                                                      out.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
+                                                      lengths.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)), None))
+        result = [out[i, :lengths[i]].copy() for i in range(len(seqs))]
+        return result if batch else result[0]
+
+    def translate(self, text, max_new=None, beams=None, source_lang=None, target_lang=None, batch_size=None):
+        """As Model.translate, over the pool: a list of texts is split into batches
+        of batch_size; translations in input order."""
+        if isinstance(text, str):
+            return self.translate([text], max_new, beams, source_lang, target_lang, batch_size)[0]
+        src = [self.encode(t, source_lang, target_lang) for t in text]
+        if not src:
+            return []
+        return [self.decode(ids) for ids in self.generate(src, max_new, beams, target_lang, batch_size)]
+
+    def close(self):
+        if self._handle is not None:
+            self._lib.vkf_pool_destroy(self._handle)
+            self._handle = None
+            self._model = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None:
             self.close()
 
 

@@ -11,7 +11,8 @@
 #   arch       src/arch: the encoder-decoder graph built from a spec;
 #   decode     src/decode: generation (options, plans, greedy, beam, sampling);
 #   families   src/families: model files and folders, tokenizers;
-#   model      src/model.c (the public model object) and src/tune.c.
+#   model      src/model.c (the public model object) and src/tune.c;
+#   pool       src/pool: one model on several devices (a replica and a thread each).
 # Inside a layer, the files' calls form no circle (a file that both calls and is
 # called back by another of its layer fails, naming both).
 # An object in no layer (a source file outside these folders) fails too: add it
@@ -35,6 +36,7 @@ arch: arch_*
 decode: decode_*
 families: families_*
 model: model tune
+pool: pool_*
 '
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/check_layering.XXXXXX") || exit 2

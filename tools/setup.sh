@@ -39,7 +39,9 @@ if [ "$with_swiftshader" = 1 ]; then
     # The tests compare whole models with PyTorch (Debian's, run by /usr/bin/python3),
     # the SentencePiece shim with Python's sentencepiece, and draw bench attention's
     # plot with gnuplot; Whisper's tests write sound files with python3-soundfile and speech with espeak-ng.
+    # python/vkformer_dask.py is tested on a Dask LocalCluster (dask, distributed; pandas for its dataframes).
     packages+=(brotli ca-certificates python3-torch python3-numpy python3-sentencepiece gnuplot-nox python3-soundfile espeak-ng)
+    packages+=(python3-dask python3-distributed python3-pandas)
     command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
 

@@ -37,6 +37,8 @@ static const char usage_text[] =
     "                                        each; eos_id is appended unless the ids end with it\n"
     "                                        (as translate does; --raw-ids: as given)\n"
     "  generate|translate ... --timing       tokens/s and time to first token on stderr\n"
+    "  generate|translate --input ... --devices all|I,J,... [--batch B]   a device pool: a model replica\n"
+    "                                        per device, batches to the free ones (docs/scaling.md)\n"
     "  generate|translate|forward ... --json  one JSON line per source: ids, text, timings, attention\n"
     "                                        (every --json: JSON Lines, docs/json.md)\n"
     "  generate|translate ... --temperature T --top-k K --top-p P [--seed N]\n"

@@ -69,6 +69,8 @@ typedef struct options {
     unsigned long max_batch_tokens;     /* translate --input --max-batch-tokens N */
     double max_new_factor;              /* --max-new-factor F */
     bool ids;                           /* score --ids: --src/--tgt (and --input) hold ids */
+    const char *devices;                /* --devices all|I,J,...: a device pool (tools/cli/pool.c) */
+    const char *pool_dispatch;          /* --pool-dispatch balanced|any-free */
     const char *args[16];               /* the words that are not options, in order */
     int n_args;
     const char *given[64];              /* the options given (their canonical names) */
@@ -147,6 +149,15 @@ typedef struct cli_option {
      "at most ceil(F x source length) new tokens per source (Marian's max-length-factor)", NULL},                    \
     {"--stream", CLI_FLAG, CLI_OFF(stream), 0, 0, NULL,                                                               \
      "print the output as it grows (greedy, sampling; beam search prints at the end)", NULL}
+
+/* Commands that decode batches (generate, translate; later transcribe): spread them
+ * over a pool of devices (tools/cli/pool.c, docs/scaling.md). */
+#define CLI_POOL_OPTIONS                                                                                             \
+    {"--devices", CLI_STRING, CLI_OFF(devices), 0, 0, "all|I,J,...",                                                  \
+     "a pool: a model replica on each device (indices or names), batches to the free ones", NULL},            \
+    {"--pool-dispatch", CLI_STRING, CLI_OFF(pool_dispatch), 0, 0, "balanced|any-free",                              \
+     "with --devices: a slow device leaves batches to faster ones that end them sooner (balanced, the default), " \
+     "or any free device takes the next", NULL}
 
 #define CLI_END {NULL, CLI_FLAG, 0, 0, 0, NULL, NULL, NULL}
 
@@ -341,5 +352,45 @@ typedef struct preset {
 const preset *find_preset(const char *name);
 bool write_random_model(const char *path, const preset *p, unsigned max_len);
 
+
+/* ------------------------------------------------------------------ decoding (tools/cli/decode.c) */
+
+/* --json: what every record of one decoding call shares (docs/json.md). */
+typedef struct decode_json {
+    const options *o;
+    vkf_context *ctx;                   /* the device of the records, unless `device` is set */
+    vkf_model *model;
+    const char *mode;                   /* greedy, beam, sample */
+    uint32_t beams, max_new, sources;   /* sources: of the call (the batch) */
+    uint32_t stride;                    /* ids per hypothesis row of the outputs printed */
+    vkf_generate_stats stats;           /* of the call */
+    const vkf_device_info *device;      /* the device that ran the call (a pool's); NULL: ctx's */
+} decode_json;
+/* One record of generate or translate --json (see decode.c). */
+vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32_t *src, uint32_t src_len,
+                               const int32_t *out, const uint32_t *lens, const float *scores, uint32_t nb,
+                               const char *text, bool translate, const char *expected, char *text_buf, size_t cap);
+/* --source-lang / --target-lang against the model's codes: -1, or the exit code after a usage error. */
+int check_languages(const options *o, const vkf_model *model, bool require_target);
+
+/* ------------------------------------------------------------------ device pools (tools/cli/pool.c) */
+
+/* --devices with --device, --pool-dispatch without --devices or with an unknown
+ * value: a usage error (returns 2); else -1. */
+int check_pool_options(const options *o);
+/* The pool of --devices with the command's model options (--model, --precision,
+ * --attention, --seed, --max-device-memory, --pool-dispatch); 0, or the exit code
+ * after printing one line. For any command that decodes batches. */
+int pool_open(const options *o, vkf_pool **out);
+/* One stderr line per device that left the pool, validation messages turned into
+ * exit 6 (as close_context), the pool destroyed; returns the exit code.
+ * finished: the job ran to its end (the lines then say it finished without them). */
+int pool_close(vkf_pool *pool, int code, bool finished);
+/* translate --input FILE|- --devices: the lines in batches of --batch, spread over
+ * the pool, printed in input order as translate_file prints them. */
+int pool_translate_file(const options *o);
+/* generate --devices: the n parsed sources (ids[i], lens[i]; numbers[i] names
+ * each in messages) in batches of --batch over the pool, printed in order. */
+int pool_generate(const options *o, int32_t **ids, uint32_t *lens, const unsigned long *numbers, uint32_t n);
 
 #endif

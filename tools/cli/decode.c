@@ -20,21 +20,10 @@ static void print_timing(const options *o, const vkf_model *model, uint32_t sour
             t.total_ms > 0 ? 1e3 * (double)t.tokens / t.total_ms : 0.0, t.first_token_ms);
 }
 
-/* --json: what every record of one decoding call shares (docs/json.md). */
-typedef struct decode_json {
-    const options *o;
-    vkf_context *ctx;
-    vkf_model *model;
-    const char *mode;                   /* greedy, beam, sample */
-    uint32_t beams, max_new, sources;   /* sources: of the call (the batch) */
-    uint32_t stride;                    /* ids per hypothesis row of the outputs printed */
-    vkf_generate_stats stats;           /* of the call */
-} decode_json;
-
 static decode_json json_for(const options *o, vkf_context *ctx, vkf_model *model, const decode_setup *s,
                             uint32_t sources)
 {
-    decode_json d = {o, ctx, model, "greedy", 1, s->max_new, sources, s->n_prefix + s->max_new, {0}};
+    decode_json d = {o, ctx, model, "greedy", 1, s->max_new, sources, s->n_prefix + s->max_new, {0}, NULL};
     if (s->with) {
         d.mode = s->g.sample ? "sample" : s->g.beams > 1 ? "beam" : "greedy";
         d.beams = s->g.beams ? s->g.beams : 1;
@@ -48,9 +37,9 @@ static decode_json json_for(const options *o, vkf_context *ctx, vkf_model *model
  * translate its text (and the expected text of a scored line). text_buf holds
  * decoded text (cap bytes). A blank line of translate --input: src_len 0, nb 0
  * (no ids, translation ""). */
-static vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32_t *src, uint32_t src_len,
-                                      const int32_t *out, const uint32_t *lens, const float *scores, uint32_t nb,
-                                      const char *text, bool translate, const char *expected, char *text_buf, size_t cap)
+vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32_t *src, uint32_t src_len,
+                               const int32_t *out, const uint32_t *lens, const float *scores, uint32_t nb,
+                               const char *text, bool translate, const char *expected, char *text_buf, size_t cap)
 {
     const char *best = translate && nb == 0 ? "" : NULL;
     if (translate) { /* every hypothesis decodes before anything is printed: a failure leaves no half line */
@@ -103,14 +92,15 @@ static vkf_status print_decode_record(const decode_json *d, uint32_t index, cons
     jsonl_number(t->total_ms > 0 ? 1e3 * (double)t->tokens / t->total_ms : NAN, 6);
     printf(",\"plan_bytes\":%llu}", (unsigned long long)t->plan_bytes);
     vkf_device_info info;
-    vkf_context_device_info(d->ctx, &info);
+    if (d->device) info = *d->device;
+    else vkf_context_device_info(d->ctx, &info);
     jsonl_end(&info);
     return VKF_OK;
 }
 
 /* --source-lang and --target-lang name codes the model knows, and (translate) a
  * model that needs a target language gets one: else a usage error listing a few codes. */
-static int check_languages(const options *o, const vkf_model *model, bool require_target)
+int check_languages(const options *o, const vkf_model *model, bool require_target)
 {
     if (o->source_lang) {
         bool known = false;
@@ -349,6 +339,12 @@ static int run_generate(const options *o)
         lens[i] = (uint32_t)ns;
     }
     free_id_lines(lines, count);
+    if (code == 0 && o->devices) { /* a device pool: tools/cli/pool.c */
+        code = pool_generate(o, ids, lens, numbers, n);
+        for (uint32_t i = 0; i < n; i++) free(ids[i]);
+        free(ids), free(lens), free(numbers);
+        return code;
+    }
     vkf_context *ctx = NULL;
     vkf_model *model = NULL;
     if (code == 0) code = open_model(o, &ctx, &model);
@@ -674,8 +670,10 @@ static int run_translate(const options *o, const char *text)
         if (o->stream) return check_stream(o, 2);
         if (cli_given(o, "--batch") && cli_given(o, "--max-batch-tokens"))
             return cli_usage_error(o, "takes --batch (input order) or --max-batch-tokens (sorted), not both");
-        return translate_file(o);
+        return o->devices ? pool_translate_file(o) : translate_file(o);
     }
+    if (o->devices) return cli_usage_error(o, "--devices spreads the batches of --input FILE|- over devices; one TEXT "
+                                           "runs on one device (--device)");
     if (!text) return cli_usage_error(o, "needs the text to translate (TEXT, --input FILE or - : stdin)");
     if (cli_given(o, "--batch")) return cli_usage_error(o, "--batch applies to --input only");
     if (cli_given(o, "--max-batch-tokens")) return cli_usage_error(o, "--max-batch-tokens applies to --input only");
@@ -723,7 +721,7 @@ static int run_translate(const options *o, const char *text)
     {"--input", CLI_STRING, CLI_OFF(input), 0, 0, "FILE|-", "one source per line (- : stdin)", NULL},              \
     {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line per source: ids, text, timings, attention "        \
      "(docs/json.md)", NULL},                                                                                        \
-    CLI_DECODE_OPTIONS, CLI_MODEL_OPTIONS, CLI_COMMON_OPTIONS
+    CLI_DECODE_OPTIONS, CLI_POOL_OPTIONS, CLI_MODEL_OPTIONS, CLI_COMMON_OPTIONS
 
 static void decode_defaults(options *o)
 {
@@ -736,6 +734,7 @@ int cmd_generate(int argc, char **argv)
         {"--src", CLI_REPEAT, CLI_OFF(src), 0, 0, "IDS", "a source's token ids, comma-separated; repeatable (a batch)",
          NULL},
         {"--raw-ids", CLI_FLAG, CLI_OFF(raw_ids), 0, 0, NULL, "the ids exactly as given (no eos appended)", NULL},
+        {"--batch", CLI_COUNT, CLI_OFF(batch), 1, 4096, "B", "with --devices: sources per batch (default 64)", NULL},
         {"--target-lang", CLI_STRING, CLI_OFF(target_lang), 0, 0, "L", "the target language (forced as the first "
          "generated token)", NULL},
         {"--target-prefix-ids", CLI_STRING, CLI_OFF(target_prefix), 0, 0, "IDS", "decoding continues after these "
@@ -759,6 +758,8 @@ int cmd_generate(int argc, char **argv)
     } else if (code < 0) {
         code = cli_max_args(&o, 0);
     }
+    if (code < 0 && o.batch && !o.devices) code = cli_usage_error(&o, "--batch applies with --devices only");
+    if (code < 0) code = check_pool_options(&o);
     if (code < 0) code = check_model_options(&o);
     return code >= 0 ? code : run_generate(&o);
 }
@@ -803,6 +804,7 @@ int cmd_translate(int argc, char **argv)
         if (o.input) code = cli_usage_error(&o, "takes --input or -, not both");
         o.input = "-", text = NULL;
     }
+    if (code < 0) code = check_pool_options(&o);
     if (code < 0) code = check_model_options(&o);
     return code >= 0 ? code : run_translate(&o, text);
 }
