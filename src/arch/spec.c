@@ -57,8 +57,8 @@ vkf_status vkf_arch_spec_check(const vkf_arch_spec *s)
     uint64_t rows = s->position_rows ? s->position_rows
                                      : (uint64_t)s->max_len + s->position_offset +
                                            (s->positions == VKF_POS_SIN_FAIRSEQ ? (uint64_t)s->pad_id + 1 : 0);
-    if (rows > (1u << 20) || rows * s->d_model > UINT32_MAX) BAD("a position table of %llu rows is too large",
-                                                                 (unsigned long long)rows);
+    if (s->positions != VKF_POS_NONE && (rows > (1u << 20) || rows * s->d_model > UINT32_MAX))
+        BAD("a position table of %llu rows is too large", (unsigned long long)rows);
 #undef BAD
     if (s->rel_bias) {
         /* the bias tables hold every distance up to the radius, per head */

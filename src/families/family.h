@@ -7,6 +7,7 @@
  *   hf.c            what Hugging Face folders share: JSON keys, generation_config.json
  *   vkformer_file.c vkformer's own file (docs/file-format.md)
  *   marian.c        Marian (opus-mt)
+ *   t5.c            T5, Flan-T5, mT5, LongT5
  *   safetensors.c, tokenizer_spm.cc: the file container and SentencePiece
  * Adding a family is one file, one line in registry.c and its tests. */
 #ifndef VKF_FAMILY_H
@@ -139,6 +140,7 @@ vkf_status vkf_family_find(const char *path, const vkf_family **out_family, vkf_
 const vkf_family *vkf_family_vkformer(void);
 /* The families' tables (one per file). */
 extern const vkf_family vkf_family_marian, vkf_family_m2m100, vkf_family_mbart;
+extern const vkf_family vkf_family_t5;  /* T5, Flan-T5, mT5 and LongT5 (t5.c) */
 void vkf_family_model_free(const vkf_family *f, vkf_family_model *fm);
 /* Index of language `code` in fm's list, or -1. */
 int32_t vkf_family_language(const vkf_family_model *fm, const char *code);

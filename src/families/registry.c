@@ -13,6 +13,7 @@ static const vkf_family *const families[] = {
     &vkf_family_marian,
     &vkf_family_m2m100,                 /* M2M-100 and NLLB-200 */
     &vkf_family_mbart,                  /* mBART-50 and mBART */
+    &vkf_family_t5,                     /* T5, Flan-T5, mT5 and LongT5 */
 };
 
 const vkf_family *vkf_family_vkformer(void);
