@@ -615,7 +615,7 @@ typedef struct vkf_model_config {
     uint32_t d_model, n_heads;
     uint32_t n_encoder_layers, n_decoder_layers;
     uint32_t d_ff;
-    vkf_activation activation;          /* RELU, GELU or SILU */
+    vkf_activation activation;          /* RELU, GELU, SILU or GELU_TANH (of the gated FFN's gate, T5 v1.1) */
     bool norm_first;                    /* pre-LN layers */
     float layer_norm_eps;
     uint32_t src_vocab_size, tgt_vocab_size;
@@ -626,8 +626,8 @@ typedef struct vkf_model_config {
     vkf_dtype activations;              /* F32, or F16 as the load's precision decided */
     vkf_model_format format;            /* what was loaded: a vkformer file or a Hugging Face folder */
     char family[32];                    /* the family that read it: "vkformer", "marian", "m2m_100", "nllb",
-                                           "mbart" (docs/models.md) */
-    uint32_t head_dim;                  /* attention width per head (d_model / n_heads for every family so far) */
+                                           "mbart", "t5", "mt5", "longt5" (docs/models.md) */
+    uint32_t head_dim;                  /* attention width per head (d_model / n_heads, or T5's d_kv) */
     uint32_t n_languages;               /* language codes the tokenizer knows (vkf_model_language) */
     bool target_language_required;      /* generation needs vkf_model_set_target_language */
 } vkf_model_config;
