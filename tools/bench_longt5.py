@@ -11,10 +11,10 @@ tests/gen_t5.py (needs numpy and sentencepiece: Debian's /usr/bin/python3), shap
 global_block_size 16, vocabulary 32,128) or small (d_model 256, 4 + 4 layers, 4 heads of 64, d_ff 1024).
 For each n: one random source of n tokens and a target of --tgt-len tokens through vkf_model_forward (encoder,
 decoder, generator), with the model's own encoder attention (local:127, or tglobal:127:16) and with --attention
-dense, each in a fresh context: the median host time of --repeat runs after one untimed warm-up (shader
-compilation), the context's peak device memory (in its allocation blocks) and the bytes of its live tensors
-after the runs (weights and the forward plan), and the largest absolute difference of the logits (and the
-share of positions whose argmax agrees).
+dense, each on its own context, the two alternated run by run (one untimed warm-up each for shader
+compilation, then --repeat timed runs): the median and the minimum host time, the context's peak device
+memory (in its allocation blocks) and the bytes of its live tensors after the runs (weights and the forward
+plan), and the largest absolute difference of the logits (and the share of positions whose argmax agrees).
 """
 import argparse
 import ctypes
@@ -38,26 +38,31 @@ SHAPES = {
 }
 
 
-def one_case(lib_path, model, variant, src, tgt, repeat):
-    """(median ms, runs, peak bytes, logits) of forward with `variant` (None: the model's own) in a fresh context."""
-    import numpy as np
-    import vkformer
-    ctx = vkformer.Context(library=lib_path)
-    m = ctx.load(model, precision="f32")
-    m.set_attention(variant)
-    used = m.attention_used()
-    logits = m.forward(src, tgt)                     # warm-up: pipelines compile here
-    times = []
-    for _ in range(repeat):
+class Case:
+    """One attention choice on its own context (so that its peak memory is its own)."""
+
+    def __init__(self, lib_path, model, variant):
+        import vkformer
+        self.ctx = vkformer.Context(library=lib_path)
+        self.m = self.ctx.load(model, precision="f32")
+        self.m.set_attention(variant)
+        self.used = self.m.attention_used()["encoder"]
+        self.times = []
+
+    def run(self, src, tgt, timed):
         t0 = time.perf_counter()
-        logits = m.forward(src, tgt)
-        times.append((time.perf_counter() - t0) * 1e3)
-    peak, allocated, tensors = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
-    ctx._lib.vkf_context_peak_memory(ctx._live(), ctypes.byref(peak))
-    ctx._lib.vkf_context_memory_usage(ctx._live(), ctypes.byref(allocated), ctypes.byref(tensors))
-    name = ctx.device_name
-    ctx.close()
-    return sorted(times)[len(times) // 2], times, peak.value, np.asarray(logits), used, name, tensors.value
+        self.logits = self.m.forward(src, tgt)
+        if timed:
+            self.times.append((time.perf_counter() - t0) * 1e3)
+
+    def memory(self):
+        peak, allocated, tensors = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
+        self.ctx._lib.vkf_context_peak_memory(self.ctx._live(), ctypes.byref(peak))
+        self.ctx._lib.vkf_context_memory_usage(self.ctx._live(), ctypes.byref(allocated), ctypes.byref(tensors))
+        return peak.value, tensors.value
+
+    def close(self):
+        self.ctx.close()
 
 
 def main():
@@ -86,26 +91,37 @@ def main():
     for n in [int(x) for x in a.n.split(",")]:
         src = [rng.randrange(3, V) for _ in range(n - 1)] + [1]
         tgt = [0] + [rng.randrange(3, V) for _ in range(a.tgt_len - 1)]
-        res = {}
-        for label, variant in (("own", None), ("dense", "dense")):
-            print("bench_longt5: n=%d, %s attention" % (n, label), file=sys.stderr, flush=True)
-            res[label] = one_case(a.library, model, variant, src, tgt, a.repeat)
-        own, dense = res["own"], res["dense"]
-        diff = float(np.abs(own[3] - dense[3]).max())
-        agree = float((own[3].argmax(-1) == dense[3].argmax(-1)).mean())
-        row = {"n": n, "kind": a.kind, "shape": a.shape, "device": own[5], "own_attention": own[4]["encoder"],
-               "own_ms": own[0], "own_runs_ms": own[1], "own_peak_bytes": own[2], "own_tensor_bytes": own[6],
-               "dense_ms": dense[0], "dense_runs_ms": dense[1], "dense_peak_bytes": dense[2],
-               "dense_tensor_bytes": dense[6],
-               "max_abs_logit_diff": diff, "argmax_agreement": agree, "speedup": dense[0] / own[0]}
+        cases = {"own": Case(a.library, model, None), "dense": Case(a.library, model, "dense")}
+        # one untimed warm-up each (pipelines compile), then the two alternated, so that the machine's
+        # load falls on both alike
+        for r in range(a.repeat + 1):
+            for label, c in cases.items():
+                print("bench_longt5: n=%d, %s attention, run %d of %d" % (n, label, r, a.repeat), file=sys.stderr,
+                      flush=True)
+                c.run(src, tgt, r > 0)
+        own, dense = cases["own"], cases["dense"]
+        med = lambda t: sorted(t)[len(t) // 2]  # noqa: E731
+        diff = float(np.abs(own.logits - dense.logits).max())
+        agree = float((own.logits.argmax(-1) == dense.logits.argmax(-1)).mean())
+        (op, ot), (dp, dt) = own.memory(), dense.memory()
+        row = {"n": n, "kind": a.kind, "shape": a.shape, "device": own.ctx.device_name, "own_attention": own.used,
+               "own_ms": med(own.times), "own_min_ms": min(own.times), "own_runs_ms": own.times,
+               "own_peak_bytes": op, "own_tensor_bytes": ot,
+               "dense_ms": med(dense.times), "dense_min_ms": min(dense.times), "dense_runs_ms": dense.times,
+               "dense_peak_bytes": dp, "dense_tensor_bytes": dt,
+               "max_abs_logit_diff": diff, "argmax_agreement": agree,
+               "speedup_median": med(dense.times) / med(own.times), "speedup_min": min(dense.times) / min(own.times)}
+        for c in cases.values():
+            c.close()
         rows.append(row)
         if a.json:
             print(json.dumps(row), flush=True)
         else:
-            print("n %6d  %-15s %10.1f ms %8.1f MiB (tensors %7.1f) | dense %10.1f ms %8.1f MiB (tensors %7.1f) | "
-                  "%.2fx | max |logit diff| %.3g, argmax agreement %.2f" %
-                  (n, own[4]["encoder"], own[0], own[2] / 2**20, own[6] / 2**20, dense[0], dense[2] / 2**20,
-                   dense[6] / 2**20, dense[0] / own[0], diff, agree), flush=True)
+            print("n %6d  %-15s %10.1f ms (min %.1f) %8.1f MiB (tensors %7.1f) | dense %10.1f ms (min %.1f) %8.1f MiB "
+                  "(tensors %7.1f) | %.2fx (min %.2fx) | max |logit diff| %.3g, argmax agreement %.2f" %
+                  (n, own.used, row["own_ms"], row["own_min_ms"], op / 2**20, ot / 2**20, row["dense_ms"],
+                   row["dense_min_ms"], dp / 2**20, dt / 2**20, row["speedup_median"], row["speedup_min"], diff, agree),
+                  flush=True)
     return 0
 
 

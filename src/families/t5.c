@@ -592,14 +592,12 @@ static vkf_status load(vkf_loader *L, const vkf_family_model *fm)
     }
     for (uint32_t i = 0; i < s->decoder_layers; i++) {
         vkf_dec_layer *e = &w->dec[i];
-        vkf_linear cq = {0}, ckv = {0};
         snprintf(p, sizeof p, "decoder.block.%u.layer.0.SelfAttention.", i);
         VKF_TRY(ld_attention(L, p, &e->qkv, NULL, NULL, &e->o));
         snprintf(p, sizeof p, "decoder.block.%u.layer.0.layer_norm.weight", i);
         VKF_TRY(ld_rms(L, p, &e->n1));
         snprintf(p, sizeof p, "decoder.block.%u.layer.1.EncDecAttention.", i);
-        VKF_TRY(ld_attention(L, p, NULL, &cq, &ckv, &e->co));
-        e->cq = cq, e->ckv = ckv;
+        VKF_TRY(ld_attention(L, p, NULL, &e->cq, &e->ckv, &e->co));
         snprintf(p, sizeof p, "decoder.block.%u.layer.1.layer_norm.weight", i);
         VKF_TRY(ld_rms(L, p, &e->n2));
         snprintf(p, sizeof p, "decoder.block.%u.layer.2.", i);
