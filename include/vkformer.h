@@ -351,6 +351,8 @@ typedef enum vkf_activation {
     VKF_ACTIVATION_RELU = 1,
     VKF_ACTIVATION_GELU = 2,            /* exact: x/2 * (1 + erf(x / sqrt 2)) */
     VKF_ACTIVATION_SILU = 3,            /* x * sigmoid(x), "swish" */
+    VKF_ACTIVATION_GELU_TANH = 4,       /* tanh approximation: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+                                           (transformers' gelu_new; T5 v1.1's gated-gelu) */
 } vkf_activation;
 
 /* C = act(alpha * A·Bᵀ + bias) + residual, for every item of a batch of
@@ -400,19 +402,28 @@ typedef struct vkf_softmax_desc {
     /* The mask rows start at this row of `mask`: row r of x uses mask row
      * mask_row0 + (r / mask_row_div) % mask_rows (init 0). */
     uint32_t mask_row0;
+    /* A relative position bias (T5's), added after the scale: row r is query
+     * i = r % rel_period of head h = rel_head0 + (r / rel_period) % rel_heads, and
+     * column j gets rel_bias[h * (2 rel_radius + 1) + clamp(j - i, -R, R) + R]
+     * (R = rel_radius). rel_bias (F32, may not alias y) NULL: none. */
+    vkf_tensor *rel_bias;
+    uint32_t rel_radius, rel_period, rel_heads, rel_head0;
 } vkf_softmax_desc;
 
 /* Row-wise y = LayerNorm(x + residual) * gamma + beta over rows of `cols`, with
- * the biased variance as in PyTorch. Optionally also writes s = x + residual. */
+ * the biased variance as in PyTorch. Optionally also writes s = x + residual.
+ * With rms: RMSNorm (T5's layer norm), y = s / sqrt(mean(s^2) + eps) * gamma + beta,
+ * no mean subtracted. */
 typedef struct vkf_layernorm_desc {
     uint32_t rows, cols;
     vkf_tensor *x;                      /* (rows, cols) */
     vkf_tensor *residual;               /* (rows, cols) or NULL */
     vkf_tensor *gamma;                  /* (cols) */
-    vkf_tensor *beta;                   /* (cols) */
+    vkf_tensor *beta;                   /* (cols); with rms it may be NULL: no bias */
     float eps;
     vkf_tensor *y;                      /* (rows, cols); may be x or residual */
     vkf_tensor *sum;                    /* (rows, cols) or NULL; may not alias x, residual or y */
+    bool rms;                           /* RMSNorm instead of LayerNorm */
 } vkf_layernorm_desc;
 
 /* out[t] = table[ids[t]] * scale + pe[t % seq_len + pos_offset], where pe is a
@@ -486,12 +497,12 @@ VKF_API vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *desc);
 
 /* Checks an attention variant name as vkf_model_set_attention and
  * vkf_cmd_attention take it ("dense", "dense-naive", "local:W", "strided:W:S",
- * "bigbird:B:G:R", "lsh:H:C", "lowrank:K"; NULL is "dense"); cross: as a
+ * "bigbird:B:G:R", "tglobal:W:G", "lsh:H:C", "lowrank:K"; NULL is "dense"); cross: as a
  * cross-attention (dense, dense-naive and lowrank only). Fails with
  * VKF_ERROR_INVALID_ARGUMENT naming what is wrong. */
 VKF_API vkf_status vkf_attention_check(const char *variant, bool cross);
 
-/* Which kernel runs the fused variants (dense, local, strided, bigbird, and
+/* Which kernel runs the fused variants (dense, local, strided, bigbird, tglobal, and
  * lowrank's attention over its projected rows). AUTO: the cooperative-matrix one
  * for F16 inputs on a context with coopmat kernels that is not a CPU driver,
  * where its tiles fit; else the scalar one. COOPMAT forces it (fails where the
@@ -522,7 +533,7 @@ typedef struct vkf_attention_op_desc {
     vkf_dtype dtype;                    /* of q, k, v and out: F32, or F16 (16-bit storage; the fused
                                            variants only); arithmetic is fp32 */
     const char *variant;                /* NULL: "dense". lsh: keys are the normalised queries (shared-QK,
-                                           k is not read) and lq == lk; lowrank: not causal */
+                                           k is not read) and lq == lk; lowrank and tglobal: not causal */
     bool causal;
     uint32_t causal_offset;             /* query i sees keys j <= i + causal_offset */
     const uint32_t *key_lengths;        /* (batch) on the host, each <= lk, copied; NULL: lk keys each */
@@ -533,7 +544,8 @@ typedef struct vkf_attention_op_desc {
 /* Zeros everything (dense, F32, scale 1 / sqrt(head_dim), AUTO kernel). */
 VKF_API void vkf_attention_op_desc_init(vkf_attention_op_desc *desc);
 /* Appends the variant's operations. What they need beyond the given tensors
- * (bigbird's block table, lsh's rotations and scratch, lowrank's projection and
+ * (bigbird's block table, tglobal's global keys: each block's mean key and value,
+ * lsh's rotations and scratch, lowrank's projection and
  * projected keys and values, dense-naive's score matrices, the key lengths on the
  * device) the list makes and owns: vkf_cmd_memory counts it and vkf_cmd_destroy
  * frees it. dense-naive materialises the scores of as many heads at a time as one
@@ -630,7 +642,7 @@ typedef struct vkf_model_config {
     uint32_t d_model, n_heads;
     uint32_t n_encoder_layers, n_decoder_layers;
     uint32_t d_ff;
-    vkf_activation activation;          /* RELU, GELU or SILU */
+    vkf_activation activation;          /* RELU, GELU, SILU or GELU_TANH (of the gated FFN's gate, T5 v1.1) */
     bool norm_first;                    /* pre-LN layers */
     float layer_norm_eps;
     uint32_t src_vocab_size, tgt_vocab_size;
@@ -641,8 +653,8 @@ typedef struct vkf_model_config {
     vkf_dtype activations;              /* F32, or F16 as the load's precision decided */
     vkf_model_format format;            /* what was loaded: a vkformer file or a Hugging Face folder */
     char family[32];                    /* the family that read it: "vkformer", "marian", "m2m_100", "nllb",
-                                           "mbart" (docs/models.md) */
-    uint32_t head_dim;                  /* attention width per head (d_model / n_heads for every family so far) */
+                                           "mbart", "t5", "mt5", "longt5" (docs/models.md) */
+    uint32_t head_dim;                  /* attention width per head (d_model / n_heads, or T5's d_kv) */
     uint32_t n_languages;               /* language codes the tokenizer knows (vkf_model_language) */
     bool target_language_required;      /* generation needs vkf_model_set_target_language */
     /* Models that read audio (Whisper; 0 elsewhere): log-mel features of audio_mels
@@ -726,7 +738,10 @@ VKF_API vkf_status vkf_model_generate(vkf_model *model, const vkf_sequences *src
                                       uint32_t *out_lengths);
 
 /* Attention variants. self_attention applies to the encoder's self-attention and
- * (in its causal form) the decoder's, in the forward pass and in every decode step:
+ * (in its causal form) the decoder's, in the forward pass and in every decode step
+ * (NULL: the model's own, which is "dense" for every family but LongT5, whose
+ * encoder runs "local:R" or "tglobal:R:G" as its config says and whose decoder is
+ * dense):
  *   "dense"          fused kernel, online softmax, no score matrix (the default)
  *   "dense-naive"    scores materialised: batched matmul, softmax, batched matmul
  *   "local:W"        query i sees key j iff |i - j| <= W (decoder: also j <= i)
@@ -743,6 +758,15 @@ VKF_API vkf_status vkf_model_generate(vkf_model *model, const vkf_sequences *src
  *                    rows by a fixed seeded projection (random equal groups
  *                    averaged; a permutation when K >= length, which equals dense).
  *                    Encoder only: decoder self-attention is causal and stays dense.
+ *   "tglobal:W:G"    LongT5's transient-global: local:W plus one global key per
+ *                    block of G tokens (floor(length / G) of them, the last block
+ *                    taking the tokens past them), which every query sees. On
+ *                    LongT5-tglobal models the global keys are the model's own
+ *                    (each block's summed inputs, normed, projected); elsewhere the
+ *                    mean of the block's keys and values. Decoder self-attention
+ *                    is causal: it keeps local:W.
+ * T5's relative position bias (a T5, mT5 or LongT5 model) is added to the scores
+ * every variant keeps, except lsh and lowrank, which refuse such models.
  * cross_attention: "dense", "dense-naive" or "lowrank:K". NULL means "dense".
  * Variants other than dense-naive need head_dim <= 256; models whose head_dim
  * passes 256 run "dense" as dense-naive. Where a variant does not apply, the

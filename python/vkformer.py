@@ -218,7 +218,7 @@ class _PoolDevice(ctypes.Structure):
 
 _PRECISIONS = {"auto": 0, "f32": 1, "f16": 2, "int8": 3}
 _DISPATCH = {"balanced": 0, "any-free": 1}
-_ACTIVATIONS = {0: "none", 1: "relu", 2: "gelu", 3: "silu"}
+_ACTIVATIONS = {0: "none", 1: "relu", 2: "gelu", 3: "silu", 4: "gelu_tanh"}
 _DTYPES = {0: "f32", 1: "i32", 2: "f16"}
 
 Score = collections.namedtuple("Score", ["logprobs", "sum", "normalized"])
@@ -228,7 +228,7 @@ Score.__doc__ = ("Model.score()'s result: logprobs (float32, one per target id a
 ModelConfig = collections.namedtuple("ModelConfig", [f for f, _ in _ModelConfig._fields_])
 ModelConfig.__doc__ = ("vkf_model_config: activation is 'relu', 'gelu' or 'silu', activations 'f32' or 'f16', "
                        "format 'vkformer' (a file) or 'huggingface' (a hub folder), family the family that read it "
-                       "('vkformer', 'marian', 'm2m_100', 'nllb', 'mbart').")
+                       "('vkformer', 'marian', 'm2m_100', 'nllb', 'mbart', 't5', 'mt5', 'longt5').")
 
 # ---------------------------------------------------------------- the library
 

@@ -1,9 +1,11 @@
 #version 450
 // Attention for one query row per (sequence, head), as in a decode step:
-//   out[b, h] = softmax(scale * q[b, h] · K[b, h, j]ᵀ, j < n_b) · V[b, h, j]
+//   out[b, h] = softmax(scale * q[b, h] · K[b, h, j]ᵀ + bias(h, j - i), j < n_b) · V[b, h, j]
 // where n_b = state[0] + 1 (self-attention over the KV cache, the current
 // position read from GPU memory) or n_b = lengths[b] (cross-attention over the
-// encoder memory of each source). Two forms, chosen by specialization:
+// encoder memory of each source). bias: T5's relative position bias (rel_bias 1),
+// rel_table[h][clamp(j - i, -R, R) + R] with i = state[0], the query's position.
+// Two forms, chosen by specialization:
 //  - split (ROWS 0, GPUs): one workgroup per (b, h), its invocations sharing the
 //    keys; the scores go to a scratch row so keys of any count fit;
 //  - rows (ROWS 1, CPU drivers): one invocation per (b, h), WG of them per
@@ -38,6 +40,8 @@ layout(push_constant) uniform Push {
     uint kv_div;                    // K and V of row b: those of b / kv_div (beams sharing a source's keys)
     uint rows;                      // batch * heads (the rows form's bound)
     uint indexed;                   // 1: key j of row b lives in row row_index[b * max_keys + j] (beam search)
+    uint rel_bias;                  // 1: add rel_table's bias (self-attention, length_from_state)
+    uint rel_radius;                // R
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufQ { ACT_T q[]; };
@@ -48,6 +52,15 @@ layout(set = 0, binding = 4) buffer BufScratch { float scores[]; };       // (ba
 layout(set = 0, binding = 5) writeonly buffer BufOut { ACT_T outv[]; };
 layout(set = 0, binding = 6) readonly buffer BufRandom { int random_blocks[]; };  // (query blocks, R) or the dummy
 layout(set = 0, binding = 7) readonly buffer BufRowIndex { int row_index[]; };    // (batch, max_keys) or the dummy
+layout(set = 0, binding = 8) readonly buffer BufBias { float rel_table[]; };      // (heads, 2 R + 1) or the dummy
+
+// The relative position bias of query position i and key j for head h (0 without one).
+float score_bias(uint h, uint i, uint j)
+{
+    if (pc.rel_bias == 0u) return 0.0;
+    int R = int(pc.rel_radius);
+    return rel_table[h * (2u * pc.rel_radius + 1u) + uint(clamp(int(j) - int(i), -R, R) + R)];
+}
 
 // The first element of key (and value) j of row b for head h: its row is b's own
 // (b / kv_div), or with `indexed` the row that holds b's position j (beam search:
@@ -96,7 +109,7 @@ void rows_main()
         const uint kr = kb + row * pc.k_batch + j * pc.k_row, vr = vb + row * pc.v_batch + j * pc.v_row;
         float s = 0.0;
         for (uint c = 0u; c < HD; c++) s += qv[c] * float(k[kr + c]);
-        s *= pc.scale;
+        s = s * pc.scale + score_bias(h, i, j);
         const float mn = max(m, s), corr = exp(m - mn), p = exp(s - mn);
         l = l * corr + p;
         for (uint c = 0u; c < HD; c++) acc[c] = acc[c] * corr + p * float(v[vr + c]);
@@ -129,7 +142,7 @@ void main()
         float s = 0.0;
         const uint kr = kb + kv_row(b, j) * pc.k_batch + j * pc.k_row;
         for (uint c = 0; c < pc.head_dim; c++) s += float(q[qb + c]) * float(k[kr + c]);
-        s *= pc.scale;
+        s = s * pc.scale + score_bias(h, i, j);
         if (pc.pattern != 0u && !key_allowed(i, j)) s = NEG_INF;
         scores[sb + j] = s;
         m = max(m, s);

@@ -1,8 +1,9 @@
 #version 450
 // Fused attention for many queries at once (the forward pass), in the manner of
 // FlashAttention:
-//   out[b, i, h, :] = Σ_j softmax_j(scale · q[b, i, h, :]·k[b, j, h, :] + mask(b, i, j)) v[b, j, h, :]
-// mask(b, i, j): see attention_pattern.glsl.
+//   out[b, i, h, :] = Σ_j softmax_j(scale · q[b, i, h, :]·k[b, j, h, :] + bias(h, i, j) + mask(b, i, j)) v[b, j, h, :]
+// mask(b, i, j), the relative position bias and transient-global's global keys:
+// see attention_pattern.glsl.
 // A query with every key masked gets zeros.
 //
 // One workgroup per (batch·head, block of BQ queries). It walks its keys in tiles of
@@ -58,6 +59,8 @@ layout(set = 0, binding = 2) readonly buffer BufV { IO_T v[]; };
 layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch) I32, or the dummy
 layout(set = 0, binding = 4) writeonly buffer BufOut { IO_T outv[]; };   // (batch * lq, heads * head_dim)
 layout(set = 0, binding = 5) readonly buffer BufTable { int table[]; };   // BIGBIRD's table, or the dummy
+layout(set = 0, binding = 6) readonly buffer BufBias { float rel_bias[]; };   // relative position bias, or the dummy
+layout(set = 0, binding = 7) readonly buffer BufGlobal { IO_T gkv[]; };   // TGLOBAL's global keys and values, or the dummy
 
 shared vec4 k_tile[BK * D4];            // (BK, D4): keys of the tile, zero past head_dim and the list
 shared vec4 v_tile[BK * D4];
@@ -78,7 +81,17 @@ void load_tile(uint x0)
         vec4 kv = vec4(0.0), vv = vec4(0.0);
         uint word = NO_KEY, bits = 0u;
         uint j = x < n_keys ? key_of(x) : NO_KEY;
-        if (j < len) {  // loads only inside the sequence, whatever a table says
+        if (is_global(j)) {     // TGLOBAL: a global key from gkv, inside the sequence's n_glob
+            if ((j & NO_KEY) < n_glob) {
+                word = j;
+                uint gb = global_at(j & NO_KEY, c4 * 4u), inner = pc.heads * pc.head_dim;
+                for (uint c = 0u; c < 4u; c++)
+                    if (c4 * 4u + c < pc.head_dim) {
+                        kv[c] = float(gkv[gb + c]);
+                        vv[c] = float(gkv[gb + inner + c]);
+                    }
+            }
+        } else if (j < len) {  // loads only inside the sequence, whatever a table says
             word = slot_word_of(j);
             if (c4 == 0u) bits = slot_bits_of(j);
             uint kb = kbase + j * pc.k_row + c4 * 4u, vb = vbase + j * pc.v_row + c4 * 4u;
@@ -126,7 +139,8 @@ void rows_form()
             }
             uint word = key_slot[slot], bits = slot_bits[slot];
             [[unroll]] for (uint qq = 0u; qq < TQ; qq++) {
-                float sm = allowed(i0 + r + WG * qq, word, bits, len) ? s[qq] : NEG_INF;
+                uint i = i0 + r + WG * qq;
+                float sm = allowed(i, word, bits, len) ? s[qq] + score_bias(i, word) : NEG_INF;
                 p_tile[slot * BQ + r + WG * qq] = sm;
                 tile_max[qq] = max(tile_max[qq], sm);
             }
@@ -185,7 +199,8 @@ void split_form()
             uint slot = min(t + u * TD, BK - 1u);   // past BK (TD not dividing it): masked below
             float s = 0.0;
             for (uint c4 = 0u; c4 < D4; c4++) s += dot(q_tile[r * D4 + c4], k_tile[slot * D4 + c4]);
-            s_reg[u] = t + u * TD < BK && allowed(i, key_slot[slot], slot_bits[slot], len) ? s : NEG_INF;
+            s_reg[u] = t + u * TD < BK && allowed(i, key_slot[slot], slot_bits[slot], len)
+                           ? s + score_bias(i, key_slot[slot]) : NEG_INF;
             part_max = max(part_max, s_reg[u]);
         }
         row_part[tid] = part_max;

@@ -2,8 +2,9 @@
 // Fused attention on cooperative matrices (tensor cores, GL_KHR_cooperative_matrix),
 // in the manner of FlashAttention-2: the same result, masks, key lists, bindings
 // and push constants as attention_fused.comp (so the host swaps the pipeline):
-//   out[b, i, h, :] = Σ_j softmax_j(scale · q[b, i, h, :]·k[b, j, h, :] + mask(b, i, j)) v[b, j, h, :]
-// mask(b, i, j): see attention_pattern.glsl. A query with every key masked gets zeros.
+//   out[b, i, h, :] = Σ_j softmax_j(scale · q[b, i, h, :]·k[b, j, h, :] + bias(h, i, j) + mask(b, i, j)) v[b, j, h, :]
+// mask(b, i, j), the bias and global keys: see attention_pattern.glsl. A query
+// with every key masked gets zeros.
 //
 // One workgroup per (batch·head, block of BQ queries), one subgroup per CM query
 // rows (the host sizes it so; another count is still correct):
@@ -53,6 +54,8 @@ layout(set = 0, binding = 2) readonly buffer BufV { IO_T v[]; };
 layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch) I32, or the dummy
 layout(set = 0, binding = 4) writeonly buffer BufOut { IO_T outv[]; };   // (batch * lq, heads * head_dim)
 layout(set = 0, binding = 5) readonly buffer BufTable { int table[]; };   // BIGBIRD's table, or the dummy
+layout(set = 0, binding = 6) readonly buffer BufBias { float rel_bias[]; };   // relative position bias, or the dummy
+layout(set = 0, binding = 7) readonly buffer BufGlobal { IO_T gkv[]; };   // TGLOBAL's global keys and values, or the dummy
 
 #include "attention_pattern.glsl"
 
@@ -74,15 +77,20 @@ void load_tile(uint x0)
         uint slot = e / DP, c = e % DP, x = x0 + slot;
         float kv = 0.0, vv = 0.0;
         uint j = x < n_keys ? key_of(x) : NO_KEY;
-        if (j < len && c < pc.head_dim) {   // loads only inside the sequence, whatever a table says
+        bool global = is_global(j) && (j & NO_KEY) < n_glob;   // TGLOBAL: a global key from gkv
+        if (global && c < pc.head_dim) {
+            uint gb = global_at(j & NO_KEY, c);
+            kv = float(gkv[gb]);
+            vv = float(gkv[gb + pc.heads * pc.head_dim]);
+        } else if (j < len && c < pc.head_dim) {   // loads only inside the sequence, whatever a table says
             kv = float(k[kbase + j * pc.k_row + c]);
             vv = float(v[vbase + j * pc.v_row + c]);
         }
         k_sh[e] = float16_t(kv);
         v_sh[e] = float16_t(vv);
         if (c == 0u) {
-            key_slot[slot] = j < len ? slot_word_of(j) : NO_KEY;
-            slot_bits[slot] = j < len ? slot_bits_of(j) : 0u;
+            key_slot[slot] = global ? j : j < len ? slot_word_of(j) : NO_KEY;
+            slot_bits[slot] = !global && j < len ? slot_bits_of(j) : 0u;
         }
     }
 }
@@ -136,7 +144,8 @@ void main()
                 const uint i = i0 + r;
                 float m_old = m_sh[r], tile_max = NEG_INF;
                 for (uint slot = 0u; slot < BK; slot++) {
-                    float s = allowed(i, key_slot[slot], slot_bits[slot], len) ? s_sh[r * BK + slot] * pc.scale : NEG_INF;
+                    float s = allowed(i, key_slot[slot], slot_bits[slot], len)
+                                  ? s_sh[r * BK + slot] * pc.scale + score_bias(i, key_slot[slot]) : NEG_INF;
                     s_sh[r * BK + slot] = s;
                     tile_max = max(tile_max, s);
                 }

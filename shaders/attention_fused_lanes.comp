@@ -43,6 +43,8 @@ layout(set = 0, binding = 2) readonly buffer BufV { IO_T v[]; };
 layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch) I32, or the dummy
 layout(set = 0, binding = 4) writeonly buffer BufOut { IO_T outv[]; };   // (batch * lq, heads * head_dim)
 layout(set = 0, binding = 5) readonly buffer BufTable { int table[]; };   // BIGBIRD's table, or the dummy
+layout(set = 0, binding = 6) readonly buffer BufBias { float rel_bias[]; };   // relative position bias, or the dummy
+layout(set = 0, binding = 7) readonly buffer BufGlobal { IO_T gkv[]; };   // TGLOBAL's global keys and values, or the dummy
 
 #include "attention_pattern.glsl"
 #include "attention_io.glsl"
@@ -74,7 +76,20 @@ void main()
             word[u] = NO_KEY;
             bits[u] = 0u;
             [[unroll]] for (uint c4 = 0u; c4 < D4; c4++) k_own[u * D4 + c4] = v_own[u * D4 + c4] = vec4(0.0);
-            if (j < len) {  // loads only inside the sequence, whatever a table says
+            if (is_global(j)) {     // TGLOBAL: a global key from gkv, inside the sequence's n_glob
+                if ((j & NO_KEY) < n_glob) {
+                    word[u] = j;
+                    uint inner = pc.heads * pc.head_dim;
+                    [[unroll]] for (uint c4 = 0u; c4 < D4; c4++) {
+                        uint gb = global_at(j & NO_KEY, c4 * 4u);
+                        for (uint c = 0u; c < 4u; c++)
+                            if (c4 * 4u + c < pc.head_dim) {
+                                k_own[u * D4 + c4][c] = float(gkv[gb + c]);
+                                v_own[u * D4 + c4][c] = float(gkv[gb + inner + c]);
+                            }
+                    }
+                }
+            } else if (j < len) {  // loads only inside the sequence, whatever a table says
                 word[u] = slot_word_of(j);
                 bits[u] = slot_bits_of(j);
                 [[unroll]] for (uint c4 = 0u; c4 < D4; c4++) {
@@ -96,7 +111,8 @@ void main()
                 }
                 uint w = subgroupShuffle(word[u], t), bb = subgroupShuffle(bits[u], t);
                 [[unroll]] for (uint qq = 0u; qq < TQ; qq++) {
-                    float sm = allowed(i0 + r + WG * qq, w, bb, len) ? dots[qq] : NEG_INF;
+                    uint i = i0 + r + WG * qq;
+                    float sm = allowed(i, w, bb, len) ? dots[qq] + score_bias(i, w) : NEG_INF;
                     s[qq * BK + u * SG + t] = sm;
                     step_max[qq] = max(step_max[qq], sm);
                 }

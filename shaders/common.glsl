@@ -23,11 +23,23 @@ float gelu(float x)
     return 0.5 * x * (1.0 + erf_approx(x * 0.70710678118654752));
 }
 
+// GELU with the tanh approximation (transformers' gelu_new, T5 v1.1's gated-gelu):
+// x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), tanh written with one exp of a
+// non-positive argument so that no input overflows to inf/inf.
+float gelu_tanh(float x)
+{
+    float u = 0.79788456080286536 * (x + 0.044715 * x * x * x);
+    float e = exp(-2.0 * abs(u));
+    float t = sign(u) * (1.0 - e) / (1.0 + e);
+    return 0.5 * x * (1.0 + t);
+}
+
 // Activation codes match vkf_activation.
 float activate(float x, uint act)
 {
     if (act == 1u) return max(x, 0.0);
     if (act == 2u) return gelu(x);
     if (act == 3u) return x / (1.0 + exp(-x));   // SiLU (swish), as torch.nn.functional.silu
+    if (act == 4u) return gelu_tanh(x);
     return x;
 }

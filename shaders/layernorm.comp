@@ -1,8 +1,10 @@
 #version 450
 // Row LayerNorm with an optional fused residual add:
 //   s = x + r;  y = (s - mean(s)) / sqrt(var(s) + eps) * gamma + beta
-// with the biased variance (as PyTorch). Optionally writes s. One workgroup per
-// row, rows of any length; the variance is a second pass over the row.
+// with the biased variance (as PyTorch), or RMSNorm (flag 4, T5's T5LayerNorm):
+//   y = s / sqrt(mean(s^2) + eps) * gamma (+ beta)
+// beta is left out with flag 8. Optionally writes s. One workgroup per row, rows
+// of any length; the variance is a second pass over the row.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "act.glsl"
@@ -14,7 +16,7 @@ layout(constant_id = 0) const uint WG = 256;
 // Mirrored by vkf_push_layernorm in ops.c.
 layout(push_constant) uniform Push {
     uint rows, cols;
-    uint flags;             // bit 0 residual, bit 1 write the sum
+    uint flags;             // bit 0 residual, bit 1 write the sum, bit 2 RMSNorm (no mean), bit 3 no beta
     float eps;
 } pc;
 
@@ -40,9 +42,11 @@ void main()
     const uint base = row * pc.cols;
     const float n = float(pc.cols);
 
+    const bool rms = (pc.flags & 4u) != 0u;
     float sum = 0.0;
-    for (uint j = tid; j < pc.cols; j += WG) sum += load(base + j);
-    const float mean = workgroup_sum(sum) / n;
+    if (!rms)
+        for (uint j = tid; j < pc.cols; j += WG) sum += load(base + j);
+    const float mean = rms ? 0.0 : workgroup_sum(sum) / n;     // uniform: rms is a push constant
 
     float sq = 0.0;
     for (uint j = tid; j < pc.cols; j += WG) {
@@ -54,6 +58,7 @@ void main()
     for (uint j = tid; j < pc.cols; j += WG) {
         float v = load(base + j);
         if ((pc.flags & 2u) != 0u) s_out[base + j] = ACT_T(v);
-        y[base + j] = ACT_T((v - mean) * rstd * gamma[j] + beta[j]);
+        float b = (pc.flags & 8u) != 0u ? 0.0 : beta[j];
+        y[base + j] = ACT_T((v - mean) * rstd * gamma[j] + b);
     }
 }

@@ -3,7 +3,7 @@
 // + row*x_row + col]. All offsets are in elements.
 layout(push_constant) uniform Push {
     uint m, n, k;
-    uint flags;         // bit 0 bias, bit 1 residual, bit 2 B is (k, n), bit 3 vec4 loads ok, bits 4-5 activation
+    uint flags;         // bit 0 bias, bit 1 residual, bit 2 B is (k, n), bit 3 vec4 loads ok, bits 4-6 activation
     uint batch_inner;   // batch index z = b0 * batch_inner + b1
     float alpha;
     uint a_offset, a_row, a_batch0, a_batch1;

@@ -96,6 +96,15 @@ static vkf_status resolve_precision(vkf_model *m, vkf_precision *precision)
         }
     }
     m->arch.act = *precision == VKF_PRECISION_F16 || int8_f16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+    if (m->arch.act == VKF_DTYPE_F16 && m->arch.spec.keep_f32_activations) {
+        /* T5: the residual stream and the FFN outputs of real checkpoints pass fp16's range (transformers keeps
+         * wo in fp32 and clamps); here every activation stays F32, the weights take the precision */
+        m->arch.act = VKF_DTYPE_F32;
+        m->precision_auto_f16 = false;
+        vkf_log(ctx, VKF_LOG_INFO, "precision %s: %s weights with F32 activations (this model's activations pass "
+                "fp16's range)", *precision == VKF_PRECISION_INT8 ? "int8" : "f16",
+                *precision == VKF_PRECISION_INT8 ? "int8" : "F16");
+    }
     if (m->arch.act == VKF_DTYPE_F16 && hd > VKF_ATTENTION_MAX_HEAD_DIM)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "precision f16: head_dim %u passes the fused kernel's %u, and the unfused "
                         "path has no F16 form; use f32 or auto", hd, VKF_ATTENTION_MAX_HEAD_DIM);
@@ -112,6 +121,7 @@ static vkf_status load_model(vkf_model *m, const vkf_family *f, const vkf_probe 
     vkf_status st = f->open(probe, data, size, &L, &m->fm);
     if (st == VKF_OK) st = vkf_arch_spec_check(&m->fm.spec);
     if (st == VKF_OK) m->arch.spec = m->fm.spec;
+    if (st == VKF_OK) m->arch.encoder_attn = m->arch.spec.encoder_attention; /* the model's own until the user names one */
     if (st == VKF_OK && !data) st = resolve_precision(m, &precision);
     L.precision = precision;
     L.act = m->arch.act;
@@ -269,7 +279,14 @@ vkf_status vkf_model_set_attention(vkf_model *m, const char *self_attention, con
     vkf_attention_spec self, cross;
     VKF_TRY(vkf_attention_parse(self_attention, false, &self));
     VKF_TRY(vkf_attention_parse(cross_attention, true, &cross));
+    /* none named: the encoder runs the model's own (LongT5's local or transient-global) */
+    vkf_attention_spec encoder = self_attention ? self : m->arch.spec.encoder_attention;
     uint32_t hd = m->arch.spec.head_dim;
+    if (m->arch.spec.rel_bias && (self.kind == VKF_ATTN_LSH || self.kind == VKF_ATTN_LOWRANK))
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "\"%s\" cannot add this model's relative position bias (T5's): %s; use "
+                        "dense, dense-naive, local, strided, bigbird or tglobal", self_attention,
+                        self.kind == VKF_ATTN_LSH ? "lsh's chunks of hash-sorted tokens have no fixed distances"
+                                                  : "lowrank's projected keys mix many positions");
     const char *fused_only = (self.kind != VKF_ATTN_FUSED || self.pattern) && self.kind != VKF_ATTN_NAIVE ? self_attention
                              : cross.kind == VKF_ATTN_LOWRANK                                        ? cross_attention
                                                                                                   : NULL;
@@ -282,11 +299,19 @@ vkf_status vkf_model_set_attention(vkf_model *m, const char *self_attention, con
                         "dense, local, strided, bigbird or lowrank, or load with f32",
                         self.kind == VKF_ATTN_FUSED || self.kind == VKF_ATTN_LOWRANK ? cross_attention : self_attention,
                         m->precision_auto_f16 ? ": precision auto chose f16 on this device" : "");
-    if (memcmp(&self, &m->arch.self_attn, sizeof self) == 0 && memcmp(&cross, &m->arch.cross_attn, sizeof cross) == 0)
+    if (memcmp(&self, &m->arch.self_attn, sizeof self) == 0 && memcmp(&cross, &m->arch.cross_attn, sizeof cross) == 0 &&
+        memcmp(&encoder, &m->arch.encoder_attn, sizeof encoder) == 0)
         return VKF_OK;
     drop_plans(m);
     m->arch.self_attn = self;
     m->arch.cross_attn = cross;
+    m->arch.encoder_attn = encoder;
+    if (encoder.kind == VKF_ATTN_FUSED && encoder.pattern == VKF_ATTENTION_TGLOBAL)
+        vkf_log(m->ctx, VKF_LOG_INFO, "attention tglobal:%u:%u: the encoder sees a window of %u and one global key per "
+                "%u tokens (%s); decoder self-attention is causal and keeps the window", encoder.window, encoder.block,
+                encoder.window, encoder.block,
+                m->arch.spec.global_norm ? "the model's own, from its global norms" : "the mean of each block's keys "
+                "and values");
     /* Where a variant cannot apply, say what runs instead. */
     if (self.kind == VKF_ATTN_LSH)
         vkf_log(m->ctx, VKF_LOG_INFO, "attention %s: encoder and decoder self-attention of the forward pass use LSH; a "

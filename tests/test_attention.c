@@ -1,7 +1,9 @@
 /* The fused attention kernel (attention_fused.comp) against the plain-C reference:
  * sequence lengths 1, 3, 17, 64, 100, 257 and 1000 as queries and as keys, head_dim
  * 1..256, 1..8 heads, batches of 1..3, key padding, causal masks with and without
- * an offset, the local and strided patterns, fused-QKV and cross-attention layouts,
+ * an offset, the local, strided, bigbird and tglobal (LongT5's transient-global:
+ * global keys given, their count per key length) patterns, T5's relative position
+ * bias (local and global tables), fused-QKV and cross-attention layouts,
  * and the CPU (one invocation per query) and GPU (several per query) forms of the
  * kernel with odd tile sizes; the cooperative-matrix kernel (attention_fused_coopmat.comp)
  * on the same masks where the context has coopmat (else: that forcing it fails).
@@ -30,6 +32,9 @@ typedef struct att_case {
     uint32_t window, stride;
     enum layout layout;
     uint32_t bb_block, bb_globals, bb_random;   /* bigbird:B:G:R */
+    bool bias;                          /* T5's relative position bias, radius `radius` (tglobal: global table too) */
+    uint32_t radius;
+    uint32_t gblock;                    /* tglobal:window:gblock */
 } att_case;
 
 /* Tile sets the kernel is run with besides the device's own choice: the rows form
@@ -55,6 +60,7 @@ static const char *pattern_name(vkf_attention_pattern p)
     return p == VKF_ATTENTION_LOCAL     ? "local"
            : p == VKF_ATTENTION_STRIDED ? "strided"
            : p == VKF_ATTENTION_BIGBIRD ? "bigbird"
+           : p == VKF_ATTENTION_TGLOBAL ? "tglobal"
                                         : "dense";
 }
 
@@ -68,7 +74,63 @@ static void describe(char *what, size_t size, const att_case *c, const char *til
     else
         snprintf(what, size, "attention B=%u H=%u hd=%u lq=%u lk=%u %s%s causal=%d+%u %s:%u:%u tiles=%s", c->batch,
                  c->heads, c->head_dim, c->lq, c->lk, layouts[c->layout], c->lengths ? " lengths" : "", c->causal,
-                 c->causal_offset, pattern_name(c->pattern), c->window, c->stride, tiles);
+                 c->causal_offset, pattern_name(c->pattern), c->window,
+                 c->pattern == VKF_ATTENTION_TGLOBAL ? c->gblock : c->stride, tiles);
+    if (c->bias) {
+        size_t len = strlen(what);
+        snprintf(what + len, size - len, " bias R=%u", c->radius);
+    }
+}
+
+/* T5's bias tables and tglobal's global keys of a case (host copies in *ext). */
+typedef struct extras {
+    float *table;                       /* (heads, 2R + 1) local, then (heads, 2R + 1) global when tglobal */
+    float *gkv;                         /* (batch, gmax, 2 dm): keys, then values */
+    uint32_t gmax;
+    vkf_tensor *t_table, *t_gkv;
+} extras;
+
+static void extras_make(vkf_context *ctx, const att_case *c, vkf_dtype dtype, uint64_t seed, vkf_attention_desc *d,
+                        ref_attention_mask *mask, extras *ext)
+{
+    memset(ext, 0, sizeof *ext);
+    uint64_t dm = (uint64_t)c->heads * c->head_dim;
+    bool tglobal = c->pattern == VKF_ATTENTION_TGLOBAL;
+    if (c->bias) {
+        uint64_t width = 2ull * c->radius + 1, n = c->heads * width * (tglobal ? 2 : 1);
+        ext->table = harness_random(n, seed + 11);
+        for (uint64_t e = 0; e < n; e++) ext->table[e] *= 3.0f; /* a bias that moves the softmax */
+        ext->t_table = harness_tensor(ctx, ext->table, 1, n);
+        d->bias_table = ext->t_table, d->rel_bias = true, d->rel_radius = c->radius;
+        mask->rel_bias = ext->table, mask->rel_radius = c->radius;
+        if (tglobal) {
+            d->global_bias = true, d->global_radius = c->radius;
+            mask->global_bias = ext->table + c->heads * width, mask->global_radius = c->radius;
+        }
+    }
+    if (tglobal) {
+        ext->gmax = c->lk / c->gblock;
+        d->global_block = c->gblock, d->global_max = ext->gmax;
+        mask->global_block = c->gblock, mask->global_max = ext->gmax, mask->global_row = 2 * dm;
+        if (ext->gmax) {
+            uint64_t n = (uint64_t)c->batch * ext->gmax * 2 * dm;
+            ext->gkv = harness_random(n, seed + 12);
+            uint16_t *h = harness_alloc(n * 2);
+            for (uint64_t e = 0; e < n; e++) ext->gkv[e] = ref_f16_to_f32(h[e] = ref_f32_to_f16(ext->gkv[e]));
+            CHECK_OK(vkf_tensor_create(ctx, dtype, 1, &n, &ext->t_gkv));
+            CHECK_OK(vkf_tensor_upload(ext->t_gkv, dtype == VKF_DTYPE_F16 ? (void *)h : (void *)ext->gkv,
+                                       n * (dtype == VKF_DTYPE_F16 ? 2 : 4)));
+            free(h);
+            d->global_kv = ext->t_gkv;
+            mask->global_k = ext->gkv, mask->global_v = ext->gkv + dm;
+        }
+    }
+}
+
+static void extras_free(extras *ext)
+{
+    vkf_tensor_destroy(ext->t_table), vkf_tensor_destroy(ext->t_gkv);
+    free(ext->table), free(ext->gkv);
 }
 
 static vkf_tensor *lengths_tensor(vkf_context *ctx, const int32_t *lengths, uint32_t batch)
@@ -211,6 +273,18 @@ static void run_case(vkf_context *ctx, const att_case *c, const tile_set *ts, ui
         d.table = table;
         bb_mask = bigbird_matrix(&d.bigbird, c->lq, c->lk);
     }
+    ref_attention_mask mask = {
+        .lengths = c->lengths ? lengths : NULL,
+        .causal = c->causal,
+        .causal_offset = c->causal_offset,
+        .pattern = (int)c->pattern,
+        .window = c->window,
+        .stride = c->stride,
+        .allowed = bb_mask,
+        .allowed_cols = c->lk,
+    };
+    extras ext;
+    extras_make(ctx, c, VKF_DTYPE_F32, seed, &d, &mask, &ext);
     vkf_cmd *cmd;
     CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
     vkf_status st = vkf_op_attention_fused(cmd, &d);
@@ -222,16 +296,6 @@ static void run_case(vkf_context *ctx, const att_case *c, const tile_set *ts, ui
     } else {
         CHECK_OK(vkf_cmd_submit(cmd));
         float *got = harness_download(to), *want = harness_alloc(out_n * 4);
-        ref_attention_mask mask = {
-            .lengths = c->lengths ? lengths : NULL,
-            .causal = c->causal,
-            .causal_offset = c->causal_offset,
-            .pattern = (int)c->pattern,
-            .window = c->window,
-            .stride = c->stride,
-            .allowed = bb_mask,
-            .allowed_cols = c->lk,
-        };
         ref_attention(want, qh + q_off, q_row, q_batch, kh + k_off, k_row, k_batch, vh + v_off, v_row, v_batch, c->batch,
                       c->heads, c->head_dim, c->lq, c->lk, d.scale, &mask);
         harness_compare(what, got, want, out_n, 1e-5, 1e-4);
@@ -239,6 +303,7 @@ static void run_case(vkf_context *ctx, const att_case *c, const tile_set *ts, ui
     }
     vkf_cmd_destroy(cmd);
     vkf_tensor_destroy(to), vkf_tensor_destroy(tl), vkf_tensor_destroy(table);
+    extras_free(&ext);
     free(bb_mask);
     if (tv != tq && tv != tk) vkf_tensor_destroy(tv);
     if (tk != tq) vkf_tensor_destroy(tk);
@@ -251,6 +316,7 @@ static void run_case(vkf_context *ctx, const att_case *c, const tile_set *ts, ui
 #define L VKF_ATTENTION_LOCAL
 #define S VKF_ATTENTION_STRIDED
 #define B VKF_ATTENTION_BIGBIRD
+#define T VKF_ATTENTION_TGLOBAL
 static const att_case CASES[] = {
     /* dense: every length as queries and as keys, head_dim 1..256, heads 1..8, batch 1..3 */
     {1, 1, 64, 1, 1},
@@ -326,10 +392,28 @@ static const att_case CASES[] = {
     {1, 2, 8, 17, 300, .pattern = B, .bb_block = 8, .bb_globals = 0, .bb_random = 3, .causal = true, .causal_offset = 250},
     {2, 4, 16, 100, 100, .layout = LAYOUT_QKV, .pattern = B, .bb_block = 16, .bb_globals = 1, .bb_random = 2, .causal = true},
     {2, 3, 17, 64, 100, .layout = LAYOUT_PADDED, .pattern = B, .bb_block = 9, .bb_globals = 1, .bb_random = 2},
+    /* T5's relative position bias (radius past and within the sequences) on every pattern, causal and not */
+    {1, 2, 64, 100, 100, .bias = true, .radius = 16},
+    {2, 3, 8, 257, 257, .bias = true, .radius = 128, .causal = true, .lengths = true},
+    {1, 1, 64, 17, 1000, .bias = true, .radius = 300, .causal = true, .causal_offset = 983},
+    {3, 2, 17, 64, 64, .bias = true, .radius = 0, .lengths = true},
+    {1, 4, 64, 1000, 1000, .bias = true, .radius = 128, .pattern = L, .window = 127},
+    {2, 2, 8, 100, 100, .bias = true, .radius = 7, .pattern = S, .window = 4, .stride = 16, .causal = true},
+    {1, 2, 64, 257, 257, .bias = true, .radius = 64, .pattern = B, .bb_block = 16, .bb_globals = 1, .bb_random = 2},
+    {2, 4, 16, 100, 100, .bias = true, .radius = 32, .layout = LAYOUT_QKV, .causal = true},
+    /* tglobal:W:G, LongT5's transient-global: the window, global keys of each sequence's floor(len / G) blocks
+     * (none where a sequence is shorter than G), with and without both bias tables */
+    {1, 2, 64, 257, 257, .pattern = T, .window = 16, .gblock = 16},
+    {3, 2, 8, 100, 100, .pattern = T, .window = 7, .gblock = 8, .lengths = true},
+    {1, 4, 64, 1000, 1000, .pattern = T, .window = 127, .gblock = 16, .bias = true, .radius = 128},
+    {3, 1, 17, 64, 64, .pattern = T, .window = 3, .gblock = 5, .lengths = true, .bias = true, .radius = 9},
+    {2, 2, 16, 17, 17, .pattern = T, .window = 0, .gblock = 20},
+    {2, 3, 8, 100, 100, .pattern = T, .window = 31, .gblock = 1, .layout = LAYOUT_QKV, .bias = true, .radius = 40},
 };
 #undef L
 #undef S
 #undef B
+#undef T
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 
 /* ------------------------------------------------------------------ dense-naive equality */
@@ -574,6 +658,18 @@ static void run_coopmat(vkf_context *ctx, const att_case *c, vkf_dtype dtype, ui
         d.table = table;
         bb_mask = bigbird_matrix(&d.bigbird, c->lq, c->lk);
     }
+    ref_attention_mask mask = {
+        .lengths = c->lengths ? lengths : NULL,
+        .causal = c->causal,
+        .causal_offset = c->causal_offset,
+        .pattern = (int)c->pattern,
+        .window = c->window,
+        .stride = c->stride,
+        .allowed = bb_mask,
+        .allowed_cols = c->lk,
+    };
+    extras ext;
+    extras_make(ctx, c, dtype, seed, &d, &mask, &ext);
     char what[256];
     describe(what, sizeof what, c, f16 ? "coopmat-f16" : "coopmat-f32");
     vkf_cmd *cmd;
@@ -594,16 +690,6 @@ static void run_coopmat(vkf_context *ctx, const att_case *c, vkf_dtype dtype, ui
         } else {
             CHECK_OK(vkf_tensor_download(to, got, nq * 4));
         }
-        ref_attention_mask mask = {
-            .lengths = c->lengths ? lengths : NULL,
-            .causal = c->causal,
-            .causal_offset = c->causal_offset,
-            .pattern = (int)c->pattern,
-            .window = c->window,
-            .stride = c->stride,
-            .allowed = bb_mask,
-            .allowed_cols = c->lk,
-        };
         ref_attention(want, q, row, q_batch, k, row, k_batch, v, row, k_batch, c->batch, c->heads, c->head_dim, c->lq,
                       c->lk, d.scale, &mask);
         double atol = 1.0 / 1024 + c->lk / 33554432.0 + 1e-5, rtol = f16 ? 1.0 / 2048 : 0.0;
@@ -617,6 +703,7 @@ static void run_coopmat(vkf_context *ctx, const att_case *c, vkf_dtype dtype, ui
     vkf_cmd_destroy(cmd);
     if (!fused) vkf_tensor_destroy(tk), vkf_tensor_destroy(tv), free(k), free(v);
     vkf_tensor_destroy(tq), vkf_tensor_destroy(to), vkf_tensor_destroy(tl), vkf_tensor_destroy(table);
+    extras_free(&ext);
     free(q), free(sentinel), free(sentinel16), free(bb_mask);
 }
 
@@ -626,6 +713,7 @@ static void run_coopmat(vkf_context *ctx, const att_case *c, vkf_dtype dtype, ui
 /* Lengths 1, 7, 17, 64, 100, 257, 1000; head_dim 64, 256 and the odd 40 (a multiple
  * of 8, not of 16), 24 and 17 (padded inside the kernel); packed q, k, v and a fused
  * QKV tensor. Each runs with F32 and F16 storage. */
+#define T VKF_ATTENTION_TGLOBAL
 static const att_case COOPMAT_CASES[] = {
     {1, 1, 64, 1, 1},
     {2, 3, 64, 7, 17},
@@ -648,10 +736,16 @@ static const att_case COOPMAT_CASES[] = {
     {1, 1, 256, 17, 33, .causal = true, .causal_offset = 10},  /* the widest head: the smallest tiles on lavapipe */
     {2, 4, 64, 100, 100, .layout = LAYOUT_QKV, .causal = true},
     {2, 2, 40, 64, 64, .layout = LAYOUT_QKV, .pattern = L, .window = 16, .lengths = true},
+    /* T5's bias and LongT5's transient-global */
+    {1, 2, 64, 100, 100, .bias = true, .radius = 32, .causal = true},
+    {3, 2, 40, 64, 64, .bias = true, .radius = 8, .lengths = true, .pattern = L, .window = 16},
+    {1, 2, 64, 257, 257, .pattern = T, .window = 16, .gblock = 16, .bias = true, .radius = 128},
+    {3, 1, 24, 100, 100, .pattern = T, .window = 7, .gblock = 8, .lengths = true},
 };
 #undef L
 #undef S
 #undef B
+#undef T
 
 /* Why a context has no coopmat kernel, for the line saying the cases are skipped. */
 static const char *coopmat_absent_reason(const vkf_device_info *info)

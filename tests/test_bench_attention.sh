@@ -24,14 +24,14 @@ cli_setup test_bench_attention "$2"
 
 # ------------------------------------------------------------------ JSON lines
 
-V=dense-naive,dense,local:300,local:8,strided:8:16,bigbird:16:1:2,bigbird:64:1:1,lsh:2:16,lowrank:200,lowrank:16
+V=dense-naive,dense,local:300,local:8,strided:8:16,bigbird:16:1:2,bigbird:64:1:1,tglobal:8:16,lsh:2:16,lowrank:200,lowrank:16
 run 0 "$VKFORMER" bench attention --n 100,200 --variants "$V" --heads 2 --head-dim 16 --batch 2 --repeat 1 --json
 cp "$TMP/out" "$TMP/bench.json"
 cp "$TMP/err" "$TMP/bench.err"
 if ! "$PYTHON" - "$TMP/bench.json" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-variants = "dense-naive,dense,local:300,local:8,strided:8:16,bigbird:16:1:2,bigbird:64:1:1,lsh:2:16,lowrank:200,lowrank:16".split(",")
+variants = "dense-naive,dense,local:300,local:8,strided:8:16,bigbird:16:1:2,bigbird:64:1:1,tglobal:8:16,lsh:2:16,lowrank:200,lowrank:16".split(",")
 assert len(rows) == 2 * len(variants), f"{len(rows)} lines"
 keys = {"variant", "n", "heads", "head_dim", "batch", "ms", "bytes", "max_abs_err", "cos_sim"}
 by = {}
@@ -44,11 +44,13 @@ for n in (100, 200):
     exact = ["dense", "dense-naive", "local:300", "lowrank:200"] + (["bigbird:64:1:1"] if n <= 192 else [])
     for v in exact:
         assert by[(v, n)]["max_abs_err"] < 1e-4 and by[(v, n)]["cos_sim"] > 0.99999, (v, n, by[(v, n)])
-    for v in ["local:8", "strided:8:16", "bigbird:16:1:2", "lsh:2:16", "lowrank:16"]:
+    for v in ["local:8", "strided:8:16", "bigbird:16:1:2", "tglobal:8:16", "lsh:2:16", "lowrank:16"]:
         assert by[(v, n)]["max_abs_err"] > 1e-2 and by[(v, n)]["cos_sim"] < 0.999, (v, n, by[(v, n)])
     # dense-naive holds the scores: more memory than dense; lsh and lowrank hold scratch
     assert by[("dense-naive", n)]["bytes"] > by[("dense", n)]["bytes"]
     assert by[("lsh:2:16", n)]["bytes"] > by[("dense", n)]["bytes"]
+    # tglobal holds its global keys (the block means): more than dense, and closer to it than local:8 alone
+    assert by[("tglobal:8:16", n)]["bytes"] > by[("dense", n)]["bytes"]
 EOF
 then
     fail "bench attention --json lines"
@@ -56,7 +58,7 @@ then
 fi
 # a progress line per case on stderr
 progress=$(grep -c 'bench attention: \[' "$TMP/bench.err")
-[ "$progress" -eq 20 ] || fail "expected 20 progress lines on stderr, got $progress"
+[ "$progress" -eq 22 ] || fail "expected 22 progress lines on stderr, got $progress"
 
 # ------------------------------------------------------------------ past the device's limits
 

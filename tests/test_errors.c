@@ -294,7 +294,7 @@ static void test_matmul_errors(vkf_context *ctx, vkf_cmd *cmd, const operands *o
     MM_EXPECT((d.c.tensor = o->b, d.k = N), VKF_ERROR_INVALID_ARGUMENT, "alias");
     MM_EXPECT(d.bias = o->c, VKF_ERROR_INVALID_ARGUMENT, "alias");
     /* Bad values. */
-    MM_EXPECT(d.activation = (vkf_activation)4, VKF_ERROR_INVALID_ARGUMENT, "activation");
+    MM_EXPECT(d.activation = (vkf_activation)5, VKF_ERROR_INVALID_ARGUMENT, "activation");
     MM_EXPECT(d.activation = (vkf_activation)-1, VKF_ERROR_INVALID_ARGUMENT, "activation");
     MM_EXPECT(d.alpha = NAN, VKF_ERROR_INVALID_ARGUMENT, "alpha");
     MM_EXPECT(d.alpha = INFINITY, VKF_ERROR_INVALID_ARGUMENT, "alpha");

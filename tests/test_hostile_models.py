@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Hostile Hugging Face model folders of every family (Marian, M2M-100, NLLB, mBART, BART): each case must end
+"""Hostile Hugging Face model folders of every family (Marian, M2M-100, NLLB, mBART, BART, T5, LongT5): each case must end
 with exit 1 or 2 and exactly one line on stderr, printable (no control character, no ESC, valid UTF-8),
 within the time limit: never a signal, a hang, a second forged line, or a silent success.
 
@@ -33,19 +33,25 @@ sys.path.insert(0, HERE)
 
 import gen_marian  # noqa: E402
 import gen_seq2seq  # noqa: E402
+import gen_t5  # noqa: E402
 
 TIMEOUT = 120
 FORGE = "vkformer: OK\n\x1b[2J\x07\r\u202e"
-TARGET = {"marian": None, "m2m_100": "fr", "nllb": "fra_Latn", "mbart": "ro_RO", "bart": None}
+TARGET = {"marian": None, "m2m_100": "fr", "nllb": "fra_Latn", "mbart": "ro_RO", "bart": None, "t5": None,
+          "longt5": None}
 # the tokenizer file every cut or random version of which must be refused (BART's merges.txt is not: any
 # prefix of it is a valid, smaller list of merges)
 SPM = {"marian": "source.spm", "m2m_100": "sentencepiece.bpe.model", "nllb": "sentencepiece.bpe.model",
-       "mbart": "sentencepiece.bpe.model", "bart": "vocab.json"}
+       "mbart": "sentencepiece.bpe.model", "bart": "vocab.json", "t5": "spiece.model", "longt5": "spiece.model"}
 
 
 def make(family, path):
     if family == "marian":
         gen_marian.make_folder(path)
+    elif family == "t5":
+        gen_t5.make_folder(path, "flan")
+    elif family == "longt5":
+        gen_t5.make_folder(path, "longt5-tglobal", form="saved")
     else:
         gen_seq2seq.make_folder(path, family)
 
@@ -83,8 +89,78 @@ def replace_file(kind):
     return fn
 
 
+def t5_cases(family):
+    """T5's (flan, hub form: spiece.model) and LongT5's (transient-global, saved form: tokenizer.json)."""
+    out = []
+    cfg = lambda k, v: ("config %s=%r" % (k, v), lambda p: edit_json(p, "config.json", setter(k, v)))  # noqa: E731
+    for v in ("t\n5", "\x1b[31mred", FORGE, 7, None):
+        out.append(cfg("model_type", v))
+    for k, v in (("feed_forward_proj", FORGE), ("feed_forward_proj", "gated-"), ("feed_forward_proj", 3),
+                 ("d_kv", 10 ** 6), ("d_kv", 0), ("num_heads", 0), ("num_heads", 10 ** 5), ("d_model", -1),
+                 ("num_layers", 0), ("num_decoder_layers", 10 ** 7), ("d_ff", 2 ** 40), ("vocab_size", 3),
+                 ("relative_attention_num_buckets", 10 ** 6), ("relative_attention_num_buckets", 0),
+                 ("relative_attention_max_distance", 1), ("relative_attention_max_distance", 2 ** 63),
+                 ("layer_norm_epsilon", 0), ("layer_norm_epsilon", "tiny"), ("eos_token_id", [1, 2]),
+                 ("pad_token_id", 10 ** 9), ("tie_word_embeddings", "no"), ("decoder_start_token_id", -3)):
+        out.append(cfg(k, v))
+    if family == "t5":  # (LongT5 does not read it)
+        out.append(cfg("scale_decoder_outputs", 1))
+    if family == "longt5":
+        for k, v in (("encoder_attention_type", FORGE), ("encoder_attention_type", 5), ("local_radius", -1),
+                     ("local_radius", 10 ** 9), ("global_block_size", 0)):
+            out.append(cfg(k, v))
+    out.append(("config truncated", lambda p: open(os.path.join(p, "config.json"), "w").write('{"model_type": "t')))
+    gen = lambda k, v: ("generation %s=%r" % (k, v), lambda p: edit_json(p, "generation_config.json", setter(k, v)))  # noqa: E731
+    for k, v in (("num_beams", 1000), ("early_stopping", FORGE), ("decoder_start_token_id", 10 ** 9)):
+        out.append(gen(k, v))
+    tc = lambda k, v: ("tokenizer_config %s=%r" % (k, v), lambda p: edit_json(p, "tokenizer_config.json", setter(k, v)))  # noqa: E731
+    for k, v in (("extra_ids", -1), ("extra_ids", 1e9), ("extra_ids", 2.5), ("clean_up_tokenization_spaces", "yes")):
+        out.append(tc(k, v))
+    files = ("config.json", "model.safetensors", "tokenizer.json" if family == "longt5" else "spiece.model")
+    for kind in ("fifo", "dir", "dangling", "empty"):
+        for name in files:
+            out.append(("%s is a %s" % (name, kind), lambda p, kind=kind, name=name: replace_file(kind)(p, name)))
+    out.append(("%s of random bytes" % files[2], lambda p: replace_file("random")(p, files[2])))
+    if family == "longt5":
+        for name, fn in (("tokenizer.json vocab of strings", lambda j: j["model"].__setitem__("vocab", ["a", "b", "c"])),
+                         ("tokenizer.json vocab score NaN-like", lambda j: j["model"]["vocab"][3].__setitem__(1, "nan")),
+                         ("tokenizer.json added token id past 2^24", lambda j: j["added_tokens"][0].__setitem__("id", 2 ** 30)),
+                         ("tokenizer.json added token content controls", lambda j: j["added_tokens"].append(
+                             {"id": 5, "content": FORGE, "special": "yes"})),
+                         ("tokenizer.json charsmap not base64", lambda j: j["normalizer"].__setitem__(
+                             "precompiled_charsmap", FORGE)),
+                         ("tokenizer.json model a list", lambda j: j.__setitem__("model", [1]))):
+            out.append((name, lambda p, fn=fn: edit_json(p, "tokenizer.json", fn)))
+
+    def weights(fn):
+        def g(p):
+            w = gen_marian.read_safetensors(os.path.join(p, "model.safetensors"))
+            fn(w)
+            gen_marian.write_safetensors(os.path.join(p, "model.safetensors"), w)
+        return g
+    attn = "TransientGlobalSelfAttention" if family == "longt5" else "SelfAttention"
+    bias = "encoder.block.0.layer.0.%s.relative_attention_bias.weight" % attn
+    out.append(("relative_attention_bias with a wrong shape", weights(lambda w: w.__setitem__(bias, w[bias][:, :-1]))))
+    out.append(("an unexpected tensor named with controls", weights(
+        lambda w: w.__setitem__("extra\n\x1b[31mtensor", w["shared.weight"][:2]))))
+    out.append(("wo with a wrong shape", weights(lambda w: w.__setitem__(
+        "decoder.block.0.layer.2.DenseReluDense.wo.weight", w["decoder.block.0.layer.2.DenseReluDense.wo.weight"][:-1]))))
+
+    def truncate(name, frac):
+        def fn(p):
+            q = os.path.join(p, name)
+            with open(q, "r+b") as f:
+                f.truncate(int(os.path.getsize(q) * frac))
+        return fn
+    out.append(("model.safetensors cut in half", truncate("model.safetensors", 0.5)))
+    out.append(("%s cut in half" % files[2], truncate(files[2], 0.5)))
+    return out
+
+
 def cases(family):
     """(name, function(path)) pairs for a family's folder."""
+    if family in ("t5", "longt5"):
+        return t5_cases(family)
     out = []
     cfg = lambda k, v: ("config %s=%r" % (k, v), lambda p: edit_json(p, "config.json", setter(k, v)))  # noqa: E731
     for v in ("mar\nian", "\x1b[31mred", "bell\x07", "cr\rlf", "\u202eevil", FORGE, 7, None, ["marian"]):
@@ -208,7 +284,7 @@ def main():
     passed = failed = 0
     counts = {}
     with tempfile.TemporaryDirectory(prefix="vkf-hostile-models-") as tmp:
-        for family in ("marian", "m2m_100", "nllb", "mbart", "bart"):
+        for family in ("marian", "m2m_100", "nllb", "mbart", "bart", "t5", "longt5"):
             clean = os.path.join(tmp, family + "-clean")
             make(family, clean)
             for name, fn in cases(family):

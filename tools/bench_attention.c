@@ -36,7 +36,8 @@ static const char usage[] =
     "                                [--max-device-memory BYTES] [--kernel auto|coopmat|scalar] [--verbose]\n"
     "                                [--no-coopmat]\n"
     "defaults: --n 256,1024,4096,16384 --heads 8 --head-dim 64 --batch 1 --repeat 3\n"
-    "          --variants dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,lsh:2:64,lowrank:256\n"
+    "          --variants dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,tglobal:127:16,lsh:2:64,\n"
+    "                     lowrank:256 (tglobal:127:16 is LongT5-tglobal's own attention, local:127 LongT5-local's)\n"
     "--model MODEL (a vkformer file or a Hugging Face folder): greedy ids of each variant\n"
     "against dense, on 32 random sources, or on the lines of --text FILE|- (up to 256; models with text);\n"
     "a Whisper folder: the teacher-forced argmax of 8 synthetic audio clips against dense's\n"
@@ -662,7 +663,8 @@ int cmd_bench_attention(int argc, char **argv)
     char n_text[512], v_text[1024];
     snprintf(n_text, sizeof n_text, "%s", o.n_list ? o.n_list : "256,1024,4096,16384");
     snprintf(v_text, sizeof v_text, "%s",
-             o.variants ? o.variants : "dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,lsh:2:64,lowrank:256");
+             o.variants ? o.variants
+                        : "dense-naive,dense,local:128,strided:128:128,bigbird:64:1:3,tglobal:127:16,lsh:2:64,lowrank:256");
     const char *n_items[32], *names[32];
     size_t n_count = split_list(n_text, n_items, 32), v_count = split_list(v_text, names, 32);
     uint32_t ns[32];

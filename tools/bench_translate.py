@@ -8,7 +8,7 @@ for that on one GPU. This script runs both engines on the same random-weight fol
 the same random sources, every source decoding exactly --max-new steps (min_new_tokens =
 max_new_tokens), and prints tokens/s and the ratio.
 
-usage: /usr/bin/python3 tools/bench_translate.py [--vkformer build/vkformer] [--model DIR] [--family marian|nllb]
+usage: /usr/bin/python3 tools/bench_translate.py [--vkformer build/vkformer] [--model DIR] [--family marian|nllb|t5]
            [--precision auto[,f32,f16,int8]]
            [--batch 32] [--beam 4] [--src-len 32] [--max-new 64] [--repeat 3]
            [--device cuda|cpu] [--transformers-dtype fp32[,fp16]] [--transformers-python CMD]
@@ -54,13 +54,19 @@ OPUS_SHAPE = ["--d-model", "512", "--layers", "6", "--heads", "8", "--ffn", "204
 NLLB_SHAPE = ["--d-model", "1024", "--layers", "12", "--heads", "16", "--ffn", "4096", "--max-positions", "1024",
               "--vocab-size", "256206", "--seed", "1"]
 
+# Flan-T5-base: d_model 768, 12 + 12 layers, 12 heads of d_kv 64, d_ff 2048 gated-gelu, vocabulary 32,128, its
+# own lm_head (tests/gen_t5.py flan: the hub's config and files)
+T5_SHAPE = ["--d-model", "768", "--layers", "12", "--heads", "12", "--d-kv", "64", "--ffn", "2048",
+            "--vocab-size", "32128", "--seed", "1"]
+
 SMALL_SHAPE = ["--d-model", "64", "--layers", "2", "--heads", "4", "--ffn", "128", "--activation", "swish",
                "--max-positions", "64", "--seed", "1"]
 
 
 def default_model(family="marian"):
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "vkformer", "opus-mt-en-de-shape" if family == "marian" else "nllb-200-600m-shape")
+    return os.path.join(cache, "vkformer", {"marian": "opus-mt-en-de-shape", "nllb": "nllb-200-600m-shape",
+                                            "t5": "flan-t5-base-shape"}[family])
 
 
 def _importable(name):
@@ -76,6 +82,7 @@ def make_model(path, small, family="marian"):
         return
     print("bench_translate: writing a random-weight %s folder to %s" % ("small Marian" if small else
                                                                         "OPUS-MT en-de shaped" if family == "marian"
+                                                                        else "Flan-T5-base shaped" if family == "t5"
                                                                         else "NLLB-200-600M shaped", path), file=sys.stderr)
     missing = [m for m in ("torch", "numpy", "sentencepiece") if not _importable(m)]
     if missing:
@@ -89,6 +96,8 @@ def make_model(path, small, family="marian"):
     if family == "nllb":
         subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gen_seq2seq.py"), tmp, "nllb"] + NLLB_SHAPE,
                        check=True)
+    elif family == "t5":
+        subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gen_t5.py"), tmp, "flan"] + T5_SHAPE, check=True)
     else:
         subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gen_marian.py"), tmp] +
                        (SMALL_SHAPE if small else OPUS_SHAPE), check=True)
@@ -170,8 +179,9 @@ def main():
     p.add_argument("--no-transformers", action="store_true")
     p.add_argument("--json", action="store_true")
     p.add_argument("--small", action="store_true", help="a small random Marian folder instead (a dry run)")
-    p.add_argument("--family", default="marian", choices=("marian", "nllb"),
-                   help="the folder written when --model is not there: OPUS-MT en-de or NLLB-200-600M shaped")
+    p.add_argument("--family", default="marian", choices=("marian", "nllb", "t5"),
+                   help="the folder written when --model is not there: OPUS-MT en-de, NLLB-200-600M or Flan-T5-base "
+                        "shaped")
     p.add_argument("--transformers-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--ids", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -244,8 +254,9 @@ def main():
         os.unlink(ids_path)
     if a.json:
         return 0
-    print("OPUS-MT shapes (%s): batch %d, %d source tokens, %d target tokens each (min-new = max-new)"
-          % (os.path.basename(a.model), a.batch, a.src_len, a.max_new))
+    print("%s (%s): batch %d, %d source tokens, %d target tokens each (min-new = max-new)"
+          % ({"marian": "OPUS-MT shapes", "nllb": "NLLB-200-600M shapes", "t5": "Flan-T5-base shapes"}[a.family],
+             os.path.basename(a.model), a.batch, a.src_len, a.max_new))
     for res in results:
         print("  %-17s %-45s %9.1f ms  %9.1f target tokens/s" % (
             res["engine"] + " " + (res["dtype"] if res["engine"] == "transformers" else res["precision"]),

@@ -20,7 +20,7 @@
 
 typedef enum vkf_norm_kind {
     VKF_NORM_LAYER = 0,                 /* LayerNorm: (x - mean) / sqrt(var + eps) * g + b */
-    VKF_NORM_RMS = 1,                   /* RMSNorm (T5): x / sqrt(mean(x^2) + eps) * g; not run yet */
+    VKF_NORM_RMS = 1,                   /* RMSNorm (T5): x / sqrt(mean(x^2) + eps) * g, no bias */
 } vkf_norm_kind;
 
 typedef enum vkf_position_kind {
@@ -53,7 +53,8 @@ typedef struct vkf_arch_spec {
     uint32_t position_rows;             /* rows of the position tables (>= max_len + offset); 0: max_len + offset */
     float embed_scale;                  /* token embeddings times this (sqrt(d_model) or 1) */
     vkf_activation activation;
-    bool ffn_glu;                       /* gated FFN act(x W0) * (x W1) (T5 v1.1); not run yet */
+    bool ffn_glu;                       /* gated FFN act(x W0) * (x W1) (T5 v1.1): ff1 is W0 and W1 stacked,
+                                           (2 d_ff, d) */
     float attention_scale;              /* scores times this; 0: 1 / sqrt(head_dim) */
     float output_scale;                 /* logits = output_scale * h · Wᵀ + b; 0 is read as 1 */
     int32_t pad_id;                     /* padding of sources (and the fairseq positions' zero row) */
@@ -66,11 +67,38 @@ typedef struct vkf_arch_spec {
      * positions. audio_mels 0: token ids in (src_vocab, positions as above). */
     uint32_t audio_mels;
     uint32_t audio_frames;
+    /* Appended for the T5 family (families/t5.c): */
+    bool rel_bias;                      /* T5's relative position bias on self-attention scores: a learned
+                                           (rel_buckets, heads) table per stack, from its first layer, the
+                                           encoder's bidirectional and the decoder's causal (none in
+                                           cross-attention); weights.rel_bias holds them by distance */
+    uint32_t rel_buckets, rel_max_distance; /* relative_attention_num_buckets, relative_attention_max_distance */
+    bool keep_f32_activations;          /* activations stay F32 at every precision (T5: its residual stream and
+                                           FFN outputs pass fp16's range); weights follow the precision */
+    vkf_attention_spec encoder_attention; /* the model's own encoder self-attention, run when the user names none
+                                           (LongT5: local:R or tglobal:R:G); zero: dense */
+    bool global_norm;                   /* LongT5 transient-global: each encoder layer makes its own global keys,
+                                           RMSNorm(gnorm) of its attention input summed per block, projected by
+                                           its k and v (the layer's q and kv are split: enc[i].q, enc[i].kv) */
 } vkf_arch_spec;
 
 /* Sizes in range and consistent, and only what the graph runs (BAD_MODEL or
  * UNSUPPORTED, naming the field). */
 vkf_status vkf_arch_spec_check(const vkf_arch_spec *spec);
+
+/* T5's relative position bucket of key position minus query position `rel`, as
+ * transformers computes it (T5Attention._relative_position_bucket in float32):
+ * half the buckets exact distances, the rest logarithmic up to max_distance;
+ * bidirectional: the upper half of the buckets for rel > 0; else only rel <= 0
+ * counts (rel > 0 is bucket 0). */
+uint32_t vkf_arch_rel_bucket(int32_t rel, bool bidirectional, uint32_t num_buckets, uint32_t max_distance);
+/* The distance R past which every bucket is the same (at most max_len), so that a
+ * table over [-R, R] holds every bias. */
+uint32_t vkf_arch_rel_radius(const vkf_arch_spec *spec);
+/* out (heads, 2 R + 1) = weight[bucket(r)][h] at [h][r + R] for r in [-R, R];
+ * weight is (rel_buckets, heads) as nn.Embedding stores it. */
+void vkf_arch_rel_table(const vkf_arch_spec *spec, const float *weight, bool bidirectional, uint32_t radius,
+                        float *out);
 
 /* ------------------------------------------------------------------ weights */
 
@@ -100,8 +128,11 @@ typedef struct vkf_norm {
 typedef struct vkf_enc_layer {
     vkf_linear qkv;                     /* (3 inner, d): q, k, v projections stacked */
     vkf_linear o;                       /* (d, inner) */
-    vkf_linear ff1, ff2;                /* (d_ff, d), (d, d_ff) */
+    vkf_linear ff1, ff2;                /* (d_ff, d) (gated: (2 d_ff, d)), (d, d_ff) */
     vkf_norm n1, n2;                    /* before (pre-LN) or after (post-LN) attention and FFN */
+    /* spec.global_norm (LongT5 transient-global), qkv.w NULL: */
+    vkf_linear q, kv;                   /* (inner, d), (2 inner, d): k and v stacked, also the global keys' */
+    vkf_norm gnorm;                     /* global_input_layer_norm */
 } vkf_enc_layer;
 
 typedef struct vkf_dec_layer {
@@ -129,6 +160,12 @@ typedef struct vkf_arch_weights {
      * (d, 3 * in), kernel tap major, so that a conv is one matmul over a sliding
      * view of its time-major input (in = audio_mels for conv1, d_model for conv2) */
     vkf_linear conv1, conv2;
+    /* spec.rel_bias: the bias of each relative distance r = key - query of the encoder ([0]) and decoder ([1])
+     * self-attention, (heads, 2 rel_radius + 1) F32 at [h][clamp(r, +-R) + R]; LongT5 transient-global: the
+     * encoder's table is followed by its global keys' (heads, 2 R + 1) (rel_global) */
+    vkf_tensor *rel_bias[2];
+    uint32_t rel_radius;
+    bool rel_global;
 } vkf_arch_weights;
 
 /* Allocates the layer arrays for the spec's layer counts. */
@@ -164,6 +201,8 @@ typedef struct vkf_arch {
     vkf_dtype act;                      /* activations: F32, or F16 (precision f16, or int8 / auto on GPUs) */
     vkf_attention_spec self_attn;       /* encoder and (causal) decoder self-attention */
     vkf_attention_spec cross_attn;      /* decoder cross-attention */
+    vkf_attention_spec encoder_attn;    /* what the encoder runs: self_attn, or the model's own
+                                           (spec.encoder_attention) when the user named none */
     uint64_t seed;                      /* bigbird's random blocks, lsh's rotations, lowrank's projection */
     uint32_t cmd_flags;                 /* VKF_CMD_TIMESTAMPS when profiling */
     struct vkf_fwd_plan *plans[VKF_MAX_FORWARD_PLANS]; /* owned; most recently used last */
@@ -217,7 +256,7 @@ typedef struct vkf_fwd_plan {
     vkf_tensor *kv;                     /* (B*S, 2 inner) cross-attention keys and values */
     vkf_tensor *attn;                   /* (B*max(S,T), inner) attention output */
     vkf_tensor *tmp;                    /* (B*max(S,T), d) sublayer output */
-    vkf_tensor *hidden;                 /* (B*max(S,T), d_ff) */
+    vkf_tensor *hidden;                 /* (B*max(S,T), d_ff), gated FFNs: 2 d_ff */
     vkf_tensor *scores;                 /* (B*H, max(S,T), max(S,T)), only for dense-naive */
     vkf_tensor *logits;                 /* (B*T, V) */
     vkf_tensor *bb_table[2];            /* bigbird tables of encoder and decoder self-attention */
@@ -230,6 +269,10 @@ typedef struct vkf_fwd_plan {
                                            rows of each item zero (conv1's padding) */
     vkf_tensor *conv;                   /* (B, audio_frames + 2, d) conv1's output, first and last rows zero */
     bool encode_only;                   /* cmd records the encoder alone (vkf_arch_encode_features) */
+    /* tglobal in the encoder: g_max = S / G global keys per source */
+    uint32_t g_max;
+    vkf_tensor *g_kv;                   /* (B*g_max, 2 inner) global keys and values (LongT5's, or the means) */
+    vkf_tensor *g_sum, *g_norm;         /* (B*g_max, d) spec.global_norm: block sums, normed */
 } vkf_fwd_plan;
 
 /* Encoder: p->src_ids -> p->memory (B*S, d). */
@@ -245,7 +288,7 @@ typedef struct vkf_dec_io {
     vkf_tensor *q;                      /* (rows, inner) */
     vkf_tensor *attn;                   /* (rows, inner) */
     vkf_tensor *tmp;                    /* (rows, d) */
-    vkf_tensor *hidden;                 /* (rows, d_ff) */
+    vkf_tensor *hidden;                 /* (rows, d_ff), gated FFNs: 2 d_ff */
     /* A whole target: B sequences of T tokens against the plan's memory */
     vkf_fwd_plan *full;
     /* A decode step (full NULL): B rows, one token each at position state[0] */
@@ -271,6 +314,8 @@ vkf_status vkf_rec_decoder_output(vkf_cmd *cmd, const vkf_arch *a, const vkf_ten
 
 vkf_status vkf_fwd_plan_alloc(vkf_arch *a, uint32_t B, uint32_t S, uint32_t T, vkf_fwd_plan **out);
 void vkf_fwd_plan_free(vkf_fwd_plan *p);
+/* Columns of the FFN's hidden buffer: d_ff, or 2 d_ff for a gated FFN. */
+uint64_t vkf_arch_hidden_cols(const vkf_arch_spec *spec);
 /* Checks a batch of sequences; returns the longest length. */
 vkf_status vkf_check_sequences(const vkf_arch *a, const vkf_sequences *s, uint32_t vocab, const char *what,
                                uint32_t *out_max);

@@ -18,7 +18,7 @@ void vkf_fwd_plan_free(vkf_fwd_plan *p)
                         p->qkv,         p->q,           p->kv,          p->attn,        p->tmp,
                         p->hidden,      p->scores,      p->logits,      p->bb_table[0], p->bb_table[1],
                         p->lr_proj[0],  p->lr_proj[1],  p->lr_lengths[0], p->lr_lengths[1], p->lr_kv,
-                        p->mel,         p->conv};
+                        p->mel,         p->conv,        p->g_kv,        p->g_sum,       p->g_norm};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
     vkf_lsh_plan_destroy(p->lsh);
     free(p);
@@ -49,7 +49,7 @@ vkf_status vkf_fwd_plan_alloc(vkf_arch *a, uint32_t B, uint32_t S, uint32_t T, v
     if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, (uint64_t)B * S, 2 * inner, &p->kv);
     if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, rows, inner, &p->attn);
     if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, rows, d, &p->tmp);
-    if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, rows, s->d_ff, &p->hidden);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, rows, vkf_arch_hidden_cols(s), &p->hidden);
     if (st == VKF_OK && (vkf_attention_materialises(&a->self_attn, s->head_dim) ||
                          vkf_attention_materialises(&a->cross_attn, s->head_dim)))
         st = vkf_tensor2(ctx, VKF_DTYPE_F32, score_rows, L, &p->scores);
@@ -79,12 +79,23 @@ vkf_status vkf_fwd_plan_alloc(vkf_arch *a, uint32_t B, uint32_t S, uint32_t T, v
         if (st == VKF_OK) st = vkf_upload_floats(p->conv, zeros, rows2 * d);
         free(zeros);
     }
+    /* transient-global in the encoder: S / G global keys per source (LongT5's made from block sums, normed) */
+    vkf_attention_spec enc = vkf_arch_site(a, VKF_SITE_ENCODER);
+    if (enc.kind == VKF_ATTN_FUSED && enc.pattern == VKF_ATTENTION_TGLOBAL) p->g_max = vkf_tglobal_rows(S, enc.block);
+    if (st == VKF_OK && p->g_max) st = vkf_tensor2(ctx, a->act, (uint64_t)B * p->g_max, 2 * inner, &p->g_kv);
+    if (st == VKF_OK && p->g_max && s->global_norm) st = vkf_tensor2(ctx, a->act, (uint64_t)B * p->g_max, d, &p->g_sum);
+    if (st == VKF_OK && p->g_max && s->global_norm) st = vkf_tensor2(ctx, a->act, (uint64_t)B * p->g_max, d, &p->g_norm);
     if (st != VKF_OK) {
         vkf_fwd_plan_free(p);
         return st;
     }
     *out = p;
     return VKF_OK;
+}
+
+uint64_t vkf_arch_hidden_cols(const vkf_arch_spec *s)
+{
+    return s->ffn_glu ? 2ull * s->d_ff : s->d_ff;
 }
 
 void vkf_arch_drop_plans(vkf_arch *a)

@@ -44,7 +44,29 @@ vkf_status vkf_rec_norm(vkf_cmd *cmd, const vkf_arch *a, const vkf_tensor *x, co
     d.rows = rows, d.cols = a->spec.d_model;
     d.x = (vkf_tensor *)x, d.residual = (vkf_tensor *)residual, d.gamma = n->g, d.beta = n->b, d.y = y;
     d.eps = a->spec.norm_eps;
+    d.rms = a->spec.norm == VKF_NORM_RMS;
     return vkf_cmd_layernorm(cmd, &d);
+}
+
+/* out (rows, d) = FFN(in) + residual: ff2(act(ff1(in))), or gated (T5 v1.1)
+ * ff2(act(in W0ᵀ) * (in W1ᵀ)) with ff1 = [W0; W1] and hidden (rows, 2 d_ff). */
+static vkf_status rec_ffn(vkf_cmd *cmd, const vkf_arch *a, const vkf_linear *ff1, const vkf_linear *ff2,
+                          const vkf_tensor *in, uint32_t rows, vkf_tensor *hidden, vkf_tensor *out,
+                          const vkf_tensor *residual)
+{
+    const vkf_arch_spec *s = &a->spec;
+    if (!s->ffn_glu) {
+        VKF_TRY(vkf_rec_linear(cmd, in, rows, ff1, hidden, s->activation, NULL));
+        return vkf_rec_linear(cmd, hidden, rows, ff2, out, VKF_ACTIVATION_NONE, residual);
+    }
+    /* hidden = [in W0ᵀ, in W1ᵀ]; hidden[:, :d_ff] = act(in W0ᵀ) * in W1ᵀ; out = hidden[:, :d_ff] W2ᵀ */
+    VKF_TRY(vkf_rec_linear(cmd, in, rows, ff1, hidden, VKF_ACTIVATION_NONE, NULL));
+    VKF_TRY(vkf_op_glu(cmd, hidden, rows, s->d_ff, s->activation));
+    vkf_matmul_desc d = linear_desc(hidden, rows, ff2);
+    d.a.row_stride = 2ull * s->d_ff;
+    d.c.tensor = out;
+    d.residual.tensor = (vkf_tensor *)residual;
+    return vkf_cmd_matmul(cmd, &d);
 }
 
 vkf_status vkf_rec_embed(vkf_cmd *cmd, const vkf_arch *a, bool decoder, const vkf_tensor *ids, uint32_t tokens,
@@ -118,13 +140,23 @@ static vkf_status rec_attention(vkf_cmd *cmd, const vkf_arch *a, vkf_fwd_plan *p
 {
     bool keyed = site != VKF_SITE_DECODER;      /* encoder and cross keys are the sources, masked past their lengths */
     int lr = site == VKF_SITE_CROSS;            /* which lowrank projection */
+    bool self = site != VKF_SITE_CROSS;         /* T5's relative position bias: self-attention only */
     vkf_attention_call c = {
         .spec = vkf_arch_site(a, site), .batch = p->batch, .heads = a->spec.heads, .head_dim = a->spec.head_dim,
         .lq = Lq, .lk = Lk, .scale = attention_scale(a), .q = q, .k = k, .v = v, .out = out, .dtype = a->act,
         .causal = causal, .key_lengths = keyed ? p->src_lengths : NULL, .key_mask = keyed ? p->src_mask : NULL,
         .seed = a->seed, .scores = p->scores, .lsh = p->lsh,
         .lowrank_proj = p->lr_proj[lr], .lowrank_rows = p->lr_lengths[lr], .lowrank_kv = p->lr_kv,
+        .bias_table = self ? a->w.rel_bias[site == VKF_SITE_DECODER] : NULL,
+        .rel_bias = a->spec.rel_bias && self, .rel_radius = a->w.rel_radius,
+        .global_bias = site == VKF_SITE_ENCODER && a->w.rel_global, .global_radius = a->w.rel_radius,
     };
+    if (c.spec.kind == VKF_ATTN_FUSED && c.spec.pattern == VKF_ATTENTION_TGLOBAL) {
+        /* the global keys: LongT5's own, recorded by the encoder layer, or the block means made here */
+        c.global_max = p->g_max;
+        if (a->spec.global_norm) c.global_kv = p->g_kv;
+        else c.global_scratch = p->g_kv;
+    }
     if (c.spec.kind == VKF_ATTN_FUSED && c.spec.pattern == VKF_ATTENTION_BIGBIRD) {
         vkf_tensor **table = &p->bb_table[site == VKF_SITE_DECODER];
         if (!*table) VKF_TRY(vkf_attention_call_table(a->ctx, &c, table));
@@ -170,6 +202,39 @@ static vkf_status rec_audio_stem(vkf_cmd *cmd, const vkf_arch *a, vkf_fwd_plan *
                     a->w.pe);
 }
 
+/* qkv (rows, 3 inner) = in · [Wq; Wk; Wv]ᵀ of encoder layer e: one stacked linear,
+ * or (LongT5 transient-global) q and the stacked k, v apart. */
+static vkf_status rec_enc_qkv(vkf_cmd *cmd, const vkf_arch *a, const vkf_enc_layer *e, const vkf_tensor *in,
+                              uint32_t rows, vkf_tensor *qkv)
+{
+    if (!a->spec.global_norm) return vkf_rec_linear(cmd, in, rows, &e->qkv, qkv, VKF_ACTIVATION_NONE, NULL);
+    uint64_t inner = (uint64_t)a->spec.heads * a->spec.head_dim;
+    vkf_matmul_desc d = linear_desc(in, rows, &e->q);
+    d.c = (vkf_matrix_view){qkv, 0, 3 * inner, {0, 0}};
+    VKF_TRY(vkf_cmd_matmul(cmd, &d));
+    d = linear_desc(in, rows, &e->kv);
+    d.c = (vkf_matrix_view){qkv, inner, 3 * inner, {0, 0}};
+    return vkf_cmd_matmul(cmd, &d);
+}
+
+/* LongT5 transient-global: layer e's global keys and values p->g_kv (B*g_max, 2
+ * inner) = RMSNorm_gnorm(block sums of its attention input x (B*S, d)) · [Wk; Wv]ᵀ. */
+static vkf_status rec_global_keys(vkf_cmd *cmd, const vkf_arch *a, const vkf_enc_layer *e, vkf_fwd_plan *p,
+                                  const vkf_tensor *x)
+{
+    vkf_attention_spec enc = vkf_arch_site(a, VKF_SITE_ENCODER);
+    if (!a->spec.global_norm || enc.kind != VKF_ATTN_FUSED || enc.pattern != VKF_ATTENTION_TGLOBAL || !p->g_max)
+        return VKF_OK;
+    uint32_t d = a->spec.d_model, G = p->g_max, rows = p->batch * G;
+    vkf_block_sum_desc sum = {
+        .batch = p->batch, .lk = p->src_len, .cols = d, .block = enc.block, .gmax = G, .x = x,
+        .lengths = p->src_lengths, .out = p->g_sum,
+    };
+    VKF_TRY(vkf_op_block_sum(cmd, &sum));
+    VKF_TRY(vkf_rec_norm(cmd, a, p->g_sum, NULL, rows, &e->gnorm, p->g_norm));
+    return vkf_rec_linear(cmd, p->g_norm, rows, &e->kv, p->g_kv, VKF_ACTIVATION_NONE, NULL);
+}
+
 vkf_status vkf_rec_encoder(vkf_cmd *cmd, const vkf_arch *a, vkf_fwd_plan *p)
 {
     const vkf_arch_spec *s = &a->spec;
@@ -191,22 +256,22 @@ vkf_status vkf_rec_encoder(vkf_cmd *cmd, const vkf_arch *a, vkf_fwd_plan *p)
         bool last = i + 1 == s->encoder_layers && !s->encoder_final_norm;
         if (!s->pre_norm) {
             /* x = N1(x + SelfAttn(x)); x = N2(x + FFN(x)) */
-            VKF_TRY(vkf_rec_linear(cmd, x, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_enc_qkv(cmd, a, e, x, rows, p->qkv));
+            VKF_TRY(rec_global_keys(cmd, a, e, p, x));
             VKF_TRY(rec_attention(cmd, a, p, VKF_SITE_ENCODER, S, S, q, k, v, false, p->attn));
             VKF_TRY(vkf_rec_linear(cmd, p->attn, rows, &e->o, p->tmp, VKF_ACTIVATION_NONE, NULL));
             VKF_TRY(vkf_rec_norm(cmd, a, x, p->tmp, rows, &e->n1, x));
-            VKF_TRY(vkf_rec_linear(cmd, x, rows, &e->ff1, p->hidden, s->activation, NULL));
-            VKF_TRY(vkf_rec_linear(cmd, p->hidden, rows, &e->ff2, p->tmp, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_ffn(cmd, a, &e->ff1, &e->ff2, x, rows, p->hidden, p->tmp, NULL));
             VKF_TRY(vkf_rec_norm(cmd, a, x, p->tmp, rows, &e->n2, last ? p->memory : x));
         } else {
             /* alt = x + SelfAttn(N1(x)); x = alt + FFN(N2(alt)) */
             VKF_TRY(vkf_rec_norm(cmd, a, x, NULL, rows, &e->n1, p->n));
-            VKF_TRY(vkf_rec_linear(cmd, p->n, rows, &e->qkv, p->qkv, VKF_ACTIVATION_NONE, NULL));
+            VKF_TRY(rec_enc_qkv(cmd, a, e, p->n, rows, p->qkv));
+            VKF_TRY(rec_global_keys(cmd, a, e, p, p->n));
             VKF_TRY(rec_attention(cmd, a, p, VKF_SITE_ENCODER, S, S, q, k, v, false, p->attn));
             VKF_TRY(vkf_rec_linear(cmd, p->attn, rows, &e->o, alt, VKF_ACTIVATION_NONE, x));
             VKF_TRY(vkf_rec_norm(cmd, a, alt, NULL, rows, &e->n2, p->n));
-            VKF_TRY(vkf_rec_linear(cmd, p->n, rows, &e->ff1, p->hidden, s->activation, NULL));
-            VKF_TRY(vkf_rec_linear(cmd, p->hidden, rows, &e->ff2, last ? p->memory : x, VKF_ACTIVATION_NONE, alt));
+            VKF_TRY(rec_ffn(cmd, a, &e->ff1, &e->ff2, p->n, rows, p->hidden, last ? p->memory : x, alt));
         }
     }
     /* memory = FinalNorm(x) */
@@ -241,6 +306,7 @@ static vkf_status rec_self_attention(vkf_cmd *cmd, const vkf_arch *a, uint32_t i
         .v = io->step.cache_v[i], .v_offset = 0, .v_row = inner, .v_batch = (uint64_t)steps * inner,
         .lengths = io->step.state, .length_from_state = true, .scratch = io->step.scratch, .out = io->attn,
         .row_index = io->step.row_index,
+        .rel_bias = s->rel_bias ? a->w.rel_bias[1] : NULL, .rel_radius = a->w.rel_radius,
     };
     vkf_attention_spec sc = vkf_arch_site(a, VKF_SITE_STEP_SELF);
     if (sc.kind == VKF_ATTN_FUSED) {
@@ -297,8 +363,7 @@ vkf_status vkf_rec_decoder_layer(vkf_cmd *cmd, const vkf_arch *a, uint32_t i, vk
         VKF_TRY(rec_cross_attention(cmd, a, i, io));
         VKF_TRY(vkf_rec_linear(cmd, io->attn, rows, &e->co, io->tmp, VKF_ACTIVATION_NONE, NULL));
         VKF_TRY(vkf_rec_norm(cmd, a, x, io->tmp, rows, &e->n2, x));
-        VKF_TRY(vkf_rec_linear(cmd, x, rows, &e->ff1, io->hidden, s->activation, NULL));
-        VKF_TRY(vkf_rec_linear(cmd, io->hidden, rows, &e->ff2, io->tmp, VKF_ACTIVATION_NONE, NULL));
+        VKF_TRY(rec_ffn(cmd, a, &e->ff1, &e->ff2, x, rows, io->hidden, io->tmp, NULL));
         return vkf_rec_norm(cmd, a, x, io->tmp, rows, &e->n3, x);
     }
     /* alt = x + CausalSelfAttn(N1(x)); x = alt + CrossAttn(N2(alt)); alt = x + FFN(N3(x)); then swap */
@@ -311,8 +376,7 @@ vkf_status vkf_rec_decoder_layer(vkf_cmd *cmd, const vkf_arch *a, uint32_t i, vk
     VKF_TRY(rec_cross_attention(cmd, a, i, io));
     VKF_TRY(vkf_rec_linear(cmd, io->attn, rows, &e->co, x, VKF_ACTIVATION_NONE, alt));
     VKF_TRY(vkf_rec_norm(cmd, a, x, NULL, rows, &e->n3, io->n));
-    VKF_TRY(vkf_rec_linear(cmd, io->n, rows, &e->ff1, io->hidden, s->activation, NULL));
-    VKF_TRY(vkf_rec_linear(cmd, io->hidden, rows, &e->ff2, alt, VKF_ACTIVATION_NONE, x));
+    VKF_TRY(rec_ffn(cmd, a, &e->ff1, &e->ff2, io->n, rows, io->hidden, alt, x));
     io->x = alt, io->alt = x;
     return VKF_OK;
 }

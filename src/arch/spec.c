@@ -1,5 +1,6 @@
-/* The spec's checks, and the sinusoidal position tables of every kind the spec
- * names (a family whose positions are learned reads them from its file). */
+/* The spec's checks, the sinusoidal position tables of every kind the spec
+ * names (a family whose positions are learned reads them from its file), and
+ * T5's relative position buckets and bias tables. */
 #include "arch/arch.h"
 
 #include <math.h>
@@ -30,23 +31,98 @@ vkf_status vkf_arch_spec_check(const vkf_arch_spec *s)
         BAD("decoder start id %d is outside the target vocabulary (%u)", s->decoder_start_id, s->tgt_vocab);
     if ((unsigned)s->positions > VKF_POS_NONE) BAD("unknown position kind %d", (int)s->positions);
     if (s->activation != VKF_ACTIVATION_RELU && s->activation != VKF_ACTIVATION_GELU &&
-        s->activation != VKF_ACTIVATION_SILU)
+        s->activation != VKF_ACTIVATION_SILU && s->activation != VKF_ACTIVATION_GELU_TANH)
         BAD("unknown activation %d", (int)s->activation);
+    if ((unsigned)s->norm > VKF_NORM_RMS) BAD("unknown norm kind %d", (int)s->norm);
+    if (s->ffn_glu && (uint64_t)s->d_ff * 2 > (1u << 20)) BAD("a gated d_ff of %u passes %u", s->d_ff, 1u << 19);
+    if (s->rel_bias) {
+        if (s->rel_buckets < 2 || s->rel_buckets > 4096)
+            BAD("relative_attention_num_buckets %u is outside 2..4096", s->rel_buckets);
+        if (s->rel_max_distance <= s->rel_buckets / 2 || s->rel_max_distance > (1u << 24))
+            BAD("relative_attention_max_distance %u is outside %u..%u (past half the %u buckets)", s->rel_max_distance,
+                s->rel_buckets / 2 + 1, 1u << 24, s->rel_buckets);
+    }
+    const vkf_attention_spec *ea = &s->encoder_attention;
+    if (ea->kind != VKF_ATTN_FUSED || (ea->pattern != VKF_ATTENTION_DENSE && ea->pattern != VKF_ATTENTION_LOCAL &&
+                                       ea->pattern != VKF_ATTENTION_TGLOBAL))
+        BAD("the model's own encoder attention must be dense, local or tglobal");
+    if (ea->pattern == VKF_ATTENTION_TGLOBAL && (ea->block < 1 || ea->block > INT32_MAX))
+        BAD("a global block of %u tokens is outside 1..2^31 - 1", ea->block);
+    if (s->global_norm && ea->pattern != VKF_ATTENTION_TGLOBAL) BAD("global norms without tglobal attention");
+#undef BAD
+    if (ea->pattern != VKF_ATTENTION_DENSE && s->head_dim > VKF_ATTENTION_MAX_HEAD_DIM)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "the model's local attention needs the fused kernels, which take head_dim "
+                        "up to %u (this model: %u)", VKF_ATTENTION_MAX_HEAD_DIM, s->head_dim);
+#define BAD(...) return vkf_fail(VKF_ERROR_BAD_MODEL, __VA_ARGS__)
     uint64_t rows = s->position_rows ? s->position_rows
                                      : (uint64_t)s->max_len + s->position_offset +
                                            (s->positions == VKF_POS_SIN_FAIRSEQ ? (uint64_t)s->pad_id + 1 : 0);
-    if (rows > (1u << 20) || rows * s->d_model > UINT32_MAX) BAD("a position table of %llu rows is too large",
-                                                                 (unsigned long long)rows);
+    if (s->positions != VKF_POS_NONE && (rows > (1u << 20) || rows * s->d_model > UINT32_MAX))
+        BAD("a position table of %llu rows is too large", (unsigned long long)rows);
     if (s->audio_mels) {
         if (s->audio_mels > 1024) BAD("%u mel bins: outside 1..1024", s->audio_mels);
         if (s->audio_frames < 2 || s->audio_frames % 2 || s->audio_frames > (1u << 17))
             BAD("%u audio frames: an even number in 2..%u is needed (conv2 halves them)", s->audio_frames, 1u << 17);
     }
 #undef BAD
-    if (s->norm == VKF_NORM_RMS)
-        return vkf_fail(VKF_ERROR_UNSUPPORTED, "RMSNorm (T5's norm) is not implemented yet");
-    if (s->ffn_glu) return vkf_fail(VKF_ERROR_UNSUPPORTED, "gated FFNs (T5 v1.1's gated-gelu) are not implemented yet");
+    if (s->rel_bias) {
+        /* the bias tables hold every distance up to the radius, per head */
+        uint64_t entries = (uint64_t)s->heads * (2ull * vkf_arch_rel_radius(s) + 1);
+        if (entries > (1u << 26))
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "relative_attention_max_distance %u with %u heads needs a bias table "
+                            "of %llu entries (at most %u)", s->rel_max_distance, s->heads, (unsigned long long)entries,
+                            1u << 26);
+    }
     return VKF_OK;
+}
+
+uint32_t vkf_arch_rel_bucket(int32_t rel, bool bidirectional, uint32_t num_buckets, uint32_t max_distance)
+{
+    /* transformers' T5Attention._relative_position_bucket, its float32 steps
+     * one by one: log(n / max_exact) / log(max_distance / max_exact) * (buckets -
+     * max_exact), truncated, capped at buckets - 1 */
+    uint32_t base = 0, nb = num_buckets;
+    int64_t n;
+    if (bidirectional) {
+        nb /= 2;
+        if (rel > 0) base = nb;
+        n = rel < 0 ? -(int64_t)rel : rel;
+    } else {
+        n = rel < 0 ? -(int64_t)rel : 0;
+    }
+    uint32_t max_exact = nb / 2;
+    if (n < (int64_t)max_exact) return base + (uint32_t)n;
+    if (max_exact == 0) return base + (nb ? nb - 1 : 0);
+    float ratio = (float)n / (float)max_exact;
+    float scaled = logf(ratio) / (float)log((double)max_distance / (double)max_exact) * (float)(nb - max_exact);
+    int64_t large = (int64_t)max_exact + (isfinite(scaled) ? (int64_t)scaled : INT32_MAX);
+    if (large > (int64_t)nb - 1) large = (int64_t)nb - 1;
+    return base + (uint32_t)large;
+}
+
+uint32_t vkf_arch_rel_radius(const vkf_arch_spec *s)
+{
+    /* the buckets grow with the distance until the last one; past the first
+     * distance that reaches it in both directions nothing changes */
+    uint32_t nb = s->rel_buckets, md = s->rel_max_distance;
+    uint32_t last_bi = vkf_arch_rel_bucket(INT32_MAX, true, nb, md), last_neg = vkf_arch_rel_bucket(INT32_MIN + 1, true, nb, md);
+    uint32_t last_causal = vkf_arch_rel_bucket(INT32_MIN + 1, false, nb, md);
+    for (uint32_t r = 0; r < s->max_len; r++)
+        if (vkf_arch_rel_bucket((int32_t)r, true, nb, md) == last_bi &&
+            vkf_arch_rel_bucket(-(int32_t)r, true, nb, md) == last_neg &&
+            vkf_arch_rel_bucket(-(int32_t)r, false, nb, md) == last_causal)
+            return r;
+    return s->max_len;
+}
+
+void vkf_arch_rel_table(const vkf_arch_spec *s, const float *weight, bool bidirectional, uint32_t radius, float *out)
+{
+    uint32_t width = 2 * radius + 1;
+    for (uint32_t k = 0; k < width; k++) {
+        uint32_t bucket = vkf_arch_rel_bucket((int32_t)k - (int32_t)radius, bidirectional, s->rel_buckets,
+                                              s->rel_max_distance);
+        for (uint32_t h = 0; h < s->heads; h++) out[(size_t)h * width + k] = weight[(size_t)bucket * s->heads + h];
+    }
 }
 
 uint32_t vkf_arch_position_rows(const vkf_arch_spec *s)

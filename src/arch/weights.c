@@ -41,6 +41,7 @@ void vkf_arch_weights_free(const vkf_arch_spec *spec, vkf_arch_weights *w)
         vkf_enc_layer *e = &w->enc[i];
         linear_free(&e->qkv), linear_free(&e->o), linear_free(&e->ff1), linear_free(&e->ff2);
         norm_free(&e->n1), norm_free(&e->n2);
+        linear_free(&e->q), linear_free(&e->kv), norm_free(&e->gnorm);
     }
     for (uint32_t i = 0; w->dec && i < spec->decoder_layers; i++) {
         vkf_dec_layer *e = &w->dec[i];
@@ -61,6 +62,8 @@ void vkf_arch_weights_free(const vkf_arch_spec *spec, vkf_arch_weights *w)
     linear_free(&w->conv1), linear_free(&w->conv2);
     free(w->lr_file[0]);
     free(w->lr_file[1]);
+    vkf_tensor_destroy(w->rel_bias[0]);
+    vkf_tensor_destroy(w->rel_bias[1]);
     memset(w, 0, sizeof *w);
 }
 
@@ -96,5 +99,7 @@ vkf_status vkf_arch_ban_ids(vkf_context *ctx, const vkf_arch_spec *spec, vkf_arc
 
 vkf_attention_spec vkf_arch_site(const vkf_arch *a, vkf_attention_site site)
 {
+    /* the encoder runs the user's variant, or the model's own when none was named */
+    if (site == VKF_SITE_ENCODER) return a->encoder_attn;
     return vkf_attention_for_site(&a->self_attn, &a->cross_attn, site);
 }

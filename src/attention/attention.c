@@ -437,6 +437,11 @@ vkf_status vkf_attention_parse(const char *spec, bool cross, vkf_attention_spec 
                             "attention \"%s\": bigbird:B:G:R needs block B >= 1, G >= 0 global blocks and R <= %u random "
                             "blocks", spec, VKF_BIGBIRD_MAX_RANDOM);
         c.pattern = VKF_ATTENTION_BIGBIRD, c.block = (uint32_t)a, c.globals = (uint32_t)b, c.random = (uint32_t)r;
+    } else if (FULL(2, sscanf(spec, "tglobal:%lu:%lu%n", &a, &b, &used))) {
+        if (a > UINT32_MAX || b < 1 || b > INT32_MAX)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "attention \"%s\": tglobal:W:G needs a window W >= 0 and a "
+                            "global block of G >= 1 tokens", spec);
+        c.pattern = VKF_ATTENTION_TGLOBAL, c.window = (uint32_t)a, c.block = (uint32_t)b;
     } else if (FULL(2, sscanf(spec, "lsh:%lu:%lu%n", &a, &b, &used))) {
         if (a < 1 || a > 64 || b < 1 || b > INT32_MAX)
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "attention \"%s\": lsh:H:C needs 1 <= H <= 64 hash rounds and a "
@@ -445,7 +450,7 @@ vkf_status vkf_attention_parse(const char *spec, bool cross, vkf_attention_spec 
     } else {
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT,
                         "unknown attention \"%s\" (dense, dense-naive, local:W, strided:W:S with S >= 1, bigbird:B:G:R, "
-                        "lsh:H:C, lowrank:K)", spec);
+                        "tglobal:W:G, lsh:H:C, lowrank:K)", spec);
     }
 #undef FULL
     *out = c;
@@ -559,7 +564,7 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
     if (d->dtype == VKF_DTYPE_F16 && !ctx->storage_16bit)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: F16 q, k, v and out need 16-bit storage buffers, which device \"%s\" "
                         "lacks", fn, ctx->info.name);
-    if ((unsigned)d->pattern > VKF_ATTENTION_BIGBIRD)
+    if ((unsigned)d->pattern > VKF_ATTENTION_TGLOBAL)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: unknown pattern %d", fn, (int)d->pattern);
     const vkf_bigbird *bb = &d->bigbird;
     if (d->pattern == VKF_ATTENTION_BIGBIRD) {
@@ -591,7 +596,41 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
         .pattern = (uint32_t)d->pattern,
         .window = d->window < longest ? d->window : longest,
         .stride = d->pattern == VKF_ATTENTION_STRIDED ? d->stride : 1u,
+        .global_block = 1,
     };
+    /* T5's relative position bias: the tables (heads, 2 R + 1) of the local keys,
+     * then of the global keys, in bias_table */
+    uint64_t bias_need = 0;
+    if (d->rel_bias || d->global_bias) {
+        if (!d->bias_table)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: a relative position bias needs its table (bias_table)", fn);
+        if (d->rel_radius > (1u << 20) || d->global_radius > (1u << 20))
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: bias radius %u / %u passes 2^20", fn, d->rel_radius,
+                            d->global_radius);
+        if (d->global_bias && d->pattern != VKF_ATTENTION_TGLOBAL)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: a global bias is for the tglobal pattern", fn);
+        bias_need = (d->rel_bias ? (uint64_t)d->heads * (2ull * d->rel_radius + 1) : 0) +
+                    (d->global_bias ? (uint64_t)d->heads * (2ull * d->global_radius + 1) : 0);
+        VKF_TRY(vkf_check_tensor(cmd, d->bias_table, VKF_DTYPE_F32, bias_need, fn, "bias_table"));
+        if (bias_need > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: bias_table passes 2^32 elements", fn);
+        p.flags |= (d->rel_bias ? VKF_ATTENTION_FLAG_REL_BIAS : 0u) | (d->global_bias ? VKF_ATTENTION_FLAG_GLOBAL_BIAS : 0u);
+        p.rel_radius = d->rel_radius, p.global_radius = d->global_radius;
+    }
+    /* transient-global: the window's keys and each sequence's global keys */
+    if (d->pattern == VKF_ATTENTION_TGLOBAL) {
+        if (d->causal)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: the tglobal pattern is not causal (its global keys "
+                            "summarise later tokens too)", fn);
+        if (!d->global_block || d->global_block > INT32_MAX)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: tglobal needs a global block of 1 .. 2^31 - 1 tokens "
+                            "(got %u)", fn, d->global_block);
+        if (d->global_max) {
+            uint64_t need = (uint64_t)d->batch * d->global_max * 2 * d->heads * d->head_dim;
+            VKF_TRY(vkf_check_tensor(cmd, d->global_kv, d->dtype, need, fn, "global_kv"));
+            if (need > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: global_kv passes 2^32 elements", fn);
+        }
+        p.global_block = d->global_block, p.global_max = d->global_max;
+    }
     if (!isfinite(p.scale)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: scale %g is out of range", fn, d->scale);
     uint64_t out_elements = (uint64_t)d->batch * d->lq * dm;
     if (out_elements > UINT32_MAX)
@@ -640,10 +679,14 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
     p.v_offset = view[0], p.v_row = view[1], p.v_batch = view[2];
     if (d->key_lengths) VKF_TRY(vkf_check_tensor(cmd, d->key_lengths, VKF_DTYPE_I32, d->batch, fn, "key_lengths"));
     VKF_TRY(vkf_check_tensor(cmd, d->out, d->dtype, out_elements, fn, "out"));
+    bool with_bias = d->rel_bias || d->global_bias, with_globals = d->pattern == VKF_ATTENTION_TGLOBAL && d->global_max;
     if (vkf_tensors_overlap(d->out, d->q.tensor) || vkf_tensors_overlap(d->out, d->k.tensor) ||
         vkf_tensors_overlap(d->out, d->v.tensor) || vkf_tensors_overlap(d->out, d->key_lengths) ||
-        (d->pattern == VKF_ATTENTION_BIGBIRD && vkf_tensors_overlap(d->out, d->table)))
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias q, k, v, key_lengths or table", fn);
+        (d->pattern == VKF_ATTENTION_BIGBIRD && vkf_tensors_overlap(d->out, d->table)) ||
+        (with_bias && vkf_tensors_overlap(d->out, d->bias_table)) ||
+        (with_globals && vkf_tensors_overlap(d->out, d->global_kv)))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out may not alias q, k, v, key_lengths, table, bias_table or "
+                        "global_kv", fn);
 
     const vkf_pipeline *pipe;
     bool f16 = d->dtype == VKF_DTYPE_F16;
@@ -665,11 +708,13 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
                                      &pipe));
         }
     }
-    vkf_binding b[6] = {
+    vkf_binding b[8] = {
         {d->q.tensor, VKF_READ}, {d->k.tensor, VKF_READ}, {d->v.tensor, VKF_READ},
         {d->key_lengths, VKF_READ}, {d->out, VKF_WRITE},
         {d->pattern == VKF_ATTENTION_BIGBIRD ? d->table : NULL, VKF_READ},
+        {with_bias ? d->bias_table : NULL, VKF_READ},
+        {with_globals ? d->global_kv : NULL, VKF_READ},
     };
-    return vkf_cmd_dispatch(cmd, pipe, b, 6, &p, sizeof p, groups,
+    return vkf_cmd_dispatch(cmd, pipe, b, 8, &p, sizeof p, groups,
                             plan.coopmat ? "attention_fused_coopmat" : "attention_fused");
 }

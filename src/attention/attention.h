@@ -58,6 +58,19 @@ typedef struct vkf_attention_desc {
     vkf_dtype dtype;                    /* of q, k, v and out: F32 (0, the default) or F16 (16-bit
                                            storage only; arithmetic stays fp32) */
     vkf_attention_kernel kernel;        /* AUTO (0): see vkf_attention_kernel */
+    /* T5's relative position bias and LongT5's transient-global keys (appended): */
+    const vkf_tensor *bias_table;       /* F32, borrowed: the tables below, or NULL */
+    bool rel_bias;                      /* score (i, j) += bias_table[h (2 rel_radius + 1) + clamp(j - i, +-R) + R] */
+    uint32_t rel_radius;                /* R */
+    bool global_bias;                   /* TGLOBAL: global key g of query i gets the global table's
+                                           [h][clamp(g - blk(i), +-Rg) + Rg], blk(i) = min(i / G, n_glob - 1); the
+                                           table (heads, 2 Rg + 1) follows the local one (or starts at 0) */
+    uint32_t global_radius;             /* Rg */
+    uint32_t global_block;              /* TGLOBAL: G >= 1 tokens per global block; sequence b has n_glob =
+                                           min(len_b / G, global_max) global keys */
+    const vkf_tensor *global_kv;        /* TGLOBAL: (batch, global_max, 2 heads * head_dim) of dtype, borrowed:
+                                           each global key's key, then its value */
+    uint32_t global_max;                /* TGLOBAL: rows of global_kv per sequence */
 } vkf_attention_desc;
 
 /* Zeros everything; scale 1. */
@@ -86,15 +99,15 @@ typedef enum vkf_attention_kind {
 typedef struct vkf_attention_spec {
     vkf_attention_kind kind;
     vkf_attention_pattern pattern;      /* VKF_ATTN_FUSED's pattern */
-    uint32_t window, stride;            /* local, strided */
-    uint32_t block, globals, random;    /* bigbird */
+    uint32_t window, stride;            /* local, strided, tglobal (its radius) */
+    uint32_t block, globals, random;    /* bigbird; tglobal: block is its global block G */
     uint32_t rounds, chunk;             /* lsh */
     uint32_t rank;                      /* lowrank */
 } vkf_attention_spec;
 
 /* Parses "dense", "dense-naive", "local:W", "strided:W:S", "bigbird:B:G:R",
- * "lsh:H:C", "lowrank:K" (NULL: dense); for cross-attention only dense,
- * dense-naive and lowrank. VKF_ERROR_INVALID_ARGUMENT names what is wrong. */
+ * "tglobal:W:G", "lsh:H:C", "lowrank:K" (NULL: dense); for cross-attention only
+ * dense, dense-naive and lowrank. VKF_ERROR_INVALID_ARGUMENT names what is wrong. */
 vkf_status vkf_attention_parse(const char *spec, bool cross, vkf_attention_spec *out);
 
 /* Lowrank's fixed projection E (count, K, S) for sequences of the given lengths
@@ -146,6 +159,14 @@ typedef struct vkf_attention_call {
     vkf_tensor *lowrank_proj;           /* lowrank: (batch, K, lk) E of dtype */
     vkf_tensor *lowrank_rows;           /* lowrank: (batch) I32, rows of E that hold keys */
     vkf_tensor *lowrank_kv;             /* lowrank: (batch * K, 2 heads * head_dim) of dtype */
+    /* T5's relative position bias, LongT5's transient-global (appended): */
+    const vkf_tensor *bias_table;       /* F32 (see vkf_attention_desc), or NULL */
+    bool rel_bias, global_bias;
+    uint32_t rel_radius, global_radius;
+    const vkf_tensor *global_kv;        /* tglobal: (batch, global_max, 2 heads * head_dim) of dtype made by the
+                                           caller (LongT5), or NULL: the block means of k and v, recorded into: */
+    vkf_tensor *global_scratch;         /* tglobal without global_kv: (batch, global_max, 2 heads * head_dim) */
+    uint32_t global_max;                /* tglobal: rows per sequence (0: no global keys) */
 } vkf_attention_call;
 
 /* Whether a variant runs through materialised scores: dense-naive, or dense
@@ -155,6 +176,11 @@ bool vkf_attention_materialises(const vkf_attention_spec *spec, uint32_t head_di
 vkf_status vkf_attention_record(vkf_cmd *cmd, const vkf_attention_call *call);
 /* bigbird: the table vkf_attention_record reads for this call (the caller owns it). */
 vkf_status vkf_attention_call_table(vkf_context *ctx, const vkf_attention_call *call, vkf_tensor **out_table);
+
+/* ------------------------------------------------------------------ transient-global (attention_record.c) */
+
+/* Global keys per sequence of a tglobal:W:G call of lk keys: floor(lk / G). */
+uint32_t vkf_tglobal_rows(uint32_t lk, uint32_t block);
 
 /* Where an encoder-decoder runs attention. */
 typedef enum vkf_attention_site {

@@ -181,6 +181,14 @@ vkf_status vkf_cmd_attention(vkf_cmd *cmd, const vkf_attention_op_desc *d, const
         if (st == VKF_OK) st = vkf_tensor_upload(c.lowrank_rows, rh, d->batch * sizeof *rh);
         free(Eh), free(lens), free(rh);
         VKF_TRY(st);
+    } else if (spec.kind == VKF_ATTN_FUSED && spec.pattern == VKF_ATTENTION_TGLOBAL) {
+        if (d->causal)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: \"%s\" is not causal (its global keys summarise later "
+                            "tokens)", fn, name);
+        /* the global keys: the block means of each sequence's keys and values */
+        c.global_max = vkf_tglobal_rows(d->lk, spec.block);
+        if (c.global_max)
+            VKF_TRY(owned_tensor(cmd, d->dtype, (uint64_t)d->batch * c.global_max, 2 * inner, &c.global_scratch));
     } else if (spec.pattern == VKF_ATTENTION_BIGBIRD) {
         vkf_tensor *table;
         VKF_TRY(vkf_attention_call_table(vkf_cmd_context(cmd), &c, &table));

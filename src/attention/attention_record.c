@@ -1,7 +1,10 @@
 /* The one switch from an attention variant to its kernels (vkf_attention_record):
  * the fused kernel and its patterns (attention.c), materialised scores for
  * dense-naive (matmul, softmax, matmul), LSH (attention_lsh.c), and low-rank
- * projections followed by the fused kernel. Both callers go through it: the
+ * projections followed by the fused kernel. T5's relative position bias goes
+ * into the fused kernels and dense-naive's softmax; lsh and lowrank refuse it.
+ * Transient-global's global keys are the caller's (LongT5) or the block means of
+ * the keys and values, recorded here. Both callers go through it: the
  * public vkf_cmd_attention (attention_op.c), which makes each variant's
  * resources for its command list, and the model's graph (src/arch), whose plans
  * own theirs and reuse them on every submit. */
@@ -81,6 +84,11 @@ static vkf_status record_naive(vkf_cmd *cmd, const vkf_attention_call *c)
                 p.mask_row_div = all ? c->heads * c->lq : 1, p.mask_row0 = all ? 0 : b;
             }
             if (c->causal) p.causal_period = c->lq, p.causal_offset = c->causal_offset;
+            if (c->rel_bias) {
+                /* row r: query r % lq of head h0 + (r / lq) % heads (grouped: of g heads from h0) */
+                p.rel_bias = (vkf_tensor *)c->bias_table, p.rel_radius = c->rel_radius, p.rel_period = c->lq;
+                p.rel_heads = all ? c->heads : g, p.rel_head0 = all ? 0 : h0;
+            }
             VKF_TRY(vkf_cmd_softmax(cmd, &p));
             vkf_matmul_desc o;
             vkf_matmul_desc_init(&o);
@@ -114,7 +122,42 @@ static void call_desc(const vkf_attention_call *c, vkf_attention_desc *a)
         a->pattern = sp->pattern, a->window = sp->window, a->stride = sp->stride;
         if (sp->pattern == VKF_ATTENTION_BIGBIRD)
             a->bigbird = (vkf_bigbird){sp->block, sp->globals, sp->random, c->causal, c->seed};
+        if (sp->pattern == VKF_ATTENTION_TGLOBAL) {
+            a->global_block = sp->block, a->global_max = c->global_max;
+            a->global_kv = c->global_kv ? c->global_kv : c->global_scratch;
+        }
     }
+    a->bias_table = c->bias_table;
+    a->rel_bias = c->rel_bias, a->rel_radius = c->rel_radius;
+    a->global_bias = c->global_bias && a->pattern == VKF_ATTENTION_TGLOBAL, a->global_radius = c->global_radius;
+}
+
+uint32_t vkf_tglobal_rows(uint32_t lk, uint32_t block)
+{
+    return block ? lk / block : 0;
+}
+
+/* tglobal without the caller's global keys: the block means of k and v into
+ * c->global_scratch, (batch, global_max, [keys values]). */
+static vkf_status record_global_means(vkf_cmd *cmd, const vkf_attention_call *c)
+{
+    static const char fn[] = "tglobal";
+    uint64_t inner = (uint64_t)c->heads * c->head_dim;
+    if (!c->global_scratch)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: the global keys need a scratch tensor", fn);
+    for (int part = 0; part < 2; part++) {
+        const vkf_attention_view *src = part ? &c->v : &c->k;
+        uint32_t s[3];
+        VKF_TRY(vkf_check_attention_view(cmd, src, c->dtype, c->batch, c->lk, inner, fn, part ? "v" : "k", s));
+        vkf_block_sum_desc m = {
+            .batch = c->batch, .lk = c->lk, .cols = (uint32_t)inner, .block = c->spec.block, .gmax = c->global_max,
+            .mean = true, .x = src->tensor, .x_offset = s[0], .x_row = s[1], .x_batch = s[2],
+            .lengths = c->key_lengths, .out = c->global_scratch, .o_offset = part ? inner : 0, .o_row = 2 * inner,
+            .o_batch = (uint64_t)c->global_max * 2 * inner,
+        };
+        VKF_TRY(vkf_op_block_sum(cmd, &m));
+    }
+    return VKF_OK;
 }
 
 vkf_status vkf_attention_call_table(vkf_context *ctx, const vkf_attention_call *c, vkf_tensor **out_table)
@@ -127,6 +170,11 @@ vkf_status vkf_attention_call_table(vkf_context *ctx, const vkf_attention_call *
 vkf_status vkf_attention_record(vkf_cmd *cmd, const vkf_attention_call *c)
 {
     const vkf_attention_spec *sp = &c->spec;
+    if ((c->rel_bias || c->global_bias) && (sp->kind == VKF_ATTN_LSH || sp->kind == VKF_ATTN_LOWRANK))
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s attention cannot add a relative position bias (T5's): %s",
+                        sp->kind == VKF_ATTN_LSH ? "lsh" : "lowrank",
+                        sp->kind == VKF_ATTN_LSH ? "its chunks of hash-sorted tokens have no fixed distances"
+                                                 : "its projected keys mix many positions");
     if (vkf_attention_materialises(sp, c->head_dim)) return record_naive(cmd, c);
     if (sp->kind == VKF_ATTN_LSH) {
         /* keys are the normalised queries: k is not read */
@@ -151,6 +199,8 @@ vkf_status vkf_attention_record(vkf_cmd *cmd, const vkf_attention_call *c)
         return vkf_op_attention_fused(cmd, &a);
     }
     a.table = c->bigbird_table;
+    if (sp->kind == VKF_ATTN_FUSED && sp->pattern == VKF_ATTENTION_TGLOBAL && c->global_max && !c->global_kv)
+        VKF_TRY(record_global_means(cmd, c));
     return vkf_op_attention_fused(cmd, &a);
 }
 
@@ -158,16 +208,19 @@ vkf_attention_spec vkf_attention_for_site(const vkf_attention_spec *self, const 
                                           vkf_attention_site site)
 {
     vkf_attention_spec dense = {.kind = VKF_ATTN_FUSED};
+    /* transient-global's global keys summarise later tokens: causal sites keep its window */
+    vkf_attention_spec window = {.kind = VKF_ATTN_FUSED, .pattern = VKF_ATTENTION_LOCAL, .window = self->window};
+    bool tglobal = self->kind == VKF_ATTN_FUSED && self->pattern == VKF_ATTENTION_TGLOBAL;
     switch (site) {
     case VKF_SITE_ENCODER: return *self;
     case VKF_SITE_DECODER:
         /* causal: a projection along the sequence would mix later tokens in */
-        return self->kind == VKF_ATTN_LOWRANK ? dense : *self;
+        return self->kind == VKF_ATTN_LOWRANK ? dense : tglobal ? window : *self;
     case VKF_SITE_CROSS: return *cross;
     case VKF_SITE_STEP_SELF:
         /* one new query: lsh cannot hash and sort it against the cache, lowrank
          * does not apply to causal attention; the fused patterns are kept */
-        return self->kind == VKF_ATTN_FUSED ? *self : dense;
+        return tglobal ? window : self->kind == VKF_ATTN_FUSED ? *self : dense;
     case VKF_SITE_STEP_CROSS:
         /* lowrank keeps its projected keys; dense-naive's step is the decode kernel */
         return cross->kind == VKF_ATTN_LOWRANK ? *cross : dense;
@@ -183,5 +236,6 @@ void vkf_attention_spec_name(const vkf_attention_spec *c, uint32_t head_dim, cha
     else if (c->pattern == VKF_ATTENTION_LOCAL) snprintf(out, size, "local:%u", c->window);
     else if (c->pattern == VKF_ATTENTION_STRIDED) snprintf(out, size, "strided:%u:%u", c->window, c->stride);
     else if (c->pattern == VKF_ATTENTION_BIGBIRD) snprintf(out, size, "bigbird:%u:%u:%u", c->block, c->globals, c->random);
+    else if (c->pattern == VKF_ATTENTION_TGLOBAL) snprintf(out, size, "tglobal:%u:%u", c->window, c->block);
     else snprintf(out, size, "dense");
 }

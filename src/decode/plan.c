@@ -58,7 +58,8 @@ uint64_t vkf_gen_plan_bytes(const vkf_gen_plan *p)
                               p->kv_rows[0],  p->kv_rows[1], p->scores, p->inputs, p->row_data, p->lists,
                               e->src_ids, e->tgt_ids,    e->src_pos,  e->tgt_pos,     e->src_mask,    e->src_lengths,
                               e->a,           e->b,      e->n,        e->memory,      e->qkv,         e->q,
-                              e->kv,          e->attn,   e->tmp,      e->hidden,      e->scores,      e->logits};
+                              e->kv,          e->attn,   e->tmp,      e->hidden,      e->scores,      e->logits,
+                              e->g_kv,        e->g_sum,  e->g_norm};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) n += ts[i] ? vkf_tensor_bytes(ts[i]) : 0;
     for (uint32_t i = 0; i < p->layers; i++)
         n += vkf_tensor_bytes(p->cross_kv[i]) + vkf_tensor_bytes(p->cache_k[i]) + vkf_tensor_bytes(p->cache_v[i]);
@@ -210,7 +211,7 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
     if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, inner, &p->q);
     if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, inner, &p->attn);
     if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, 3 * inner, &p->qkv);
-    if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, s->d_ff, &p->hidden);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, vkf_arch_hidden_cols(s), &p->hidden);
     if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * s->heads, keys, &p->scratch);
     if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, s->tgt_vocab, &p->logits);
     /* The encoder and every layer's cross-attention keys/values: once per batch,

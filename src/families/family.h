@@ -8,6 +8,7 @@
  *   vkformer_file.c vkformer's own file (docs/file-format.md)
  *   marian.c        Marian (opus-mt)
  *   m2m100.c, mbart.c, bart.c: M2M-100 and NLLB, mBART, BART
+ *   t5.c            T5, Flan-T5, mT5, LongT5
  *   safetensors.c, tokenizer_spm.cc: the file container and SentencePiece
  * Adding a family is one file, one line in registry.c and its tests. */
 #ifndef VKF_FAMILY_H
@@ -170,6 +171,7 @@ const vkf_family *vkf_family_vkformer(void);
 /* The families' tables (one per file). */
 extern const vkf_family vkf_family_marian, vkf_family_m2m100, vkf_family_mbart, vkf_family_bart;
 extern const vkf_family vkf_family_whisper;
+extern const vkf_family vkf_family_t5;  /* T5, Flan-T5, mT5 and LongT5 (t5.c) */
 void vkf_family_model_free(const vkf_family *f, vkf_family_model *fm);
 /* Index of language `code` in fm's list, or -1. */
 int32_t vkf_family_language(const vkf_family_model *fm, const char *code);

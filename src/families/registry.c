@@ -15,6 +15,7 @@ static const vkf_family *const families[] = {
     &vkf_family_mbart,                  /* mBART-50 and mBART */
     &vkf_family_whisper,                /* Whisper (audio in) */
     &vkf_family_bart,                   /* BART */
+    &vkf_family_t5,                     /* T5, Flan-T5, mT5 and LongT5 */
 };
 
 const vkf_family *vkf_family_vkformer(void);

@@ -63,6 +63,13 @@ void vkf_spm_free(vkf_spm *s);
  * for NULL s or i out of range); *kind (if kind is not NULL): one of VKF_SPM_*. */
 uint32_t vkf_spm_size(const vkf_spm *s);
 const char *vkf_spm_piece(const vkf_spm *s, uint32_t i, int *kind);
+/* The score of piece i (its unigram log-probability; 0 for NULL s or i out of range). */
+float vkf_spm_score(const vkf_spm *s, uint32_t i);
+/* The normalizer's precompiled charsmap (owned by s, *len bytes; NULL and 0 when the
+ * model has none), as transformers copies it into a tokenizer.json's Precompiled. */
+const char *vkf_spm_charsmap(const vkf_spm *s, size_t *len);
+/* trainer_spec.model_type: 1 unigram, 2 BPE, 3 word, 4 char (0 for NULL). */
+int vkf_spm_model_type(const vkf_spm *s);
 /* The id of a piece (exact bytes), or -1 when it is not one of the model's. */
 int32_t vkf_spm_piece_id(const vkf_spm *s, const char *piece, size_t len);
 

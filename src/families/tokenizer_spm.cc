@@ -167,8 +167,10 @@ bool parse_piece(const uint8_t *p, const uint8_t *end, PieceInfo *out) {
 }
 
 // Checks every precompiled_charsmap (field 2, bytes) of a NormalizerSpec message
-// (what: "normalizer_spec" or "denormalizer_spec"); false with a reason.
-bool check_spec(const uint8_t *p, const uint8_t *end, const char *what, char *why, size_t why_size) {
+// (what: "normalizer_spec" or "denormalizer_spec"); false with a reason. *cm (when
+// cm is not NULL) gets the last one's bytes.
+bool check_spec(const uint8_t *p, const uint8_t *end, const char *what, char *why, size_t why_size,
+                const uint8_t **cm, size_t *cm_len) {
     while (p < end) {
         uint64_t key;
         if (!read_varint(p, end, &key) || (key >> 3) == 0) {
@@ -188,6 +190,7 @@ bool check_spec(const uint8_t *p, const uint8_t *end, const char *what, char *wh
                 snprintf(why, why_size, "%s: %s", what, vkf_last_error());
                 return false;
             }
+            if (cm) *cm = p, *cm_len = (size_t)len;
             p += len;
         } else if (!skip_field(p, end, wire)) {
             snprintf(why, why_size, "not a SentencePiece model (its %s is malformed)", what);
@@ -197,11 +200,33 @@ bool check_spec(const uint8_t *p, const uint8_t *end, const char *what, char *wh
     return true;
 }
 
-// The pieces' types (1..6, one char each) in order; false with a reason when the
-// bytes are not a ModelProto, a piece is unusable or a charsmap is unsafe.
-bool scan_model(const std::string &bytes, std::string *types, char *why, size_t why_size) {
+// trainer_spec's model_type (field 3: 1 unigram, 2 BPE, 3 word, 4 char), the last
+// one given (protobuf merges repeated messages), into *type.
+bool trainer_model_type(const uint8_t *p, const uint8_t *end, int *type) {
+    while (p < end) {
+        uint64_t key, v;
+        if (!read_varint(p, end, &key) || (key >> 3) == 0) return false;
+        unsigned field = (unsigned)(key >> 3), wire = (unsigned)(key & 7);
+        if (field == 3 && wire == 0) {
+            if (!read_varint(p, end, &v)) return false;
+            *type = v <= 4 ? (int)v : 0;
+        } else if (!skip_field(p, end, wire)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// The pieces' types (1..6, one char each) in order, the normalizer's charsmap (its
+// offset and length in bytes; length 0: none) and the model type; false with a
+// reason when the bytes are not a ModelProto, a piece is unusable or a charsmap
+// is unsafe.
+bool scan_model(const std::string &bytes, std::string *types, char *why, size_t why_size, size_t *cm_offset,
+                size_t *cm_len, int *model_type) {
     const uint8_t *p = (const uint8_t *)bytes.data(), *end = p + bytes.size();
     bool trainer_spec = false, normalizer_spec = false;
+    const uint8_t *cm = nullptr;
+    *cm_offset = 0, *cm_len = 0, *model_type = 1;   // sentencepiece's default: unigram
     while (p < end) {
         uint64_t key;
         if (!read_varint(p, end, &key) || (key >> 3) == 0) {
@@ -237,9 +262,19 @@ bool scan_model(const std::string &bytes, std::string *types, char *why, size_t 
                 snprintf(why, why_size, "not a SentencePiece model (truncated or malformed protobuf)");
                 return false;
             }
-            if (!check_spec(p, p + len, field == 3 ? "normalizer_spec" : "denormalizer_spec", why, why_size))
+            if (!check_spec(p, p + len, field == 3 ? "normalizer_spec" : "denormalizer_spec", why, why_size,
+                            field == 3 ? &cm : nullptr, cm_len))
                 return false;
             if (field == 3) normalizer_spec = true;
+            p += len;
+        } else if (wire == 2 && field == 2) {
+            // trainer_spec: its model type
+            uint64_t len;
+            if (!read_varint(p, end, &len) || len > (uint64_t)(end - p) || !trainer_model_type(p, p + len, model_type)) {
+                snprintf(why, why_size, "not a SentencePiece model (truncated or malformed protobuf)");
+                return false;
+            }
+            trainer_spec = true;
             p += len;
         } else {
             if (wire == 2 && field == 2) trainer_spec = true;
@@ -260,6 +295,7 @@ bool scan_model(const std::string &bytes, std::string *types, char *why, size_t 
                  !trainer_spec ? "trainer_spec" : "normalizer_spec");
         return false;
     }
+    if (cm) *cm_offset = (size_t)(cm - (const uint8_t *)bytes.data());
     return true;
 }
 
@@ -328,6 +364,8 @@ bool read_file(const char *path, std::string *out, char *why, size_t why_size) {
 struct vkf_spm {
     sentencepiece::SentencePieceProcessor sp;
     std::string kinds;   // VKF_SPM_* per piece
+    std::string charsmap;   // the normalizer's precompiled charsmap ("" : none)
+    int model_type;         // trainer_spec.model_type
 };
 
 namespace {
@@ -337,12 +375,16 @@ namespace {
 vkf_spm *load_checked(const std::string &bytes, const char *name, char *err, size_t err_size) {
     std::string types;
     char why[320];
-    if (!scan_model(bytes, &types, why, sizeof(why))) {
+    size_t cm_offset = 0, cm_len = 0;
+    int model_type = 1;
+    if (!scan_model(bytes, &types, why, sizeof(why), &cm_offset, &cm_len, &model_type)) {
         set_err(err, err_size, "SentencePiece model %s: %s", name, why);
         return nullptr;
     }
     vkf_spm *s = new vkf_spm;
     try {
+        s->charsmap.assign(bytes.data() + cm_offset, cm_len);
+        s->model_type = model_type;
         sentencepiece::util::Status st = s->sp.LoadFromSerializedProto(bytes);
         int n = st.ok() ? s->sp.GetPieceSize() : 0;
         if (!st.ok()) {
@@ -452,6 +494,26 @@ const char *vkf_spm_piece(const vkf_spm *s, uint32_t i, int *kind) {
     } catch (...) {
         return nullptr;
     }
+}
+
+float vkf_spm_score(const vkf_spm *s, uint32_t i) {
+    if (!s || i >= s->kinds.size()) return 0.0f;
+    try {
+        return s->sp.GetScore((int)i);
+    } catch (...) {
+        return 0.0f;
+    }
+}
+
+const char *vkf_spm_charsmap(const vkf_spm *s, size_t *len) {
+    *len = 0;
+    if (!s || s->charsmap.empty()) return nullptr;
+    *len = s->charsmap.size();
+    return s->charsmap.data();
+}
+
+int vkf_spm_model_type(const vkf_spm *s) {
+    return s ? s->model_type : 0;
 }
 
 int32_t vkf_spm_piece_id(const vkf_spm *s, const char *piece, size_t len) {

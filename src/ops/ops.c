@@ -325,7 +325,7 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     vkf_context *ctx = vkf_cmd_context(cmd);
     if (d->m == 0 || d->n == 0 || d->k == 0)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive (m %u, n %u, k %u)", fn, d->m, d->n, d->k);
-    if ((unsigned)d->activation > VKF_ACTIVATION_SILU)
+    if ((unsigned)d->activation > VKF_ACTIVATION_GELU_TANH)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: unknown activation %d", fn, (int)d->activation);
     if (!isfinite(d->alpha)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: alpha is not finite", fn);
     uint64_t b0 = d->batch[0] ? d->batch[0] : 1, b1 = d->batch[1] ? d->batch[1] : 1;
@@ -472,13 +472,25 @@ vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *d)
         p.mask_row_div = d->mask_row_div ? d->mask_row_div : 1;
         p.mask_row0 = d->mask_row0;
     }
+    if (d->rel_bias) {
+        if (!d->rel_period || !d->rel_heads)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: rel_period and rel_heads must be positive with rel_bias", fn);
+        if (d->rel_radius > (1u << 20))
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: rel_radius %u passes 2^20", fn, d->rel_radius);
+        uint64_t need = ((uint64_t)d->rel_head0 + d->rel_heads) * (2ull * d->rel_radius + 1);
+        VKF_TRY(vkf_check_tensor(cmd, d->rel_bias, VKF_DTYPE_F32, need, fn, "rel_bias"));
+        if (need > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: rel_bias passes 2^32 elements", fn);
+        if (vkf_tensors_overlap(d->rel_bias, d->y)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: rel_bias may not alias y", fn);
+        p.rel_bias = 1, p.rel_radius = d->rel_radius, p.rel_period = d->rel_period;
+        p.rel_heads = d->rel_heads, p.rel_head0 = d->rel_head0;
+    }
     uint32_t groups[3];
     VKF_TRY(linear_grid(ctx, d->rows, groups, fn));
     uint32_t spec[1] = {ctx->tuning.row_workgroup};
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_SOFTMAX, spec, 1, &pipe));
-    vkf_binding b[3] = {{d->x, VKF_READ}, {d->mask, VKF_READ}, {d->y, VKF_WRITE}};
-    return vkf_cmd_dispatch(cmd, pipe, b, 3, &p, sizeof p, groups, "softmax");
+    vkf_binding b[4] = {{d->x, VKF_READ}, {d->mask, VKF_READ}, {d->y, VKF_WRITE}, {d->rel_bias, VKF_READ}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 4, &p, sizeof p, groups, "softmax");
 }
 
 vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *d)
@@ -497,7 +509,8 @@ vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *d)
     VKF_TRY(vkf_check_tensor(cmd, d->x, act, n, fn, "x"));
     VKF_TRY(check_activation(cmd, d->y, act, n, fn, "y", "x"));
     VKF_TRY(vkf_check_tensor(cmd, d->gamma, VKF_DTYPE_F32, d->cols, fn, "gamma"));
-    VKF_TRY(vkf_check_tensor(cmd, d->beta, VKF_DTYPE_F32, d->cols, fn, "beta"));
+    /* RMSNorm (T5) has no bias: beta may be NULL there */
+    if (d->beta || !d->rms) VKF_TRY(vkf_check_tensor(cmd, d->beta, VKF_DTYPE_F32, d->cols, fn, "beta"));
     if (d->residual) VKF_TRY(check_activation(cmd, d->residual, act, n, fn, "residual", "x"));
     if (d->sum) {
         VKF_TRY(check_activation(cmd, d->sum, act, n, fn, "sum", "x"));
@@ -512,7 +525,7 @@ vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *d)
     vkf_push_layernorm p = {
         .rows = d->rows,
         .cols = d->cols,
-        .flags = (d->residual ? 1u : 0u) | (d->sum ? 2u : 0u),
+        .flags = (d->residual ? 1u : 0u) | (d->sum ? 2u : 0u) | (d->rms ? 4u : 0u) | (d->beta ? 0u : 8u),
         .eps = d->eps,
     };
     uint32_t groups[3];
@@ -731,6 +744,18 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
     }
     if (d->pattern && !d->length_from_state)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: a sparse pattern needs the query position (length_from_state)", fn);
+    if (d->rel_bias) {
+        if (!d->length_from_state)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: a relative position bias needs the query position "
+                            "(length_from_state)", fn);
+        if (d->rel_radius > (1u << 20))
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: bias radius %u passes 2^20", fn, d->rel_radius);
+        VKF_TRY(vkf_check_tensor(cmd, d->rel_bias, VKF_DTYPE_F32, (uint64_t)d->heads * (2ull * d->rel_radius + 1), fn,
+                                 "rel_bias"));
+        if (vkf_tensors_overlap(d->out, d->rel_bias) || vkf_tensors_overlap(d->scratch, d->rel_bias))
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out and scratch may not alias rel_bias", fn);
+        p.rel_bias = 1, p.rel_radius = d->rel_radius;
+    }
     if (d->pattern > VKF_ATTENTION_BIGBIRD)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: unknown pattern %u", fn, d->pattern);
     p.bb_block = 1, p.random_len = 1;
@@ -759,12 +784,12 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_ATTENTION_DECODE_ACT16 : VKF_VARIANT_ATTENTION_DECODE,
                              spec, 3, &pipe));
-    vkf_binding b[8] = {{d->q, VKF_READ},        {d->k, VKF_READ},
+    vkf_binding b[9] = {{d->q, VKF_READ},        {d->k, VKF_READ},
                         {d->v, VKF_READ},        {d->lengths, VKF_READ},
                         {d->scratch, VKF_READ | VKF_WRITE}, {d->out, VKF_WRITE},
                         {d->pattern == VKF_ATTENTION_BIGBIRD ? d->random_blocks : NULL, VKF_READ},
-                        {d->row_index, VKF_READ}};
-    return vkf_cmd_dispatch(cmd, pipe, b, 8, &p, sizeof p, groups, "attention_decode");
+                        {d->row_index, VKF_READ}, {d->rel_bias, VKF_READ}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 9, &p, sizeof p, groups, "attention_decode");
 }
 
 vkf_status vkf_op_kv_append(vkf_cmd *cmd, const vkf_tensor *qkv, const vkf_tensor *state, vkf_tensor *cache_k,

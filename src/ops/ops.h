@@ -21,6 +21,8 @@ typedef enum vkf_attention_pattern {
     VKF_ATTENTION_LOCAL = 1,            /* local:W, allowed iff |i - j| <= W */
     VKF_ATTENTION_STRIDED = 2,          /* strided:W:S, allowed iff |i - j| <= W or j % S == S - 1 */
     VKF_ATTENTION_BIGBIRD = 3,          /* bigbird:B:G:R, see vkf_bigbird_allowed */
+    VKF_ATTENTION_TGLOBAL = 4,          /* tglobal:W:G (LongT5's transient-global): |i - j| <= W, plus global keys
+                                           that summarise each block of G tokens (not causal) */
 } vkf_attention_pattern;
 
 /* ------------------------------------------------------------------ attention patterns (attention.c) */
@@ -59,6 +61,9 @@ typedef struct vkf_attention_decode_desc {
     const vkf_tensor *row_index;        /* (batch, max_keys) I32 or NULL, only with length_from_state: key j of
                                            row b is in row row_index[b][j] of k and v (beam search: a beam's
                                            history stays in the rows its ancestors wrote; clamped to the batch) */
+    const vkf_tensor *rel_bias;         /* (heads, 2 rel_radius + 1) F32 or NULL, only with length_from_state:
+                                           T5's relative position bias, score (j) += [h][clamp(j - state[0], +-R) + R] */
+    uint32_t rel_radius;
 } vkf_attention_decode_desc;
 vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *desc);
 /* cache_k/v (batch, capacity, d)[state[0]] = qkv (batch, 3d) K/V parts. */
@@ -120,5 +125,28 @@ vkf_status vkf_op_logits_process(vkf_cmd *cmd, const vkf_logits_process_desc *de
 /* out[r] (rows) F32 = log_softmax(logits[r])[labels[r]], 0 where labels[r] < 0. */
 vkf_status vkf_op_logprob_gather(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *labels, vkf_tensor *out,
                                  uint32_t rows, uint32_t vocab);
+
+/* ------------------------------------------------------------------ T5 and LongT5 (t5_ops.c) */
+
+/* The gated FFN (T5 v1.1): h (rows, 2n) of F32 or F16 activations holds x·W0ᵀ in
+ * columns [0, n) and x·W1ᵀ in [n, 2n); in place, h[r, c] = act(h[r, c]) * h[r, n + c]
+ * for c < n. */
+vkf_status vkf_op_glu(vkf_cmd *cmd, vkf_tensor *h, uint32_t rows, uint32_t n, vkf_activation act);
+
+/* Transient-global's global tokens (block_sum.comp): out (batch, gmax, cols) rows
+ * g < n_b = min(len_b / block, gmax) are the sum (or mean) of x's rows of block g
+ * of sequence b (the last one also taking the tokens past n_b * block, up to
+ * len_b), the rest zero. x and out are views of one activation dtype; len_b is
+ * lengths[b] (clamped to lk) or lk. */
+typedef struct vkf_block_sum_desc {
+    uint32_t batch, lk, cols, block, gmax;
+    bool mean;
+    const vkf_tensor *x;                /* element (b, t, c) at x_offset + b * x_batch + t * x_row + c */
+    uint64_t x_offset, x_row, x_batch;
+    const vkf_tensor *lengths;          /* (batch) I32, or NULL */
+    vkf_tensor *out;                    /* element (b, g, c) at o_offset + b * o_batch + g * o_row + c */
+    uint64_t o_offset, o_row, o_batch;
+} vkf_block_sum_desc;
+vkf_status vkf_op_block_sum(vkf_cmd *cmd, const vkf_block_sum_desc *d);
 
 #endif /* VKF_OPS_H */

@@ -10,6 +10,7 @@ static double activate(double x, int act)
     if (act == 1) return x > 0 ? x : 0;
     if (act == 2) return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
     if (act == 3) return x / (1.0 + exp(-x));
+    if (act == 4) return 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
     return x;
 }
 
@@ -115,12 +116,56 @@ void ref_embed(float *out, const int32_t *ids, const float *table, size_t tokens
     }
 }
 
+void ref_rmsnorm(float *y, const float *x, const float *r, const float *gamma, const float *beta, size_t rows,
+                 size_t cols, float eps)
+{
+    for (size_t i = 0; i < rows; i++) {
+        double sq = 0;
+        for (size_t j = 0; j < cols; j++) {
+            double v = (double)x[i * cols + j] + (r ? r[i * cols + j] : 0.0);
+            sq += v * v;
+        }
+        double rstd = 1.0 / sqrt(sq / (double)cols + eps);
+        for (size_t j = 0; j < cols; j++) {
+            double v = (double)x[i * cols + j] + (r ? r[i * cols + j] : 0.0);
+            y[i * cols + j] = (float)(v * rstd * gamma[j] + (beta ? beta[j] : 0.0));
+        }
+    }
+}
+
+void ref_glu(float *h, size_t rows, size_t n, int act)
+{
+    for (size_t i = 0; i < rows; i++)
+        for (size_t c = 0; c < n; c++)
+            h[i * 2 * n + c] = (float)(activate(h[i * 2 * n + c], act) * (double)h[i * 2 * n + n + c]);
+}
+
+void ref_block_sum(float *out, const float *x, size_t x_row, size_t x_batch, const int32_t *lengths, size_t batch,
+                   size_t lk, size_t cols, size_t block, size_t gmax, bool mean)
+{
+    for (size_t b = 0; b < batch; b++) {
+        size_t len = lengths ? (lengths[b] < 0 ? 0 : (size_t)lengths[b]) : lk;
+        if (len > lk) len = lk;
+        size_t n = len / block < gmax ? len / block : gmax;
+        for (size_t g = 0; g < gmax; g++)
+            for (size_t c = 0; c < cols; c++) {
+                double acc = 0;
+                size_t t0 = g * block, t1 = g + 1 == n ? len : t0 + block;
+                if (g < n) {
+                    for (size_t t = t0; t < t1; t++) acc += x[b * x_batch + t * x_row + c];
+                    if (mean) acc /= (double)(t1 - t0);
+                }
+                out[(b * gmax + g) * cols + c] = (float)acc;
+            }
+    }
+}
+
 bool ref_attention_allowed(const ref_attention_mask *mask, size_t b, size_t i, size_t j)
 {
     if (mask->lengths && (mask->lengths[b] < 0 || j >= (size_t)mask->lengths[b])) return false;
     if (mask->causal && j > i + mask->causal_offset) return false;
     size_t dist = i > j ? i - j : j - i;
-    if (mask->pattern == 1) return dist <= mask->window;
+    if (mask->pattern == 1 || mask->pattern == 4) return dist <= mask->window;
     if (mask->pattern == 2) return dist <= mask->window || j % mask->stride == mask->stride - 1;
     if (mask->pattern == 3) return mask->allowed[i * mask->allowed_cols + j] != 0;
     return true;
@@ -130,7 +175,8 @@ void ref_attention(float *out, const float *q, size_t q_row, size_t q_batch, con
                    size_t k_batch, const float *v, size_t v_row, size_t v_batch, size_t batch, size_t heads,
                    size_t head_dim, size_t lq, size_t lk, float scale, const ref_attention_mask *mask)
 {
-    double *s = malloc(lk * sizeof *s), *o = malloc(head_dim * sizeof *o);
+    size_t extra = mask->pattern == 4 ? mask->global_max : 0; /* global keys after the lk */
+    double *s = malloc((lk + extra + 1) * sizeof *s), *o = malloc(head_dim * sizeof *o);
     size_t dm = heads * head_dim;
     if (!s || !o) { /* out of host memory: NaN everywhere fails any comparison */
         for (size_t e = 0; e < batch * lq * dm; e++) out[e] = NAN;
@@ -143,22 +189,42 @@ void ref_attention(float *out, const float *q, size_t q_row, size_t q_batch, con
             for (size_t i = 0; i < lq; i++) {
                 const float *qi = q + b * q_batch + i * q_row + h * head_dim;
                 double mx = -INFINITY;
-                for (size_t j = 0; j < lk; j++) {
+                /* the sequence's global keys (pattern 4) */
+                size_t len = mask->lengths ? (mask->lengths[b] < 0 ? 0 : (size_t)mask->lengths[b]) : lk;
+                if (len > lk) len = lk;
+                size_t n_glob = extra ? len / mask->global_block : 0;
+                if (n_glob > extra) n_glob = extra;
+                for (size_t j = 0; j < lk + n_glob; j++) {
                     s[j] = -INFINITY;
-                    if (!ref_attention_allowed(mask, b, i, j)) continue;
-                    const float *kj = k + b * k_batch + j * k_row + h * head_dim;
+                    bool global = j >= lk;
+                    if (!global && !ref_attention_allowed(mask, b, i, j)) continue;
+                    const float *kj = global ? mask->global_k + (b * extra + (j - lk)) * mask->global_row + h * head_dim
+                                             : k + b * k_batch + j * k_row + h * head_dim;
                     double dot = 0;
                     for (size_t c = 0; c < head_dim; c++) dot += (double)qi[c] * kj[c];
                     s[j] = (double)scale * dot;
+                    if (!global && mask->rel_bias) {
+                        long R = (long)mask->rel_radius, rel = (long)j - (long)i;
+                        rel = rel < -R ? -R : rel > R ? R : rel;
+                        s[j] += mask->rel_bias[h * (2 * R + 1) + (size_t)(rel + R)];
+                    }
+                    if (global && mask->global_bias) {
+                        long R = (long)mask->global_radius, blk = (long)(i / mask->global_block);
+                        if (blk > (long)n_glob - 1) blk = (long)n_glob - 1;
+                        long rel = (long)(j - lk) - blk;
+                        rel = rel < -R ? -R : rel > R ? R : rel;
+                        s[j] += mask->global_bias[h * (2 * R + 1) + (size_t)(rel + R)];
+                    }
                     if (s[j] > mx) mx = s[j];
                 }
                 double sum = 0;
                 for (size_t c = 0; c < head_dim; c++) o[c] = 0;
-                for (size_t j = 0; j < lk && mx != -INFINITY; j++) {
+                for (size_t j = 0; j < lk + n_glob && mx != -INFINITY; j++) {
                     if (s[j] == -INFINITY) continue;
                     double p = exp(s[j] - mx);
                     sum += p;
-                    const float *vj = v + b * v_batch + j * v_row + h * head_dim;
+                    const float *vj = j >= lk ? mask->global_v + (b * extra + (j - lk)) * mask->global_row + h * head_dim
+                                              : v + b * v_batch + j * v_row + h * head_dim;
                     for (size_t c = 0; c < head_dim; c++) o[c] += p * vj[c];
                 }
                 float *oi = out + (b * lq + i) * dm + h * head_dim;

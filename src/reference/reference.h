@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 /* C (m, n) = act(alpha * A (m, k) · Bᵀ + bias (n)) + R (m, n), where B is (n, k), or
- * (k, n) if b_kn. bias and r may be NULL. act: 0 none, 1 ReLU, 2 exact GELU. */
+ * (k, n) if b_kn. bias and r may be NULL. act: 0 none, 1 ReLU, 2 exact GELU, 3 SiLU, 4 tanh GELU. */
 void ref_matmul(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb, bool b_kn,
                 const float *bias, const float *r, size_t ldr, size_t m, size_t n, size_t k, float alpha, int act);
 
@@ -30,6 +30,19 @@ void ref_matmul_i8(float *c, size_t ldc, const float *a, size_t lda, const int8_
 void ref_softmax(float *y, const float *x, size_t rows, size_t cols, float scale, const float *mask, size_t mask_rows,
                  size_t mask_row_div, size_t causal_period, size_t causal_offset);
 
+/* y (rows, cols) = (x + r) / sqrt(mean((x + r)^2) + eps) * gamma (+ beta): RMSNorm (T5). */
+void ref_rmsnorm(float *y, const float *x, const float *r, const float *gamma, const float *beta, size_t rows,
+                 size_t cols, float eps);
+
+/* h (rows, 2n): h[r, c] = act(h[r, c]) * h[r, n + c] for c < n (the gated FFN), act as ref_matmul's. */
+void ref_glu(float *h, size_t rows, size_t n, int act);
+
+/* out (batch, gmax, cols): row g < n_b = min(len_b / block, gmax) of sequence b is the sum (mean) of x's rows
+ * [g block, (g + 1) block) of b, the last also taking [n_b block, len_b); other rows 0. x[b * x_batch + t * x_row
+ * + c]; len_b = lengths[b] clamped to [0, lk] (lengths NULL: lk). */
+void ref_block_sum(float *out, const float *x, size_t x_row, size_t x_batch, const int32_t *lengths, size_t batch,
+                   size_t lk, size_t cols, size_t block, size_t gmax, bool mean);
+
 /* y (rows, cols) = LayerNorm(x + r) * gamma + beta; sum = x + r if not NULL; r may be NULL. */
 void ref_layernorm(float *y, float *sum, const float *x, const float *r, const float *gamma, const float *beta,
                    size_t rows, size_t cols, float eps);
@@ -44,10 +57,22 @@ typedef struct ref_attention_mask {
     const int32_t *lengths;             /* (batch): keys j >= lengths[b] masked; NULL: none */
     bool causal;                        /* keys j > i + causal_offset masked */
     size_t causal_offset;
-    int pattern;                        /* 0 dense; 1 local: |i-j| <= window; 2 strided: that or j % stride == stride-1 */
+    int pattern;                        /* 0 dense; 1 local: |i-j| <= window; 2 strided: that or j % stride == stride-1;
+                                           4 tglobal: |i-j| <= window, and the global keys below */
     size_t window, stride;
     const unsigned char *allowed;       /* pattern 3: explicit (lq, lk) matrix, nonzero = allowed */
     size_t allowed_cols;                /* its row length (lk) */
+    /* T5's relative position bias: score(i, j) += rel_bias[h (2 R + 1) + clamp(j - i, -R, R) + R], R =
+     * rel_radius; NULL: none */
+    const float *rel_bias;
+    size_t rel_radius;
+    /* pattern 4: sequence b has n = min(len_b / global_block, global_max) global keys g, seen by every query, key
+     * global_k[b global_max global_row + g global_row + h head_dim + c] (likewise global_v), each with
+     * global_bias[h (2 Rg + 1) + clamp(g - min(i / global_block, n - 1), -Rg, Rg) + Rg] when global_bias */
+    size_t global_block, global_max, global_row;
+    const float *global_k, *global_v;
+    const float *global_bias;
+    size_t global_radius;
 } ref_attention_mask;
 
 /* Whether query i of sequence b may see key j, evaluated literally. */

@@ -129,6 +129,18 @@ static const uint32_t spirv_lsh_attend[] =
 static const uint32_t spirv_lsh_combine[] =
 #include "attention_lsh_combine.spv.h"
     ;
+static const uint32_t spirv_glu[] =
+#include "glu.spv.h"
+    ;
+static const uint32_t spirv_glu_act16[] =
+#include "glu_act16.spv.h"
+    ;
+static const uint32_t spirv_block_sum[] =
+#include "block_sum.spv.h"
+    ;
+static const uint32_t spirv_block_sum_act16[] =
+#include "block_sum_act16.spv.h"
+    ;
 
 static const uint32_t spirv_matmul_subgroup[] =
 #include "matmul_subgroup.spv.h"
@@ -258,18 +270,18 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_DIRECT] = {"matmul_direct", spirv_matmul_direct, sizeof spirv_matmul_direct, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_TILED_F16B] = {"matmul_tiled_f16b", spirv_matmul_tiled_f16b, sizeof spirv_matmul_tiled_f16b, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_DIRECT_F16B] = {"matmul_direct_f16b", spirv_matmul_direct_f16b, sizeof spirv_matmul_direct_f16b, 5, sizeof(vkf_push_matmul)},
-    [VKF_VARIANT_SOFTMAX] = {"softmax", spirv_softmax, sizeof spirv_softmax, 3, sizeof(vkf_push_softmax)},
+    [VKF_VARIANT_SOFTMAX] = {"softmax", spirv_softmax, sizeof spirv_softmax, 4, sizeof(vkf_push_softmax)},
     [VKF_VARIANT_LAYERNORM] = {"layernorm", spirv_layernorm, sizeof spirv_layernorm, 6, sizeof(vkf_push_layernorm)},
     [VKF_VARIANT_EMBED] = {"embed", spirv_embed, sizeof spirv_embed, 7, sizeof(vkf_push_embed)},
     [VKF_VARIANT_EMBED_F16] = {"embed_f16", spirv_embed_f16, sizeof spirv_embed_f16, 7, sizeof(vkf_push_embed)},
-    [VKF_VARIANT_ATTENTION_DECODE] = {"attention_decode", spirv_attention_decode, sizeof spirv_attention_decode, 8, sizeof(vkf_push_attention_decode)},
+    [VKF_VARIANT_ATTENTION_DECODE] = {"attention_decode", spirv_attention_decode, sizeof spirv_attention_decode, 9, sizeof(vkf_push_attention_decode)},
     [VKF_VARIANT_KV_APPEND] = {"kv_append", spirv_kv_append, sizeof spirv_kv_append, 4, sizeof(vkf_push_kv_append)},
     [VKF_VARIANT_ARGMAX] = {"argmax", spirv_argmax, sizeof spirv_argmax, 4, sizeof(vkf_push_argmax)},
     [VKF_VARIANT_ADVANCE] = {"advance", spirv_advance, sizeof spirv_advance, 1, 0},
-    [VKF_VARIANT_ATTENTION_FUSED] = {"attention_fused", spirv_attention_fused, sizeof spirv_attention_fused, 6, sizeof(vkf_push_attention_fused)},
-    [VKF_VARIANT_ATTENTION_FUSED_F16] = {"attention_fused_f16", spirv_attention_fused_f16, sizeof spirv_attention_fused_f16, 6, sizeof(vkf_push_attention_fused)},
-    [VKF_VARIANT_ATTENTION_FUSED_LANES] = {"attention_fused_lanes", spirv_attention_fused_lanes, sizeof spirv_attention_fused_lanes, 6, sizeof(vkf_push_attention_fused)},
-    [VKF_VARIANT_ATTENTION_FUSED_LANES_F16] = {"attention_fused_lanes_f16", spirv_attention_fused_lanes_f16, sizeof spirv_attention_fused_lanes_f16, 6, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_ATTENTION_FUSED_LANES] = {"attention_fused_lanes", spirv_attention_fused_lanes, sizeof spirv_attention_fused_lanes, 8, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_ATTENTION_FUSED_LANES_F16] = {"attention_fused_lanes_f16", spirv_attention_fused_lanes_f16, sizeof spirv_attention_fused_lanes_f16, 8, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_ATTENTION_FUSED] = {"attention_fused", spirv_attention_fused, sizeof spirv_attention_fused, 8, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_ATTENTION_FUSED_F16] = {"attention_fused_f16", spirv_attention_fused_f16, sizeof spirv_attention_fused_f16, 8, sizeof(vkf_push_attention_fused)},
     [VKF_VARIANT_MATMUL_TILED_ACT16] = {"matmul_tiled_act16", spirv_matmul_tiled_act16, sizeof spirv_matmul_tiled_act16, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_TILED_ACT16_F16B] = {"matmul_tiled_act16_f16b", spirv_matmul_tiled_act16_f16b, sizeof spirv_matmul_tiled_act16_f16b, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_DIRECT_ACT16] = {"matmul_direct_act16", spirv_matmul_direct_act16, sizeof spirv_matmul_direct_act16, 5, sizeof(vkf_push_matmul)},
@@ -277,7 +289,7 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_LAYERNORM_ACT16] = {"layernorm_act16", spirv_layernorm_act16, sizeof spirv_layernorm_act16, 6, sizeof(vkf_push_layernorm)},
     [VKF_VARIANT_EMBED_ACT16] = {"embed_act16", spirv_embed_act16, sizeof spirv_embed_act16, 7, sizeof(vkf_push_embed)},
     [VKF_VARIANT_EMBED_F16_ACT16] = {"embed_f16_act16", spirv_embed_f16_act16, sizeof spirv_embed_f16_act16, 7, sizeof(vkf_push_embed)},
-    [VKF_VARIANT_ATTENTION_DECODE_ACT16] = {"attention_decode_act16", spirv_attention_decode_act16, sizeof spirv_attention_decode_act16, 8, sizeof(vkf_push_attention_decode)},
+    [VKF_VARIANT_ATTENTION_DECODE_ACT16] = {"attention_decode_act16", spirv_attention_decode_act16, sizeof spirv_attention_decode_act16, 9, sizeof(vkf_push_attention_decode)},
     [VKF_VARIANT_KV_APPEND_ACT16] = {"kv_append_act16", spirv_kv_append_act16, sizeof spirv_kv_append_act16, 4, sizeof(vkf_push_kv_append)},
     [VKF_VARIANT_ARGMAX_ACT16] = {"argmax_act16", spirv_argmax_act16, sizeof spirv_argmax_act16, 4, sizeof(vkf_push_argmax)},
     [VKF_VARIANT_LSH_HASH] = {"attention_lsh_hash", spirv_lsh_hash, sizeof spirv_lsh_hash, 5, sizeof(vkf_push_lsh_hash)},
@@ -296,8 +308,8 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_COOPMAT2_F16B] = {"matmul_coopmat2_f16b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_f16b), 5, sizeof(vkf_push_matmul), 2},
     [VKF_VARIANT_MATMUL_COOPMAT2_ACT16] = {"matmul_coopmat2_act16", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_act16), 5, sizeof(vkf_push_matmul), 2},
     [VKF_VARIANT_MATMUL_COOPMAT2_ACT16_F16B] = {"matmul_coopmat2_act16_f16b", MATMUL_COOPMAT2_SPIRV(spirv_matmul_coopmat2_act16_f16b), 5, sizeof(vkf_push_matmul), 2},
-    [VKF_VARIANT_ATTENTION_FUSED_COOPMAT] = {"attention_fused_coopmat", ATTENTION_COOPMAT_SPIRV(spirv_attention_fused_coopmat), 6, sizeof(vkf_push_attention_fused), 1},
-    [VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16] = {"attention_fused_coopmat_f16", ATTENTION_COOPMAT_SPIRV(spirv_attention_fused_coopmat_f16), 6, sizeof(vkf_push_attention_fused), 1},
+    [VKF_VARIANT_ATTENTION_FUSED_COOPMAT] = {"attention_fused_coopmat", ATTENTION_COOPMAT_SPIRV(spirv_attention_fused_coopmat), 8, sizeof(vkf_push_attention_fused), 1},
+    [VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16] = {"attention_fused_coopmat_f16", ATTENTION_COOPMAT_SPIRV(spirv_attention_fused_coopmat_f16), 8, sizeof(vkf_push_attention_fused), 1},
     [VKF_VARIANT_KV_GATHER] = {"kv_gather", spirv_kv_gather, sizeof spirv_kv_gather, 4, sizeof(vkf_push_kv_gather)},
     [VKF_VARIANT_BEAM_PARTIAL] = {"beam_partial", spirv_beam_partial, sizeof spirv_beam_partial, 5, sizeof(vkf_push_beam_partial)},
     [VKF_VARIANT_BEAM_PARTIAL_ACT16] = {"beam_partial_act16", spirv_beam_partial_act16, sizeof spirv_beam_partial_act16, 5, sizeof(vkf_push_beam_partial)},
@@ -326,6 +338,10 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_BROADCAST_ACT16_F16B] = {"matmul_broadcast_act16_f16b", spirv_matmul_broadcast_act16_f16b, sizeof spirv_matmul_broadcast_act16_f16b, 5, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_BROADCAST_I8B] = {"matmul_broadcast_i8b", spirv_matmul_broadcast_i8b, sizeof spirv_matmul_broadcast_i8b, 6, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_BROADCAST_ACT16_I8B] = {"matmul_broadcast_act16_i8b", spirv_matmul_broadcast_act16_i8b, sizeof spirv_matmul_broadcast_act16_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_GLU] = {"glu", spirv_glu, sizeof spirv_glu, 1, sizeof(vkf_push_glu)},
+    [VKF_VARIANT_GLU_ACT16] = {"glu_act16", spirv_glu_act16, sizeof spirv_glu_act16, 1, sizeof(vkf_push_glu)},
+    [VKF_VARIANT_BLOCK_SUM] = {"block_sum", spirv_block_sum, sizeof spirv_block_sum, 3, sizeof(vkf_push_block_sum)},
+    [VKF_VARIANT_BLOCK_SUM_ACT16] = {"block_sum_act16", spirv_block_sum_act16, sizeof spirv_block_sum_act16, 3, sizeof(vkf_push_block_sum)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }

@@ -35,13 +35,15 @@ typedef struct vkf_push_softmax {
     uint32_t mask_rows, mask_row_div;
     uint32_t causal_period, causal_offset;
     uint32_t mask_row0;
+    uint32_t rel_bias;                  /* 1: T5's relative position bias from binding 3 */
+    uint32_t rel_radius, rel_period, rel_heads, rel_head0;
 } vkf_push_softmax;
-_Static_assert(sizeof(vkf_push_softmax) == 9 * 4, "mirror of softmax.comp");
+_Static_assert(sizeof(vkf_push_softmax) == 14 * 4, "mirror of softmax.comp");
 
 /* shaders/layernorm.comp */
 typedef struct vkf_push_layernorm {
     uint32_t rows, cols;
-    uint32_t flags;                     /* bit 0 residual, bit 1 write the sum */
+    uint32_t flags;                     /* bit 0 residual, bit 1 write the sum, bit 2 RMSNorm, bit 3 no beta */
     float eps;
 } vkf_push_layernorm;
 _Static_assert(sizeof(vkf_push_layernorm) == 4 * 4, "mirror of layernorm.comp");
@@ -77,8 +79,10 @@ typedef struct vkf_push_attention_decode {
     uint32_t kv_div;                    /* K/V row of b: b / kv_div (>= 1) */
     uint32_t rows;                      /* batch * heads */
     uint32_t indexed;                   /* 1: key j of row b is in row row_index[b * max_keys + j] */
+    uint32_t rel_bias;                  /* 1: T5's relative position bias from binding 8 */
+    uint32_t rel_radius;
 } vkf_push_attention_decode;
-_Static_assert(sizeof(vkf_push_attention_decode) == 24 * 4, "mirror of attention_decode.comp");
+_Static_assert(sizeof(vkf_push_attention_decode) == 26 * 4, "mirror of attention_decode.comp");
 
 /* shaders/kv_append.comp */
 typedef struct vkf_push_kv_append {
@@ -109,12 +113,17 @@ typedef struct vkf_push_attention_fused {
     uint32_t bb_block, bb_globals, bb_random;
     uint32_t bb_offsets, bb_lists;
     uint32_t table_len;
+    uint32_t rel_radius;                /* relative position bias (T5) */
+    uint32_t global_block, global_max;  /* tglobal (LongT5) */
+    uint32_t global_radius;
 } vkf_push_attention_fused;
-_Static_assert(sizeof(vkf_push_attention_fused) == 27 * 4, "mirror of attention_fused.comp");
+_Static_assert(sizeof(vkf_push_attention_fused) == 31 * 4, "mirror of attention_fused.comp");
 
 enum {
     VKF_ATTENTION_FLAG_LENGTHS = 1u,
     VKF_ATTENTION_FLAG_CAUSAL = 2u,
+    VKF_ATTENTION_FLAG_REL_BIAS = 4u,
+    VKF_ATTENTION_FLAG_GLOBAL_BIAS = 8u,
 };
 
 /* shaders/kv_gather.comp */
@@ -176,5 +185,21 @@ typedef struct vkf_push_logprob_gather {
     uint32_t rows, vocab;
 } vkf_push_logprob_gather;
 _Static_assert(sizeof(vkf_push_logprob_gather) == 2 * 4, "mirror of logprob_gather.comp");
+/* shaders/glu.comp */
+typedef struct vkf_push_glu {
+    uint32_t rows, n;
+    uint32_t act;                       /* vkf_activation */
+} vkf_push_glu;
+_Static_assert(sizeof(vkf_push_glu) == 3 * 4, "mirror of glu.comp");
+
+/* shaders/block_sum.comp */
+typedef struct vkf_push_block_sum {
+    uint32_t batch, gmax, cols;
+    uint32_t block, lk;
+    uint32_t has_lengths, mean;
+    uint32_t x_offset, x_row, x_batch;
+    uint32_t o_offset, o_row, o_batch;
+} vkf_push_block_sum;
+_Static_assert(sizeof(vkf_push_block_sum) == 13 * 4, "mirror of block_sum.comp");
 
 #endif /* VKF_PUSH_H */

@@ -199,10 +199,15 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_LOGITS_PROCESS_ACT16,
     VKF_VARIANT_LOGPROB_GATHER,
     VKF_VARIANT_LOGPROB_GATHER_ACT16,
+    /* T5 and LongT5 (t5_ops.c) */
+    VKF_VARIANT_GLU,                    /* the gated FFN's act(h0) * h1, in place */
+    VKF_VARIANT_GLU_ACT16,
+    VKF_VARIANT_BLOCK_SUM,              /* transient-global's block sums / means */
+    VKF_VARIANT_BLOCK_SUM_ACT16,
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 
-#define VKF_MAX_BINDINGS 8
+#define VKF_MAX_BINDINGS 10
 #define VKF_MAX_SPEC 12              /* matmul_coopmat uses 9 */
 
 typedef struct vkf_pipeline {

@@ -112,7 +112,7 @@ typedef struct cli_option {
 /* How a model is loaded and run (commands that load one). */
 #define CLI_MODEL_OPTIONS                                                                                            \
     {"--attention", CLI_STRING, CLI_OFF(attention), 0, 0, "VARIANT",                                                  \
-     "self-attention: dense|dense-naive|local:W|strided:W:S|bigbird:B:G:R|lsh:H:C|lowrank:K", NULL},                 \
+     "self-attention: dense|dense-naive|local:W|strided:W:S|bigbird:B:G:R|tglobal:W:G|lsh:H:C|lowrank:K", NULL},                 \
     {"--cross-attention", CLI_STRING, CLI_OFF(cross_attention), 0, 0, "VARIANT",                                      \
      "cross-attention: dense|dense-naive|lowrank:K", NULL},                                                          \
     {"--precision", CLI_STRING, CLI_OFF(precision), 0, 0, "auto|f32|f16|int8",                                        \
