@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Hostile Hugging Face model folders of every family (Marian, M2M-100, NLLB, mBART, BART, T5, LongT5): each case must end
+"""Hostile Hugging Face model folders of every family (Marian, M2M-100, NLLB, mBART, BART, T5, LongT5,
+Whisper; Whisper through forward --audio on a short WAV): each case must end
 with exit 1 or 2 and exactly one line on stderr, printable (no control character, no ESC, valid UTF-8),
 within the time limit: never a signal, a hang, a second forged line, or a silent success.
 
@@ -34,6 +35,7 @@ sys.path.insert(0, HERE)
 import gen_marian  # noqa: E402
 import gen_seq2seq  # noqa: E402
 import gen_t5  # noqa: E402
+import gen_whisper  # noqa: E402
 
 TIMEOUT = 120
 FORGE = "vkformer: OK\n\x1b[2J\x07\r\u202e"
@@ -52,6 +54,8 @@ def make(family, path):
         gen_t5.make_folder(path, "flan")
     elif family == "longt5":
         gen_t5.make_folder(path, "longt5-tglobal", form="saved")
+    elif family == "whisper":
+        gen_whisper.make_folder(path, layout="hub")
     else:
         gen_seq2seq.make_folder(path, family)
 
@@ -157,10 +161,80 @@ def t5_cases(family):
     return out
 
 
+def whisper_cases():
+    """Whisper's (hub form): its config keys, the feature extractor's, generation_config, files and tensors.
+    Each runs `forward --audio` on a short WAV. (Keys transformers ignores are not among them: scale_embedding,
+    which modeling_whisper never applies, and the stored mel_filters, which WhisperFeatureExtractor computes
+    again.)"""
+    out = []
+    cfg = lambda k, v: ("config %s=%r" % (k, v), lambda p: edit_json(p, "config.json", setter(k, v)))  # noqa: E731
+    for v in ("whis\nper", "\x1b[31mred", FORGE, 7, None):
+        out.append(cfg("model_type", v))
+    for k, v in (("num_mel_bins", 0), ("num_mel_bins", 10 ** 6), ("num_mel_bins", "80"), ("max_source_positions", 0),
+                 ("max_source_positions", 10 ** 9), ("max_target_positions", -1), ("d_model", 10 ** 12),
+                 ("encoder_layers", 0), ("decoder_attention_heads", 7), ("vocab_size", 2 ** 40),
+                 ("activation_function", FORGE), ("decoder_start_token_id", 10 ** 9), ("eos_token_id", 2.5)):
+        out.append(cfg(k, v))
+    out.append(("config truncated", lambda p: open(os.path.join(p, "config.json"), "w").write('{"model_type": "w')))
+    fe = lambda k, v: ("preprocessor_config %s=%r" % (k, v), lambda p: edit_json(p, "preprocessor_config.json",  # noqa: E731
+                                                                               setter(k, v)))
+    for k, v in (("feature_size", 128), ("feature_size", -1), ("sampling_rate", 0), ("sampling_rate", "16k"),
+                 ("n_fft", 0), ("n_fft", 10 ** 9), ("hop_length", 0), ("chunk_length", 10 ** 7), ("chunk_length", 3),
+                 ("feature_extractor_type", FORGE), ("dither", "lots"), ("padding_value", float("inf"))):
+        out.append(fe(k, v))
+    gen = lambda k, v: ("generation %s=%r" % (k, v), lambda p: edit_json(p, "generation_config.json", setter(k, v)))  # noqa: E731
+    for k, v in (("num_beams", 1000), ("suppress_tokens", FORGE), ("suppress_tokens", [10 ** 9])):
+        out.append(gen(k, v))
+    for kind in ("fifo", "dir", "dangling", "empty"):
+        for name in ("config.json", "model.safetensors", "preprocessor_config.json"):
+            out.append(("%s is a %s" % (name, kind), lambda p, kind=kind, name=name: replace_file(kind)(p, name)))
+    out.append(("preprocessor_config.json of random bytes", lambda p: replace_file("random")(p, "preprocessor_config.json")))
+
+    def weights(fn):
+        def g(p):
+            w = gen_marian.read_safetensors(os.path.join(p, "model.safetensors"))
+            fn(w)
+            gen_marian.write_safetensors(os.path.join(p, "model.safetensors"), w)
+        return g
+    for name in ("model.encoder.conv1.weight", "model.encoder.conv2.weight", "model.encoder.embed_positions.weight",
+                 "model.decoder.embed_positions.weight", "model.decoder.embed_tokens.weight"):
+        out.append(("%s with a wrong shape" % name, weights(lambda w, name=name: w.__setitem__(name, w[name][:-1]))))
+    out.append(("conv1 missing", weights(lambda w: w.pop("model.encoder.conv1.weight"))))
+    out.append(("an unexpected tensor named with controls", weights(
+        lambda w: w.__setitem__("extra\n\x1b[31mtensor", w["model.decoder.embed_tokens.weight"][:2]))))
+    out.append(("proj_out differing from the tied embedding", weights(lambda w: w.__setitem__(
+        "proj_out.weight", w["model.decoder.embed_tokens.weight"] + 1.0))))
+
+    def truncate(name, frac):
+        def fn(p):
+            q = os.path.join(p, name)
+            with open(q, "r+b") as f:
+                f.truncate(int(os.path.getsize(q) * frac))
+        return fn
+    out.append(("model.safetensors cut in half", truncate("model.safetensors", 0.5)))
+    out.append(("model.safetensors cut to 7 bytes", lambda p: open(os.path.join(p, "model.safetensors"), "r+b").truncate(7)))
+    return out
+
+
+def write_wav(path, seconds=1.0, rate=16000):
+    """A 440 Hz tone as 16-bit mono PCM."""
+    import math
+    import struct
+    import wave
+    n = int(seconds * rate)
+    with wave.open(path, "wb") as f:
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(rate)
+        f.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / rate))) for i in range(n)))
+
+
 def cases(family):
     """(name, function(path)) pairs for a family's folder."""
     if family in ("t5", "longt5"):
         return t5_cases(family)
+    if family == "whisper":
+        return whisper_cases()
     out = []
     cfg = lambda k, v: ("config %s=%r" % (k, v), lambda p: edit_json(p, "config.json", setter(k, v)))  # noqa: E731
     for v in ("mar\nian", "\x1b[31mred", "bell\x07", "cr\rlf", "\u202eevil", FORGE, 7, None, ["marian"]):
@@ -284,7 +358,9 @@ def main():
     passed = failed = 0
     counts = {}
     with tempfile.TemporaryDirectory(prefix="vkf-hostile-models-") as tmp:
-        for family in ("marian", "m2m_100", "nllb", "mbart", "bart", "t5", "longt5"):
+        wav = os.path.join(tmp, "tone.wav")
+        write_wav(wav)
+        for family in ("marian", "m2m_100", "nllb", "mbart", "bart", "t5", "longt5", "whisper"):
             clean = os.path.join(tmp, family + "-clean")
             make(family, clean)
             for name, fn in cases(family):
@@ -292,11 +368,18 @@ def main():
                 shutil.rmtree(path, ignore_errors=True)
                 shutil.copytree(clean, path, symlinks=True)
                 fn(path)
-                args = [vkformer, "translate", "--model", path, "--max-new", "4"]
-                if TARGET[family]:
-                    args += ["--target-lang", TARGET[family]]
+                if family == "whisper":
+                    with open(os.path.join(clean, "config.json")) as f:
+                        start = json.load(f)["decoder_start_token_id"]
+                    args = [vkformer, "forward", "--model", path, "--audio", wav, "--tgt", "%d" % start, "--out",
+                            os.path.join(tmp, "logits.npy")]
+                else:
+                    args = [vkformer, "translate", "--model", path, "--max-new", "4"]
+                    if TARGET[family]:
+                        args += ["--target-lang", TARGET[family]]
+                    args += ["the house"]
                 try:
-                    p = subprocess.run(args + ["the house"], capture_output=True, timeout=TIMEOUT, env=env,
+                    p = subprocess.run(args, capture_output=True, timeout=TIMEOUT, env=env,
                                        stdin=subprocess.DEVNULL)
                 except subprocess.TimeoutExpired:
                     print("FAIL %s: %s: no answer within %d s" % (family, name, TIMEOUT))
