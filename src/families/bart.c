@@ -43,17 +43,8 @@ static bool probe(const vkf_probe *p)
 static vkf_status parse_config(json_t *c, vkf_arch_spec *s, bool *tied)
 {
     static const char F[] = "config.json";
-    int64_t v = 0, mp = 0, pad = 0, eos = 0, bos = 0, start = 0;
-    VKF_TRY(vkf_hf_bart_sizes(c, s, &v));
-    VKF_TRY(vkf_hf_int(c, F, "max_position_embeddings", 1, 1 << 16, -1, &mp));
-    VKF_TRY(vkf_hf_int(c, F, "pad_token_id", 0, v - 1, 1, &pad));
-    VKF_TRY(vkf_hf_int(c, F, "eos_token_id", 0, v - 1, 2, &eos));
-    VKF_TRY(vkf_hf_int(c, F, "bos_token_id", 0, v - 1, 0, &bos));
     /* BartConfig's decoder start: decoder_start_token_id (default 2, </s>) */
-    VKF_TRY(vkf_hf_int(c, F, "decoder_start_token_id", 0, v - 1, 2 < v ? 2 : bos, &start));
-    bool scale = false;
-    VKF_TRY(vkf_hf_bool(c, F, "scale_embedding", false, &scale));
-    VKF_TRY(vkf_hf_bool(c, F, "tie_word_embeddings", true, tied));
+    VKF_TRY(vkf_hf_bart_config(c, s, 2, tied));
     /* keys of mBART-like variants that modeling_bart.py ignores: a config that asks for them is not BART's */
     bool pre = false, final_norm = false;
     VKF_TRY(vkf_hf_bool(c, F, "normalize_before", false, &pre));
@@ -62,14 +53,10 @@ static vkf_status parse_config(json_t *c, vkf_arch_spec *s, bool *tied)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "config.json: %s true, but BartForConditionalGeneration is post-LN "
                         "without final norms (transformers ignores the key: the weights were not trained that way)",
                         pre ? "normalize_before" : "add_final_layer_norm");
-    s->max_len = (uint32_t)mp;
     s->pre_norm = false;
     s->encoder_final_norm = s->decoder_final_norm = false;
     s->embedding_norm = true;
-    s->norm = VKF_NORM_LAYER, s->norm_eps = 1e-5f;
     s->positions = VKF_POS_LEARNED, s->position_offset = 2;
-    s->embed_scale = scale ? sqrtf((float)s->d_model) : 1.0f;
-    s->pad_id = (int32_t)pad, s->eos_id = (int32_t)eos, s->decoder_start_id = (int32_t)start;
     return VKF_OK;
 }
 
@@ -151,18 +138,11 @@ static vkf_status decode(const vkf_family_model *fm, const int32_t *ids, uint32_
                          size_t capacity)
 {
     const bart *m = fm->state;
-    for (uint32_t i = 0; i < count; i++)
-        if (ids[i] < 0 || (uint32_t)ids[i] >= fm->spec.tgt_vocab)
-            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "id %d is outside the target vocabulary", ids[i]);
+    VKF_TRY(vkf_family_check_target_ids(fm, ids, count));
     char *text = NULL;
     size_t len = 0;
     VKF_TRY(vkf_bpe_decode(m->text, ids, count, /*skip_special=*/true, &text, &len));
-    vkf_status st = VKF_OK;
-    if (len + 1 > capacity) st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text needs more than %zu bytes", capacity);
-    else if (memchr(text, '\0', len)) st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text holds a NUL byte");
-    else memcpy(out_text, text, len + 1);
-    free(text);
-    return st;
+    return vkf_family_text_out(text, len, out_text, capacity);
 }
 
 const vkf_family vkf_family_bart = {

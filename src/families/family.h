@@ -282,6 +282,17 @@ vkf_status vkf_hf_load_layers(vkf_loader *L, const char *prefix);
  * positions (max_position_embeddings, Whisper's max_target_positions) are the
  * family's. */
 vkf_status vkf_hf_bart_sizes(json_t *config, vkf_arch_spec *s, int64_t *out_vocab);
+/* Every id inside the target vocabulary, else one line naming the first that is not. */
+vkf_status vkf_family_check_target_ids(const vkf_family_model *fm, const int32_t *ids, uint32_t count);
+/* A decoded text (len bytes, malloc'd; freed here) into out_text (capacity
+ * bytes, NUL-terminated): refused when it does not fit or holds a NUL byte. */
+vkf_status vkf_family_text_out(char *text, size_t len, char *out_text, size_t capacity);
+/* What M2M-100, mBART and BART configs share: vkf_hf_bart_sizes, then
+ * max_position_embeddings (max_len), pad/eos/bos ids, decoder_start_token_id
+ * (default start_default, or bos where it is negative or past the vocabulary),
+ * scale_embedding (sqrt(d_model)), tie_word_embeddings into *tied, and
+ * LayerNorm with eps 1e-5. Norm placement and positions are the family's. */
+vkf_status vkf_hf_bart_config(json_t *config, vkf_arch_spec *s, int64_t start_default, bool *tied);
 /* The generator with final_logits_bias (1, tgt_vocab) added: the tied embedding,
  * or the tensor lm_head. zeros_if_absent: a file without the bias gets zeros (the
  * buffer's value in transformers; BART), else its absence is an error. */

@@ -566,6 +566,48 @@ vkf_status vkf_hf_bart_sizes(json_t *c, vkf_arch_spec *s, int64_t *out_vocab)
     return VKF_OK;
 }
 
+vkf_status vkf_family_check_target_ids(const vkf_family_model *fm, const int32_t *ids, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (ids[i] < 0 || (uint32_t)ids[i] >= fm->spec.tgt_vocab)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "id %d is outside the target vocabulary", ids[i]);
+    return VKF_OK;
+}
+
+vkf_status vkf_family_text_out(char *text, size_t len, char *out_text, size_t capacity)
+{
+    vkf_status st = VKF_OK;
+    if (len + 1 > capacity)
+        st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text needs more than %zu bytes", capacity);
+    else if (memchr(text, '\0', len))
+        st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text holds a NUL byte (%zu bytes)", len);
+    else
+        memcpy(out_text, text, len + 1);
+    free(text);
+    return st;
+}
+
+vkf_status vkf_hf_bart_config(json_t *c, vkf_arch_spec *s, int64_t start_default, bool *tied)
+{
+    static const char F[] = "config.json";
+    int64_t v = 0, mp = 0, pad = 0, eos = 0, bos = 0, start = 0;
+    VKF_TRY(vkf_hf_bart_sizes(c, s, &v));
+    VKF_TRY(vkf_hf_int(c, F, "max_position_embeddings", 1, 1 << 16, -1, &mp));
+    VKF_TRY(vkf_hf_int(c, F, "pad_token_id", 0, v - 1, 1, &pad));
+    VKF_TRY(vkf_hf_int(c, F, "eos_token_id", 0, v - 1, 2, &eos));
+    VKF_TRY(vkf_hf_int(c, F, "bos_token_id", 0, v - 1, 0, &bos));
+    VKF_TRY(vkf_hf_int(c, F, "decoder_start_token_id", 0, v - 1,
+                       start_default >= 0 && start_default < v ? start_default : bos, &start));
+    bool scale = false;
+    VKF_TRY(vkf_hf_bool(c, F, "scale_embedding", false, &scale));
+    VKF_TRY(vkf_hf_bool(c, F, "tie_word_embeddings", true, tied));
+    s->max_len = (uint32_t)mp;
+    s->norm = VKF_NORM_LAYER, s->norm_eps = 1e-5f;
+    s->embed_scale = scale ? sqrtf((float)s->d_model) : 1.0f;
+    s->pad_id = (int32_t)pad, s->eos_id = (int32_t)eos, s->decoder_start_id = (int32_t)start;
+    return VKF_OK;
+}
+
 vkf_status vkf_hf_biased_generator(vkf_loader *L, bool tied, const char *lm_head, bool zeros_if_absent)
 {
     uint32_t V = L->spec->tgt_vocab;

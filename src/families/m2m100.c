@@ -75,28 +75,15 @@ static bool probe(const vkf_probe *p)
 /* config.json of an M2M100ForConditionalGeneration. */
 static vkf_status parse_config(json_t *c, vkf_arch_spec *s)
 {
-    static const char F[] = "config.json";
-    int64_t v = 0, mp = 0, pad = 0, eos = 0, bos = 0, start = 0;
-    VKF_TRY(vkf_hf_bart_sizes(c, s, &v));
-    VKF_TRY(vkf_hf_int(c, F, "max_position_embeddings", 1, 1 << 16, -1, &mp));
-    s->max_len = (uint32_t)mp;
-    VKF_TRY(vkf_hf_int(c, F, "pad_token_id", 0, v - 1, 1, &pad));
-    VKF_TRY(vkf_hf_int(c, F, "eos_token_id", 0, v - 1, 2, &eos));
-    VKF_TRY(vkf_hf_int(c, F, "bos_token_id", 0, v - 1, 0, &bos));
+    bool tied = true;
     /* generate()'s decoder start: decoder_start_token_id, else bos */
-    VKF_TRY(vkf_hf_int(c, F, "decoder_start_token_id", 0, v - 1, bos, &start));
-    bool scale = true, tied = true;
-    VKF_TRY(vkf_hf_bool(c, F, "scale_embedding", false, &scale));
-    VKF_TRY(vkf_hf_bool(c, F, "tie_word_embeddings", true, &tied));
+    VKF_TRY(vkf_hf_bart_config(c, s, -1, &tied));
     if (!tied)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "config.json: tie_word_embeddings false: vkformer runs M2M-100 models "
                         "whose lm_head is the shared embedding");
     s->pre_norm = true;
     s->encoder_final_norm = s->decoder_final_norm = true;
-    s->norm = VKF_NORM_LAYER, s->norm_eps = 1e-5f;
     s->positions = VKF_POS_SIN_FAIRSEQ;
-    s->embed_scale = scale ? sqrtf((float)s->d_model) : 1.0f;
-    s->pad_id = (int32_t)pad, s->eos_id = (int32_t)eos, s->decoder_start_id = (int32_t)start;
     return VKF_OK;
 }
 

@@ -116,21 +116,11 @@ vkf_status vkf_multi_text_decode(const vkf_family_model *fm, const vkf_multi_tex
                                  uint32_t count, char *out_text, size_t capacity)
 {
     if (t->tok) {
-        for (uint32_t i = 0; i < count; i++)
-            if (ids[i] < 0 || (uint32_t)ids[i] >= fm->spec.tgt_vocab)
-                return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "id %d is outside the target vocabulary", ids[i]);
+        VKF_TRY(vkf_family_check_target_ids(fm, ids, count));
         char *text = NULL;
         size_t len = 0;
         VKF_TRY(vkf_hftok_decode_n(t->tok, ids, count, true, &text, &len));
-        vkf_status st = VKF_OK;
-        if (len + 1 > capacity || memchr(text, '\0', len))
-            st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, len + 1 > capacity ? "the text needs more than %zu bytes"
-                                                                         : "the text holds a NUL byte (%zu bytes)",
-                          len + 1 > capacity ? capacity : len);
-        else
-            memcpy(out_text, text, len + 1);
-        free(text);
-        return st;
+        return vkf_family_text_out(text, len, out_text, capacity);
     }
     const char **pieces = malloc((count ? count : 1) * sizeof *pieces);
     char (*langs)[40] = malloc((count ? count : 1) * sizeof *langs); /* "__xx__" of kept language tokens */

@@ -654,22 +654,12 @@ static void clean_up(char *text, size_t *len)
 static vkf_status decode(const vkf_family_model *fm, const int32_t *ids, uint32_t count, char *out_text, size_t capacity)
 {
     const t5 *m = fm->state;
-    for (uint32_t i = 0; i < count; i++)
-        if (ids[i] < 0 || (uint32_t)ids[i] >= fm->spec.tgt_vocab)
-            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "id %d is outside the target vocabulary", ids[i]);
+    VKF_TRY(vkf_family_check_target_ids(fm, ids, count));
     char *text = NULL;
     size_t len = 0;
     VKF_TRY(vkf_hftok_decode_n(m->tok, ids, count, true, &text, &len));
     if (m->clean_up) clean_up(text, &len);
-    vkf_status st = VKF_OK;
-    if (len + 1 > capacity || memchr(text, '\0', len))
-        st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, len + 1 > capacity ? "the text needs more than %zu bytes"
-                                                                     : "the text holds a NUL byte (%zu bytes)",
-                      len + 1 > capacity ? capacity : len);
-    else
-        memcpy(out_text, text, len + 1);
-    free(text);
-    return st;
+    return vkf_family_text_out(text, len, out_text, capacity);
 }
 
 const vkf_family vkf_family_t5 = {
