@@ -98,7 +98,7 @@ vkf_status vkf_multi_text_encode(const vkf_family_model *fm, const vkf_multi_tex
         vkf_status st = pieces > capacity - n - 2
                             ? vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity - 2)
                             : VKF_OK;
-        if (st == VKF_OK) memcpy(out_ids + n, ids, (size_t)pieces * sizeof *ids);
+        if (st == VKF_OK && pieces) memcpy(out_ids + n, ids, (size_t)pieces * sizeof *ids);
         free(ids);
         VKF_TRY(st);
     } else {

@@ -625,7 +625,8 @@ static vkf_status encode(const vkf_family_model *fm, const char *text, const cha
     VKF_TRY(vkf_hftok_encode(m->tok, text, strlen(text), true, &ids, &n)); /* the template appends </s> */
     vkf_status st = n > capacity ? vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity)
                                  : VKF_OK;
-    if (st == VKF_OK) memcpy(out_ids, ids, (size_t)n * sizeof *ids), *out_count = n;
+    if (st == VKF_OK && n) memcpy(out_ids, ids, (size_t)n * sizeof *ids);
+    if (st == VKF_OK) *out_count = n;
     free(ids);
     return st;
 }

@@ -42,8 +42,9 @@ static int value_ids(const options *o, const vkf_model *model, const char *flag,
         if (k < 0) return EXIT_USAGE;
         for (long i = 0; i < k; i++) {
             if (parsed[i] < 0 || (uint32_t)parsed[i] >= cfg.tgt_vocab_size) {
+                int32_t bad = parsed[i];
                 free(parsed);
-                return cli_usage_error(o, "%s: id %d is outside the target vocabulary (0..%u)", flag, parsed[i],
+                return cli_usage_error(o, "%s: id %d is outside the target vocabulary (0..%u)", flag, bad,
                                        cfg.tgt_vocab_size - 1);
             }
             (*ids)[(*n)++] = parsed[i];
