@@ -4,6 +4,7 @@
  * text and languages the family's. This file holds no graph, format or search. */
 #include "decode/decode.h"
 #include "families/family.h"
+#include "transcribe.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -561,4 +562,11 @@ vkf_status vkf_model_encode_audio(vkf_model *m, const vkf_audio_batch *audio, fl
     vkf_status st = vkf_arch_encode_features(&m->arch, f, audio->count, out_hidden, out_floats);
     free(f);
     return st;
+}
+
+/* ------------------------------------------------------------------ for transcribe.c */
+
+void vkf_model_parts(vkf_model *m, vkf_arch **out_arch, vkf_decoder **out_dec, const vkf_family_model **out_fm)
+{
+    *out_arch = &m->arch, *out_dec = &m->dec, *out_fm = &m->fm;
 }

@@ -11,7 +11,7 @@
 #   arch       src/arch: the encoder-decoder graph built from a spec;
 #   decode     src/decode: generation (options, plans, greedy, beam, sampling);
 #   families   src/families: model files and folders, tokenizers;
-#   model      src/model.c (the public model object) and src/tune.c.
+#   model      src/model.c (the public model object), src/tune.c and src/transcribe.c.
 # Inside a layer, the files' calls form no circle (a file that both calls and is
 # called back by another of its layer fails, naming both).
 # An object in no layer (a source file outside these folders) fails too: add it
@@ -34,7 +34,7 @@ audio: audio_*
 arch: arch_*
 decode: decode_*
 families: families_*
-model: model tune
+model: model tune transcribe
 '
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/check_layering.XXXXXX") || exit 2

@@ -69,6 +69,8 @@ typedef struct options {
     unsigned long max_batch_tokens;     /* translate --input --max-batch-tokens N */
     double max_new_factor;              /* --max-new-factor F */
     bool ids;                           /* score --ids: --src/--tgt (and --input) hold ids */
+    const char *language, *task;        /* transcribe --language CODE|auto, --task transcribe|translate */
+    bool timestamps;                    /* transcribe --timestamps */
     const char *args[16];               /* the words that are not options, in order */
     int n_args;
     const char *given[64];              /* the options given (their canonical names) */
@@ -193,6 +195,7 @@ int cmd_translate(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_score(int argc, char **argv);
+int cmd_transcribe(int argc, char **argv);
 
 /* ------------------------------------------------------------------ helpers */
 
