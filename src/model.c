@@ -207,8 +207,8 @@ vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t m
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate: %s is NULL",
                         !m ? "model" : !out_ids ? "out_ids" : "out_lengths");
     if (m->arch.spec.audio_mels)
-        return vkf_fail(VKF_ERROR_STATE, "vkf_model_generate: generation from audio is not implemented yet (this model "
-                        "reads audio; vkf_model_forward_audio gives its logits)");
+        return vkf_fail(VKF_ERROR_STATE, "vkf_model_generate: this model reads audio, not source ids: "
+                        "vkf_model_transcribe (vkformer transcribe) generates from audio");
     return vkf_decode_generate(&m->arch, &m->dec, src, max_new, NULL, out_ids, out_lengths, NULL);
 }
 
@@ -219,8 +219,8 @@ vkf_status vkf_model_generate_with(vkf_model *m, const vkf_sequences *src, const
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate_with: %s is NULL",
                         !m ? "model" : !out_ids ? "out_ids" : "out_lengths");
     if (m->arch.spec.audio_mels)
-        return vkf_fail(VKF_ERROR_STATE, "vkf_model_generate_with: generation from audio is not implemented yet (this "
-                        "model reads audio; vkf_model_forward_audio gives its logits)");
+        return vkf_fail(VKF_ERROR_STATE, "vkf_model_generate_with: this model reads audio, not source ids: "
+                        "vkf_model_transcribe (vkformer transcribe) generates from audio");
     vkf_generate_options o;
     vkf_generate_options_init(&o);
     if (options) o = *options;

@@ -11,11 +11,11 @@
  *              argmax over lang_to_id's tokens), the task, <|notimestamps|>
  *              without timestamps;
  *   windows    _retrieve_segment's seeking: each window (seek .. seek + window,
- *              zero-padded) decoded with the prompt as target prefix; with
- *              timestamps its tokens split at timestamp pairs into segments and
- *              the next window starts at the last pair's timestamp (or after the
- *              window where the sequence ends in a single timestamp); without,
- *              one segment per window;
+ *              zero-padded) decoded with the prompt as target prefix; its tokens
+ *              split at timestamp pairs into segments (without the timestamp rules
+ *              too: a model may emit timestamp ids anyway) and the next window
+ *              starts at the last pair's timestamp (after the window where the
+ *              sequence ends in a single timestamp or holds no pair);
  *   limits     _set_max_new_tokens_and_length: max_length + the prompt's length
  *              - 1 (at most max_target_positions) counting the prompt.
  * Each window's decoding (greedy or beam search, begin_suppress_tokens,
@@ -111,7 +111,7 @@ static vkf_status split_window(builder *b, const int32_t *seq, uint32_t n, int32
         int32_t last_ts = -1;
         for (uint32_t i = 0; i < n; i++)
             if (seq[i] >= tb) last_ts = seq[i];
-        if (tb > 0 && last_ts >= 0 && last_ts != tb) last_pos = (double)(last_ts - tb);
+        if (last_ts >= 0 && last_ts != tb) last_pos = (double)(last_ts - tb);
         st = add_segment(b, time_offset, time_offset + last_pos * TIME_PRECISION, seq, n);
         *out_offset = num_frames;
     }
@@ -324,6 +324,7 @@ vkf_status vkf_model_transcribe(vkf_model *m, const float *samples, uint64_t cou
     vkf_sequences prefix = {1, prefix_ids, prefix_len};
     go.target_prefix = &prefix;
     const int32_t tb = timestamps ? g->no_timestamps + 1 : 0;
+    const int32_t tb_split = g->no_timestamps >= 0 ? g->no_timestamps + 1 : (int32_t)a->spec.tgt_vocab + 1;
     vkf_audio_rules rules = {g->begin_suppress, g->n_begin, tb, g->no_timestamps, g->max_initial, g->eos};
     int32_t *ids = malloc(((size_t)max_new + 1) * sizeof *ids);
     if (st == VKF_OK && !ids) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -340,9 +341,9 @@ vkf_status vkf_model_transcribe(vkf_model *m, const float *samples, uint64_t cou
         t->windows++;
         uint32_t offset = num;
         double time_offset = (double)seek * TIME_PRECISION / INPUT_STRIDE;
-        if (timestamps) st = split_window(&b, ids, n, tb, time_offset, num, &offset);
-        else st = add_segment(&b, time_offset, time_offset + (double)(int64_t)((double)num * FEATURE_PRECISION /
-                                                                              TIME_PRECISION) * TIME_PRECISION, ids, n);
+        /* with or without the timestamp rules, generate() splits at timestamp ids (a
+         * model may emit them after <|notimestamps|> too); none past the vocabulary */
+        st = split_window(&b, ids, n, tb_split, time_offset, num, &offset);
         seek += offset;
     }
     /* texts */

@@ -466,7 +466,7 @@ def transcribe(model, folder, samples, language=None, task=None, timestamps=None
     else:
         max_new = min(g["max_length"] + min(T // 2 - 1, len(init) - 1), T) - len(init)
     K = beams or g["num_beams"]
-    tb = g["no_timestamps"] + 1 if timestamps else None
+    tb = g["no_timestamps"] + 1 if g["no_timestamps"] is not None else model.config["vocab_size"] + 1
     seek, segments, windows = 0, [], 0
     while seek < total:
         num = min(total - seek, F)
@@ -475,11 +475,7 @@ def transcribe(model, folder, samples, language=None, task=None, timestamps=None
                else _beam(model, mem, g, init, max_new, timestamps, K))
         windows += 1
         time_offset = seek * TIME_PRECISION / INPUT_STRIDE
-        if timestamps:
-            segs, offset = _segments(seq, tb, time_offset, num)
-        else:
-            segs, offset = [(time_offset, time_offset + int(num * FEATURE_PRECISION / TIME_PRECISION) * TIME_PRECISION,
-                             seq)], num
+        segs, offset = _segments(seq, tb, time_offset, num)
         segments += segs
         seek += offset
     return {"prompt": init, "language_id": lang if len(init) > 1 else None, "segments": segments, "windows": windows}

@@ -140,7 +140,7 @@ static int run_transcribe(const options *o)
             print_json(o, file, t, &cfg, ms, ctx, model);
         } else {
             if (o->n_args > 1) printf("%s:\n", file);
-            if (t->timestamps) {
+            if (o->timestamps) {
                 for (uint32_t i = 0; i < t->n_segments; i++) {
                     char a[32], b[32];
                     clock_text(t->segments[i].start, a, sizeof a);
