@@ -317,6 +317,7 @@ vkf_status vkf_model_transcribe(vkf_model *m, const float *samples, uint64_t cou
     vkf_generate_options go = fm->defaults;
     if (o.beams) go.beams = o.beams, go.n_best = 1;
     go.n_best = 1;
+    go.sample = false; /* generate_with_fallback: temperature None is greedy (or beams), whatever do_sample says */
     go.max_new = max_new;
     go.on_tokens = NULL, go.on_progress = NULL;
     const int32_t *prefix_ids[1] = {init + 1};

@@ -141,7 +141,9 @@ def make_folder(out, layout="hub", d_model=32, layers=2, heads=4, ffn=64, vocab=
                "output_attentions": False, "output_hidden_states": False, "pad_token_id": specials,
                "transformers_version": "5.12.1", "use_cache": True}
         if timestamps:
-            gen.update({"is_multilingual": True, "lang_to_id": {"<|en|>": specials + 2, "<|de|>": specials + 3,
+            # as transformers saves a model loaded from the hub: its own generation config, not the model config's
+            # (generate() would rebuild one from config.json where _from_model_config is true, without these keys)
+            gen.update({"_from_model_config": False, "is_multilingual": True, "lang_to_id": {"<|en|>": specials + 2, "<|de|>": specials + 3,
                                                                 "<|fr|>": specials + 4},
                         "max_initial_timestamp_index": 25, "no_timestamps_token_id": specials + 32,
                         "task_to_id": {"transcribe": specials + 30, "translate": specials + 31},

@@ -21,6 +21,9 @@ chirp with noise), each engine in a process of its own, one after the other:
 Times are medians of --repeat runs after one warm-up. vkformer runs on the device VK_ICD_FILENAMES
 selects (lavapipe for docs/audio.md) with precision f32; Transformers on the CPU in fp32 with
 torch.set_num_threads(os.cpu_count()).
+
+Status: written for issue 25 part 10 but not yet run to completion (the shared 2-core machine was at a
+load of 11-12 when it was tried); no figures from it are in the docs yet.
 """
 import argparse
 import json
