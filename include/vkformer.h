@@ -1199,6 +1199,72 @@ VKF_API vkf_status vkf_pool_generate(vkf_pool *pool, const vkf_sequences *src, c
 /* Validation messages of every device's context, counted after each batch. */
 VKF_API vkf_status vkf_pool_validation_counts(vkf_pool *pool, uint32_t *out_errors, uint32_t *out_warnings);
 
+/* ------------------------------------------------------------------ transcription (issue 25) */
+
+/* Progress of vkf_model_transcribe: called before each window is decoded, with
+ * the seconds of audio decoded so far (the window's start) and the audio's length. */
+typedef void (*vkf_transcribe_progress_fn)(void *user, double done_seconds, double total_seconds);
+
+/* How vkf_model_transcribe works; vkf_transcribe_options_init fills the defaults
+ * and new fields are only appended. */
+typedef struct vkf_transcribe_options {
+    /* A language code or name as Whisper's tokenizer knows them ("en", "german",
+     * "castilian"); NULL or "auto" (init): the folder's forced_decoder_ids, else
+     * detected as generate()'s detect_language does (one decoder step after
+     * <|startoftranscript|> on the first window, argmax over lang_to_id's tokens). */
+    const char *language;
+    /* "transcribe", "translate", or NULL (init): the folder's forced_decoder_ids. */
+    const char *task;
+    /* 1: timestamps (WhisperTimeStampLogitsProcessor, segments with times); 0:
+     * none; -1 (init): generation_config.json's return_timestamps. Audio longer
+     * than one window always runs with timestamps, as generate() does. */
+    int timestamps;
+    /* Beams; 0 (init): generation_config.json's num_beams. 1 is greedy. */
+    uint32_t beams;
+    vkf_transcribe_progress_fn on_progress; /* NULL (init): none */
+    void *on_progress_user;
+} vkf_transcribe_options;
+VKF_API void vkf_transcribe_options_init(vkf_transcribe_options *options);
+
+/* One segment: [start, end) in seconds of the audio, ids[first .. first + count)
+ * of the transcript (timestamp ids included), and its text (NULL where the
+ * folder has no tokenizer). */
+typedef struct vkf_segment {
+    double start, end;
+    uint32_t first, count;
+    char *text;
+} vkf_segment;
+
+typedef struct vkf_transcript {
+    int32_t language_id;                /* the language token used, -1: none */
+    char language[16];                  /* its code ("en"), "" when none */
+    bool language_detected;             /* the language came from detection */
+    int32_t prompt[8];                  /* the decoder prompt (<|startoftranscript|>, language, task, ...) */
+    uint32_t n_prompt;
+    bool timestamps;                    /* decoded with the timestamp rules */
+    uint32_t windows;                   /* decoder runs (windows of audio_samples) */
+    double seconds;                     /* the audio's length */
+    uint32_t n_ids;
+    int32_t *ids;                       /* (n_ids) every segment's ids, one after another */
+    uint32_t n_segments;
+    vkf_segment *segments;
+    char *text;                         /* the segments' texts joined, NULL without tokenizer */
+} vkf_transcript;
+
+/* Whisper models (family "whisper"; else VKF_ERROR_STATE): transcribes or
+ * translates `count` mono float32 samples at the model's sample_rate (16000 Hz)
+ * as transformers 5.12's WhisperForConditionalGeneration.generate does: audio
+ * up to one window (30 s) is padded to it; longer audio gets the whole
+ * recording's log-mel features and is decoded window by window, each next
+ * window starting at the last timestamp of the one before (long-form
+ * generation). The prompt, suppress_tokens, begin_suppress_tokens and the
+ * timestamp rules run on the device in the decode step. *out_transcript: free
+ * with vkf_transcript_free. An unknown language, a task the folder has no id
+ * for, or a non-finite sample fail with VKF_ERROR_INVALID_ARGUMENT. */
+VKF_API vkf_status vkf_model_transcribe(vkf_model *model, const float *samples, uint64_t count,
+                                        const vkf_transcribe_options *options, vkf_transcript **out_transcript);
+VKF_API void vkf_transcript_free(vkf_transcript *transcript);
+
 #ifdef __cplusplus
 }
 #endif

@@ -303,6 +303,36 @@ _SIGNATURES = {
     "vkf_pool_validation_counts": (_STATUS, [_P, ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32)]),
 }
 
+
+
+class _TranscribeOptions(ctypes.Structure):
+    """vkf_transcribe_options."""
+    _fields_ = [("language", ctypes.c_char_p), ("task", ctypes.c_char_p), ("timestamps", ctypes.c_int),
+                ("beams", ctypes.c_uint32), ("on_progress", ctypes.c_void_p), ("on_progress_user", ctypes.c_void_p)]
+
+
+class _Segment(ctypes.Structure):
+    """vkf_segment."""
+    _fields_ = [("start", ctypes.c_double), ("end", ctypes.c_double), ("first", ctypes.c_uint32),
+                ("count", ctypes.c_uint32), ("text", ctypes.c_char_p)]
+
+
+class _Transcript(ctypes.Structure):
+    """vkf_transcript."""
+    _fields_ = [("language_id", ctypes.c_int32), ("language", ctypes.c_char * 16), ("language_detected", ctypes.c_bool),
+                ("prompt", ctypes.c_int32 * 8), ("n_prompt", ctypes.c_uint32), ("timestamps", ctypes.c_bool),
+                ("windows", ctypes.c_uint32), ("seconds", ctypes.c_double), ("n_ids", ctypes.c_uint32),
+                ("ids", ctypes.POINTER(ctypes.c_int32)), ("n_segments", ctypes.c_uint32),
+                ("segments", ctypes.POINTER(_Segment)), ("text", ctypes.c_char_p)]
+
+
+_SIGNATURES.update({
+    "vkf_transcribe_options_init": (None, [ctypes.POINTER(_TranscribeOptions)]),
+    "vkf_model_transcribe": (_STATUS, [_P, ctypes.POINTER(ctypes.c_float), ctypes.c_uint64,
+                                       ctypes.POINTER(_TranscribeOptions), ctypes.POINTER(ctypes.POINTER(_Transcript))]),
+    "vkf_transcript_free": (None, [ctypes.POINTER(_Transcript)]),
+})
+
 _libraries = {}
 
 
@@ -990,6 +1020,42 @@ class Model:
                                                             logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
                                                             logits.size))
         return logits if batch else logits[0]
+
+    def transcribe(self, audio, language=None, task=None, timestamps=None, beams=None):
+        """Whisper: the transcript of one recording (a 1-D float32 array at
+        config.sample_rate, 16 kHz, or a path, read and resampled), as
+        vkf_model_transcribe (transformers' WhisperForConditionalGeneration.
+        generate): language a code or name or "auto" (None: the folder's, else
+        detected), task "transcribe" or "translate" (None: the folder's),
+        timestamps True/False (None: generation_config's return_timestamps),
+        beams (None: generation_config's num_beams). A dict: text (None without a
+        tokenizer), language (code or None), language_detected, prompt (ids),
+        timestamps, windows, seconds, ids, and segments, each a dict of start,
+        end (seconds), ids and text."""
+        a = _Audio([audio], self.config.sample_rate, self._lib).arrays[0]
+        o = _TranscribeOptions()
+        self._lib.vkf_transcribe_options_init(ctypes.byref(o))
+        o.language = language.encode() if language else None
+        o.task = task.encode() if task else None
+        o.timestamps = -1 if timestamps is None else int(bool(timestamps))
+        o.beams = int(beams or 0)
+        t = ctypes.POINTER(_Transcript)()
+        _check(self._lib, self._lib.vkf_model_transcribe(self._live(), a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                                         a.size, ctypes.byref(o), ctypes.byref(t)))
+        try:
+            r = t.contents
+            ids = [r.ids[i] for i in range(r.n_ids)]
+            segments = []
+            for i in range(r.n_segments):
+                g = r.segments[i]
+                segments.append({"start": g.start, "end": g.end, "ids": ids[g.first:g.first + g.count],
+                                 "text": g.text.decode("utf-8", "replace") if g.text is not None else None})
+            return {"text": r.text.decode("utf-8", "replace") if r.text is not None else None,
+                    "language": r.language.decode() or None, "language_detected": bool(r.language_detected),
+                    "prompt": list(r.prompt[:r.n_prompt]), "timestamps": bool(r.timestamps), "windows": r.windows,
+                    "seconds": r.seconds, "ids": ids, "segments": segments}
+        finally:
+            self._lib.vkf_transcript_free(t)
 
     def forward_features(self, features, tgt):
         """The same from features: (audio_mels, audio_frames) with one target, or

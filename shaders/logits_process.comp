@@ -12,7 +12,14 @@
 //   min_new: every end id while fewer than min_new new tokens: -inf;
 //   forced bos (right after the start alone) and forced eos (at the row's last
 //     step): every id -inf but that one, which scores 0;
-//   suppressed ids: -inf.
+//   suppressed ids: -inf;
+//   Whisper: begin-suppressed ids at the row's first new token (SuppressTokens-
+//     AtBeginLogitsProcessor), then WhisperTimeStampLogitsProcessor's rules over
+//     the row's new tokens: <|notimestamps|> never; after a lone timestamp no
+//     text, after a pair no timestamp; timestamps never go back; the first new
+//     token a timestamp of at most max_initial; then, on the log_softmax of
+//     those scores, text banned where the timestamps' logsumexp beats the best
+//     text id.
 // A row still inside its target prefix gets -inf everywhere but the prefix's
 // next id (0): teacher forcing through the same choice kernels.
 // The row's sequence: position j < t (t = state[0], the step's input position)
@@ -39,6 +46,11 @@ layout(push_constant) uniform Push {
     int forced_bos;         // -1: none
     uint forced_eos;        // 1: eos at each row's last step
     int eos;
+    uint n_begin;           // begin-suppressed ids, after the bad sequences in lists
+    int ts_begin;           // Whisper's timestamp rules: the first timestamp id; 0: off
+    int no_timestamps;      // <|notimestamps|>
+    int ts_max_initial;     // max_initial_timestamp_index; -1: none
+    int ts_eos;             // ids below it are text
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufLogits { ACT_T logits[]; };    // (rows, vocab)
@@ -48,7 +60,7 @@ layout(set = 0, binding = 3) readonly buffer BufRowIndex { int row_index[]; };  
 layout(set = 0, binding = 4) buffer BufInputs { int inputs[]; };                // (rows, steps)
 layout(set = 0, binding = 5) readonly buffer BufRowData { int row_data[]; };    // (rows, row_stride)
 layout(set = 0, binding = 6) readonly buffer BufLists { int lists[]; };         // suppress | end | bad sequences
-layout(set = 0, binding = 7) writeonly buffer BufScores { float scores[]; };    // (rows, vocab)
+layout(set = 0, binding = 7) buffer BufScores { float scores[]; };    // (rows, vocab)
 
 shared float red[WG];
 
@@ -180,4 +192,57 @@ void main()
         const int id = lists[e];
         if (id >= 0 && uint(id) < V) scores[base + uint(id)] = NEG_INF;
     }
+    if (produced == 0u)
+        for (uint e = tid; e < pc.n_begin; e += WG) {
+            const int id = lists[pc.n_suppress + pc.n_end + pc.n_bad + e];
+            if (id >= 0 && uint(id) < V) scores[base + uint(id)] = NEG_INF;
+        }
+    if (pc.ts_begin <= 0) return;
+    sync_writes();
+    // the row's new tokens are positions P + 1 .. t (every thread reads them)
+    const int TB = pc.ts_begin;
+    const uint n_new = t - P;
+    const bool last_ts = n_new >= 1u && history(row, t, t) >= TB;
+    const bool pen_ts = n_new < 2u || history(row, t - 1u, t) >= TB;
+    int last_stamp = -1;
+    for (uint j = P + 1u; j <= t; j++) {
+        const int id = history(row, j, t);
+        if (id >= TB) last_stamp = id;
+    }
+    // banned ranges [lo, hi) of ids
+    uint lo0 = 0u, hi0 = 0u, lo1 = 0u, hi1 = 0u, lo2 = 0u, hi2 = 0u;
+    if (last_ts) {
+        if (pen_ts) lo0 = uint(TB), hi0 = V;
+        else lo0 = 0u, hi0 = uint(max(pc.ts_eos, 0));
+    }
+    if (last_stamp >= 0) lo1 = uint(TB), hi1 = uint(last_ts && !pen_ts ? last_stamp : last_stamp + 1);
+    if (n_new == 0u) lo2 = 0u, hi2 = uint(TB);
+    const uint cap = n_new == 0u && pc.ts_max_initial >= 0 ? uint(TB + pc.ts_max_initial + 1) : V;
+    for (uint v = tid; v < V; v += WG) {
+        if (int(v) == pc.no_timestamps || (v >= lo0 && v < hi0) || (v >= lo1 && v < hi1) || (v >= lo2 && v < hi2) ||
+            v >= cap)
+            scores[base + v] = NEG_INF;
+    }
+    sync_writes();
+    // log_softmax of the scores; logsumexp of the timestamps' against the best text id's
+    float mx = NEG_INF, mt = NEG_INF, mtext = NEG_INF;
+    for (uint v = tid; v < V; v += WG) {
+        const float s = scores[base + v];
+        mx = max(mx, s);
+        if (int(v) >= TB) mt = max(mt, s);
+        else mtext = max(mtext, s);
+    }
+    mx = reduce_max(mx);
+    mt = reduce_max(mt);
+    mtext = reduce_max(mtext);
+    if (mx == NEG_INF || mt == NEG_INF) return;
+    float sum = 0.0;
+    for (uint v = tid; v < V; v += WG) sum += exp(scores[base + v] - mx);
+    const float lse = mx + log(reduce_sum(sum));
+    float st = 0.0;
+    for (uint v = uint(TB) + tid; v < V; v += WG) st += exp((scores[base + v] - lse) - (mt - lse));
+    const float ts_logprob = (mt - lse) + log(reduce_sum(st));
+    const float text_logprob = mtext - lse;
+    if (ts_logprob > text_logprob)
+        for (uint v = tid; v < uint(TB); v += WG) scores[base + v] = NEG_INF;
 }

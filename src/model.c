@@ -4,6 +4,7 @@
  * text and languages the family's. This file holds no graph, format or search. */
 #include "decode/decode.h"
 #include "families/family.h"
+#include "transcribe.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -216,8 +217,8 @@ vkf_status vkf_model_generate(vkf_model *m, const vkf_sequences *src, uint32_t m
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate: %s is NULL",
                         !m ? "model" : !out_ids ? "out_ids" : "out_lengths");
     if (m->arch.spec.audio_mels)
-        return vkf_fail(VKF_ERROR_STATE, "vkf_model_generate: generation from audio is not implemented yet (this model "
-                        "reads audio; vkf_model_forward_audio gives its logits)");
+        return vkf_fail(VKF_ERROR_STATE, "vkf_model_generate: this model reads audio, not source ids: "
+                        "vkf_model_transcribe (vkformer transcribe) generates from audio");
     return vkf_decode_generate(&m->arch, &m->dec, src, max_new, NULL, out_ids, out_lengths, NULL);
 }
 
@@ -228,8 +229,8 @@ vkf_status vkf_model_generate_with(vkf_model *m, const vkf_sequences *src, const
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_model_generate_with: %s is NULL",
                         !m ? "model" : !out_ids ? "out_ids" : "out_lengths");
     if (m->arch.spec.audio_mels)
-        return vkf_fail(VKF_ERROR_STATE, "vkf_model_generate_with: generation from audio is not implemented yet (this "
-                        "model reads audio; vkf_model_forward_audio gives its logits)");
+        return vkf_fail(VKF_ERROR_STATE, "vkf_model_generate_with: this model reads audio, not source ids: "
+                        "vkf_model_transcribe (vkformer transcribe) generates from audio");
     vkf_generate_options o;
     vkf_generate_options_init(&o);
     if (options) o = *options;
@@ -586,4 +587,11 @@ vkf_status vkf_model_encode_audio(vkf_model *m, const vkf_audio_batch *audio, fl
     vkf_status st = vkf_arch_encode_features(&m->arch, f, audio->count, out_hidden, out_floats);
     free(f);
     return st;
+}
+
+/* ------------------------------------------------------------------ for transcribe.c */
+
+void vkf_model_parts(vkf_model *m, vkf_arch **out_arch, vkf_decoder **out_dec, const vkf_family_model **out_fm)
+{
+    *out_arch = &m->arch, *out_dec = &m->dec, *out_fm = &m->fm;
 }

@@ -11,7 +11,7 @@
 #   arch       src/arch: the encoder-decoder graph built from a spec;
 #   decode     src/decode: generation (options, plans, greedy, beam, sampling);
 #   families   src/families: model files and folders, tokenizers;
-#   model      src/model.c (the public model object) and src/tune.c;
+#   model      src/model.c (the public model object), src/tune.c and src/transcribe.c;
 #   pool       src/pool: one model on several devices (a replica and a thread each).
 # Inside a layer, the files' calls form no circle (a file that both calls and is
 # called back by another of its layer fails, naming both).
@@ -35,7 +35,7 @@ audio: audio_*
 arch: arch_*
 decode: decode_*
 families: families_*
-model: model tune
+model: model tune transcribe
 pool: pool_*
 '
 

@@ -97,8 +97,9 @@ def random_weights(cfg, seed, positions=True):
     return w
 
 
-def hub_config(d, layers, heads, ffn, V, M, S, T):
+def hub_config(d, layers, heads, ffn, V, M, S, T, timestamps=0):
     specials = V - 40   # <|endoftext|>; then <|startoftranscript|>, languages, tasks, notimestamps
+    V += timestamps     # timestamp ids after <|notimestamps|> (specials + 33 on): 7 + timestamps of them
     return {
         "_name_or_path": "openai/whisper-random", "activation_dropout": 0.0, "activation_function": "gelu",
         "architectures": ["WhisperForConditionalGeneration"], "attention_dropout": 0.0,
@@ -116,9 +117,14 @@ def hub_config(d, layers, heads, ffn, V, M, S, T):
 
 def make_folder(out, layout="hub", d_model=32, layers=2, heads=4, ffn=64, vocab=300, mels=80, source_positions=100,
                 target_positions=64, chunk_length=2, seed=1, dtype="f32", proj_out=False, positions=True,
-                untied=False):
+                untied=False, timestamps=0, timestamp_bias=0.0):
+    """timestamps > 0: that many more ids after the specials, so that <|0.00|> .. (no_timestamps_token_id + 1 on)
+    cover a window (chunk_length / 0.02 + 1 of them need chunk_length * 50 - 6), and the save_pretrained form also
+    gets the hub's Whisper keys of generation_config.json (lang_to_id, task_to_id, no_timestamps_token_id, as
+    transformers saves a hub model); timestamp_bias scales the timestamp rows of the (tied) token embedding, so
+    that a random model emits timestamps often and both segment endings (a lone timestamp, a pair) occur."""
     os.makedirs(out, exist_ok=True)
-    cfg = hub_config(d_model, layers, heads, ffn, vocab, mels, source_positions, target_positions)
+    cfg = hub_config(d_model, layers, heads, ffn, vocab, mels, source_positions, target_positions, timestamps)
     specials = cfg["eos_token_id"]
     if untied:
         cfg["tie_word_embeddings"] = False
@@ -134,6 +140,14 @@ def make_folder(out, layout="hub", d_model=32, layers=2, heads=4, ffn=64, vocab=
                "bos_token_id": specials, "decoder_start_token_id": specials + 1, "eos_token_id": specials,
                "output_attentions": False, "output_hidden_states": False, "pad_token_id": specials,
                "transformers_version": "5.12.1", "use_cache": True}
+        if timestamps:
+            # as transformers saves a model loaded from the hub: its own generation config, not the model config's
+            # (generate() would rebuild one from config.json where _from_model_config is true, without these keys)
+            gen.update({"_from_model_config": False, "is_multilingual": True, "lang_to_id": {"<|en|>": specials + 2, "<|de|>": specials + 3,
+                                                                "<|fr|>": specials + 4},
+                        "max_initial_timestamp_index": 25, "no_timestamps_token_id": specials + 32,
+                        "task_to_id": {"transcribe": specials + 30, "translate": specials + 31},
+                        "suppress_tokens": [1, 2, 7, 8, 9, 10, 14, 25], "max_length": target_positions})
     else:
         gen = {"alignment_heads": [[1, 0], [1, 1]], "begin_suppress_tokens": cfg["begin_suppress_tokens"],
                "bos_token_id": specials, "decoder_start_token_id": specials + 1, "eos_token_id": specials,
@@ -161,14 +175,19 @@ def make_folder(out, layout="hub", d_model=32, layers=2, heads=4, ffn=64, vocab=
         with open(os.path.join(out, "preprocessor_config.json"), "w") as f:
             json.dump(fe, f)
     w = random_weights(cfg, seed, positions)
+    if timestamp_bias:
+        e = w["model.decoder.embed_tokens.weight"]
+        e[specials + 33:] *= timestamp_bias
     if untied:
-        w["proj_out.weight"] = np.random.default_rng(seed + 7).standard_normal((vocab, d_model)).astype(np.float32) * 0.5
+        w["proj_out.weight"] = np.random.default_rng(seed + 7).standard_normal((cfg["vocab_size"], d_model)).astype(
+            np.float32) * 0.5
     elif proj_out:
         w["proj_out.weight"] = w["model.decoder.embed_tokens.weight"].copy()
     if dtype == "f16":
         w = gen_marian.to_f16(w)
     gen_marian.write_safetensors(os.path.join(out, "model.safetensors"), w)
-    return {"path": out, "vocab": vocab, "specials": specials, "mels": mels, "frames": 2 * source_positions}
+    return {"path": out, "vocab": cfg["vocab_size"], "specials": specials, "mels": mels, "frames": 2 * source_positions,
+            "timestamp_begin": specials + 33 if timestamps else None}
 
 
 def make_malformed(out, kind):
@@ -237,6 +256,8 @@ def main(argv):
     ap.add_argument("--proj-out", action="store_true")
     ap.add_argument("--no-positions", action="store_true")
     ap.add_argument("--untied", action="store_true")
+    ap.add_argument("--timestamps", type=int, default=0)
+    ap.add_argument("--timestamp-bias", type=float, default=0.0)
     ap.add_argument("--malformed", choices=sorted(MALFORMED))
     a = ap.parse_args(argv)
     if a.malformed:
@@ -245,7 +266,8 @@ def main(argv):
     info = make_folder(a.out, layout=a.layout, d_model=a.d_model, layers=a.layers, heads=a.heads, ffn=a.ffn,
                        vocab=a.vocab, mels=a.mels, source_positions=a.source_positions,
                        target_positions=a.target_positions, chunk_length=a.chunk_length, seed=a.seed, dtype=a.dtype,
-                       proj_out=a.proj_out, positions=not a.no_positions, untied=a.untied)
+                       proj_out=a.proj_out, positions=not a.no_positions, untied=a.untied, timestamps=a.timestamps,
+                       timestamp_bias=a.timestamp_bias)
     print(json.dumps(info))
     return 0
 

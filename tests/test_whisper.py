@@ -21,7 +21,14 @@ On random-weight folders written by tests/gen_whisper.py (hub and save_pretraine
     forward_features, forward_audio and encode_audio agree with the reference; a batch of 3 clips;
   - misuse: --audio with --src, --audio on a text model, --src on a Whisper folder (exit 2);
     generate on a Whisper folder (exit 1, one line); malformed audio (exit 1, one line naming it);
-  - malformed folders (gen_whisper.MALFORMED): exit 1 and one line naming the problem.
+  - malformed folders (gen_whisper.MALFORMED): exit 1 and one line naming the problem;
+  - transcribe (folders with timestamp ids, gen_whisper --timestamps 100 --timestamp-bias 3): greedy and beam
+    search, timestamps on and off, language detected and given, transcribe and translate, clips of 1.5 s and
+    2.6 windows (long-form): segments, times, prompt and windows equal whisper_ref.transcribe's, and the runs
+    must have cut a window at a timestamp pair, ended a sequence in a lone timestamp, sought over several
+    windows, detected and been given a language; the printed forms; Model.transcribe through the binding;
+    misuse (unknown language, bad task, no or unreadable files, a folder without timestamp ids, a text
+    model): one line, exit 1 or 2.
 The device is whatever VK_ICD_FILENAMES selects; the validation layer is on (VKFORMER_VALIDATE=1).
 """
 import json
@@ -248,6 +255,146 @@ def check_misuse(folder, text_model, tmp):
                               "" if good else "exit %d: %s" % (rc, " | ".join(err)))
 
 
+# ------------------------------------------------------------------ transcription (vkformer transcribe)
+
+def transcribe_cli(folder, wav, extra=()):
+    rc, out, err = run_vkformer(["transcribe", "--model", folder, "--json"] + list(extra) + [wav])
+    out = out.splitlines()
+    if rc != 0 or len(out) != 1:
+        return None, "exit %d: %s" % (rc, " | ".join(err))
+    return json.loads(out[0]), ""
+
+
+def same_segments(got, want):
+    """vkformer's segments (dicts) against whisper_ref's (start, end, ids) or other dicts: ids equal, times within
+    1e-6 (JSON records carry 9 significant digits)."""
+    if len(got) != len(want):
+        return False
+    want = [(w["start"], w["end"], w["ids"]) if isinstance(w, dict) else w for w in want]
+    return all(g["ids"] == list(w[2]) and abs(g["start"] - w[0]) < 1e-6 and abs(g["end"] - w[1]) < 1e-6
+               for g, w in zip(got, want))
+
+
+def check_transcribe(tmp, quick, binding):
+    """Greedy and beam search, with and without timestamps, language detected and given, both tasks, clips
+    shorter than a window and 2.6 windows long (long-form seeking), on folders whose timestamp ids exist (and,
+    with --timestamp-bias 3, come out often): the segments' ids and times, the prompt and the windows equal
+    whisper_ref.transcribe's. The runs must exercise every path: a window split at a timestamp pair before
+    its end (seek by the last pair), a sequence ending in a lone timestamp, a segment of more than one window,
+    language detection and a given language."""
+    folders = [("hub", dict(layout="hub", timestamps=100, timestamp_bias=3.0, seed=21)),
+               ("save_pretrained", dict(layout="save_pretrained", timestamps=100, timestamp_bias=3.0, seed=22))]
+    if not quick:
+        folders.append(("hub unbiased", dict(layout="hub", timestamps=100, seed=23)))
+    rng = np.random.default_rng(9)
+    clips = []
+    for seconds in ((1.5, 5.3) if quick else (1.5, 5.3, 7.9)):
+        t = np.arange(int(seconds * 16000)) / 16000.0
+        f = 200 + 150 * np.sin(2 * np.pi * 0.3 * t)
+        x = (0.3 * np.sin(2 * np.pi * np.cumsum(f) / 16000) + 0.05 * rng.standard_normal(t.size)).astype(np.float32)
+        wav = os.path.join(tmp, "speech%.1f.wav" % seconds)
+        sf.write(wav, x, 16000, subtype="FLOAT")
+        clips.append((seconds, wav, x))
+    modes = [((), {}), (("--timestamps",), {"timestamps": True}), (("--beam", "3", "--timestamps"),
+                                                                    {"beams": 3, "timestamps": True}),
+             (("--language", "de", "--task", "translate", "--timestamps"),
+              {"language": "de", "task": "translate", "timestamps": True})]
+    if not quick:
+        modes += [(("--beam", "2"), {"beams": 2}), (("--task", "translate"), {"task": "translate"}),
+                  (("--language", "German"), {"language": "German"})]
+    seen = {"pair cut": 0, "lone ending": 0, "windows > 1": 0, "detected": 0, "given": 0}
+    for label, kw in folders:
+        folder = os.path.join(tmp, "ts-" + label.replace(" ", "_"))
+        info = gen_whisper.make_folder(folder, **kw)
+        ref = whisper_ref.load_folder(folder)
+        tb = info["timestamp_begin"]
+        for seconds, wav, x in clips:
+            for args, rkw in modes:
+                what = "transcribe %s %.1f s %s" % (label, seconds, " ".join(args) or "(defaults)")
+                got, why = transcribe_cli(folder, wav, args)
+                if got is None:
+                    bad(what, why)
+                    continue
+                want = whisper_ref.transcribe(ref, folder, x, **rkw)
+                good = (same_segments(got["segments"], want["segments"]) and got["prompt"] == want["prompt"] and
+                        got["windows"] == want["windows"])
+                check(good, "%s: %d segments, %d windows, prompt %s as the reference" % (
+                    what, len(got["segments"]), got["windows"], got["prompt"]),
+                    "" if good else "got %s %s, reference %s %s" % (
+                        got["prompt"], [(s["start"], s["end"], s["ids"]) for s in got["segments"]][:4],
+                        want["prompt"], want["segments"][:4]))
+                if got["timestamps"]:
+                    for s in got["segments"]:
+                        ids = s["ids"]
+                        if len(ids) >= 2 and ids[-1] >= tb and ids[-2] >= tb and s["end"] % 2 > 1e-9:
+                            seen["pair cut"] += 1
+                        if len(ids) >= 2 and ids[-1] >= tb and ids[-2] < tb:
+                            seen["lone ending"] += 1
+                seen["windows > 1"] += got["windows"] > 1
+                seen["detected"] += got["language_detected"]
+                seen["given"] += "--language" in args
+    for k, n in seen.items():
+        check(n > 0, "transcription exercised: %s (%d runs)" % (k, n))
+    # the printed forms: whisper.cpp's segment lines, and the text line
+    folder = os.path.join(tmp, "ts-hub")
+    rc, out, err = run_vkformer(["transcribe", "--model", folder, "--timestamps", clips[1][1]])
+    out = out.splitlines()
+    lines_ok = rc == 0 and out and all(len(l) > 34 and l[0] == "[" and l[13:18] == " --> " and l[30:33] == "]  "
+                                       for l in out)
+    check(lines_ok, "transcribe --timestamps prints [hh:mm:ss.mmm --> hh:mm:ss.mmm]  ... lines (%d)" % len(out),
+          "exit %d: %s %s" % (rc, out[:2], err))
+    rc, out, err = run_vkformer(["transcribe", "--model", folder, clips[0][1], clips[1][1]])
+    out = out.splitlines()
+    check(rc == 0 and len(out) == 4 and out[0] == clips[0][1] + ":" and out[2] == clips[1][1] + ":",
+          "transcribe of two files: a FILE: line before each output", "exit %d: %s %s" % (rc, out, err))
+    if binding:
+        import vkformer
+        with vkformer.load(folder, library=LIB) as m:
+            r = m.transcribe(clips[1][2], timestamps=True)
+            want, _ = transcribe_cli(folder, clips[1][1], ("--timestamps",))
+            same = want is not None and same_segments(r["segments"], want["segments"])
+            check(same, "binding: Model.transcribe(array) equals the CLI (%d segments)" % len(r["segments"]))
+            r2 = m.transcribe(clips[0][1], language="de", beams=2)
+            w2 = whisper_ref.transcribe(whisper_ref.load_folder(folder), folder, clips[0][2], language="de", beams=2)
+            check(r2["prompt"] == w2["prompt"] and same_segments(r2["segments"], w2["segments"]) and
+                  r2["language"] == "de" and not r2["language_detected"],
+                  "binding: Model.transcribe(path, language, beams) equals the reference")
+            for what, call in (("an unknown language", lambda: m.transcribe(clips[0][2], language="klingon")),
+                               ("a bad task", lambda: m.transcribe(clips[0][2], task="summarize")),
+                               ("NaN samples", lambda: m.transcribe(np.array([0.0, np.nan], np.float32)))):
+                try:
+                    call()
+                    bad("binding refuses %s" % what, "it ran")
+                except vkformer.VkformerError as e:
+                    check("\n" not in str(e), "binding refuses %s: %s" % (what, e))
+    return folder
+
+
+def check_transcribe_misuse(folder, plain_folder, text_model, tmp):
+    wav = os.path.join(tmp, "m.wav")
+    sf.write(wav, tone(0.5), 16000)
+    bad_wav = os.path.join(tmp, "bad.wav")
+    with open(bad_wav, "wb") as f:
+        f.write(b"RIFF\x00\x00junk" * 20)
+    cases = [
+        (["transcribe", "--model", folder, "--language", "klingon", wav], 1, "unknown language"),
+        (["transcribe", "--model", folder, "--language", "ja", wav], 1, "not one of this model's"),
+        (["transcribe", "--model", folder, "--task", "summarize", wav], 2, "--task"),
+        (["transcribe", "--model", folder], 2, "sound files"),
+        (["transcribe", "--model", folder, os.path.join(tmp, "nope.wav")], 1, "nope.wav"),
+        (["transcribe", "--model", folder, bad_wav], 1, "bad.wav"),
+        (["transcribe", "--model", plain_folder, "--timestamps", wav], 1, "no_timestamps_token_id"),
+        (["transcribe", "--model", folder, "--bogus", wav], 2, "--bogus"),
+    ]
+    if text_model:
+        cases.append((["transcribe", "--model", text_model, wav], 1, "not a Whisper model"))
+    for args, code, key in cases:
+        rc, _, err = run_vkformer(args)
+        good = rc == code and one_line(err) and key in err[0]
+        check(good, "transcribe misuse (%s) exits %d naming %r" % (" ".join(args[3:]), code, key),
+              "" if good else "exit %d: %s" % (rc, " | ".join(err)))
+
+
 def check_malformed(tmp):
     for kind, (what, keys) in sorted(gen_whisper.MALFORMED.items()):
         folder = os.path.join(tmp, "bad-" + kind)
@@ -297,6 +444,9 @@ def main():
             check_binding(*made["save_pretrained 128 mels"], tmp, rng)
         demo = os.path.join(HERE, "..", "models", "demo.safetensors")
         check_misuse(folder, demo if os.path.exists(demo) else None, tmp)
+        ts_folder = check_transcribe(tmp, quick, binding)
+        check_transcribe_misuse(ts_folder, made["save_pretrained 128 mels"][0], demo if os.path.exists(demo) else None,
+                                tmp)
         check_malformed(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

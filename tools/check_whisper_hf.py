@@ -15,6 +15,13 @@ usage: ../shared/tools/hf_python.sh tools/check_whisper_hf.py [--wav FILE ...] [
             positions, untied proj_out: logits of the extractor's features with three targets,
             reference against transformers. Bound: 1e-4. --full adds a whisper-tiny shaped folder
             (d 384, 6 heads, 4 + 4 layers, 51865 ids, 1500 positions, 30 s).
+  generate  whisper_ref.transcribe (tests' reference of WhisperForConditionalGeneration.generate) against
+            generate() itself on folders with timestamp ids (gen_whisper --timestamps 100), both layouts,
+            unbiased and with timestamp rows scaled (--timestamp-bias 3: segments end in pairs and in lone
+            timestamps, windows seek by the last pair): clips shorter than the window and 2.5 to 4 windows
+            long (long-form: the extractor with truncation=False, padding="longest"), greedy and 3 beams,
+            with and without timestamps, language detected or given, transcribe and translate: every
+            segment's tokens, start and end equal, and the detected language's prompt.
 Prints one line per check and a summary; exit 1 on any failure.
 """
 import argparse
@@ -129,11 +136,62 @@ def check_models(tmp, full):
         report(worst <= BOUND, "model %s: worst |reference - transformers| logits %.3g" % (label, worst))
 
 
+def check_generation(tmp):
+    from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration
+    rng = np.random.default_rng(12)
+    clips = []
+    for seconds in (1.5, 5.3, 7.9):
+        t = np.arange(int(seconds * 16000)) / 16000.0
+        f = 200 + 150 * np.sin(2 * np.pi * 0.3 * t)
+        clips.append((seconds, (0.3 * np.sin(2 * np.pi * np.cumsum(f) / 16000) +
+                                0.05 * rng.standard_normal(t.size)).astype(np.float32)))
+    modes = [dict(), dict(timestamps=True), dict(beams=3, timestamps=True), dict(beams=2),
+             dict(language="de", task="translate", timestamps=True), dict(task="translate"),
+             dict(language="german")]
+    same = total = 0
+    for layout in ("hub", "save_pretrained"):
+        for bias in (0.0, 3.0):
+            path = os.path.join(tmp, "gen_%s_%g" % (layout, bias))
+            gen_whisper.make_folder(path, layout=layout, timestamps=100, timestamp_bias=bias, seed=21)
+            hf = WhisperForConditionalGeneration.from_pretrained(path).eval()
+            fe = WhisperFeatureExtractor.from_pretrained(path)
+            ref = whisper_ref.load_folder(path)
+            for seconds, x in clips:
+                long = len(x) > fe.n_samples
+                feats = (fe(x, sampling_rate=16000, truncation=False, padding="longest", return_tensors="pt")
+                         if long else fe(x, sampling_rate=16000, return_tensors="pt")).input_features
+                for mode in modes:
+                    if long and mode.get("timestamps") is None:
+                        mode = dict(mode, timestamps=None)
+                    kw = {"return_segments": True}
+                    if mode.get("timestamps") or long:
+                        kw["return_timestamps"] = True
+                    if mode.get("beams"):
+                        kw["num_beams"] = mode["beams"]
+                    for k in ("language", "task"):
+                        if mode.get(k):
+                            kw[k] = mode[k]
+                    with torch.no_grad():
+                        out = hf.generate(input_features=feats, **kw)
+                    want = [(round(float(s["start"]), 6), round(float(s["end"]), 6), [int(v) for v in s["tokens"]])
+                            for s in out["segments"][0]]
+                    r = whisper_ref.transcribe(ref, path, x, **mode)
+                    got = [(round(a, 6), round(b, 6), list(c)) for a, b, c in r["segments"]]
+                    total += 1
+                    ok = got == want
+                    same += ok
+                    if not ok:
+                        report(False, "generate %s bias %g %.1f s %s: reference %s, transformers %s" % (
+                            layout, bias, seconds, mode, got[:3], want[:3]))
+    report(same == total, "generate: %d of %d transcriptions identical (segments' tokens, start, end)" % (same, total))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--wav", action="append", default=[], help="a .npy of float32 16 kHz samples, or a .wav")
     ap.add_argument("--out")
     ap.add_argument("--full", action="store_true")
+    ap.add_argument("--generate-only", action="store_true", help="only the generate check")
     a = ap.parse_args()
     import transformers
     print("transformers %s, torch %s, numpy %s" % (transformers.__version__, torch.__version__, np.__version__))
@@ -147,8 +205,12 @@ def main():
                 if w.getframerate() != 16000 or w.getnchannels() != 1 or w.getsampwidth() != 2:
                     sys.exit("%s: give 16 kHz mono 16-bit WAV (or a .npy)" % p)
                 wavs.append((p, np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32) / 32768.0))
-    check_features(wavs)
-    check_models(a.out or tempfile.mkdtemp(prefix="check-whisper-"), a.full)
+    if not a.generate_only:
+        check_features(wavs)
+    tmp = a.out or tempfile.mkdtemp(prefix="check-whisper-")
+    if not a.generate_only:
+        check_models(tmp, a.full)
+    check_generation(tmp)
     print("check_whisper_hf: %s" % ("every check passed" if not failures else "%d checks failed" % failures))
     sys.exit(1 if failures else 0)
 

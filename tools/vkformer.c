@@ -79,6 +79,9 @@ static const char usage_text[] =
     "  tune [--quick] [--out FILE|-] [--json]   time candidate kernel tiles on the device, check each\n"
     "                                        against a host reference, store the fastest in the\n"
     "                                        device's tune file (read by later runs; VKFORMER_TUNE=0: off)\n"
+    "  transcribe --model DIR [--language en|auto] [--task transcribe|translate] [--timestamps] [--json] FILE...\n"
+    "                                        Whisper: text of sound files (--timestamps: segments\n"
+    "                                        [00:00:00.000 --> 00:00:02.500]  text)\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n"
     "  bench attention [--n N,...] [--variants V,...] [--heads H --head-dim D --batch B]\n"
     "                [--repeat R] [--model FILE] [--json] [--plot FILE.png]\n"
@@ -108,6 +111,7 @@ static const struct {
     {"info", cmd_info}, {"check", cmd_check}, {"bench", cmd_bench}, {"forward", cmd_forward},
     {"generate", cmd_generate}, {"translate", cmd_translate}, {"tokenize", cmd_tokenize}, {"tune", cmd_tune},
     {"score", cmd_score},
+    {"transcribe", cmd_transcribe},
 };
 
 static const struct {

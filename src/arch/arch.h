@@ -352,6 +352,11 @@ vkf_status vkf_arch_forward(vkf_arch *a, const vkf_sequences *src, const vkf_seq
  * feature extractor lays them out (vkf_model_forward_features). */
 vkf_status vkf_arch_forward_features(vkf_arch *a, const float *features, uint32_t count, const vkf_sequences *tgt,
                                      float *out_logits, uint64_t out_floats);
+/* Uploads features (B, audio_mels, audio_frames) into a plan's stem inputs (and
+ * its lengths, masks, lowrank projections: every source audio_frames / 2 long). */
+vkf_status vkf_upload_features(const vkf_arch *a, vkf_fwd_plan *p, const float *features);
+/* Features of an audio model: not NULL, count > 0, every value finite (fn names the call). */
+vkf_status vkf_check_features(const vkf_arch *a, const float *features, uint32_t count, const char *fn);
 /* The encoder's output (count, audio_frames / 2, d_model) of those features. */
 vkf_status vkf_arch_encode_features(vkf_arch *a, const float *features, uint32_t count, float *out_hidden,
                                     uint64_t out_floats);

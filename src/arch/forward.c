@@ -348,7 +348,7 @@ vkf_status vkf_arch_forward(vkf_arch *a, const vkf_sequences *src, const vkf_seq
 
 /* The plan's stem inputs from features (B, mels, F): time-major with zero rows
  * around each item; every source is S keys long. */
-static vkf_status upload_features(const vkf_arch *a, vkf_fwd_plan *p, const float *features)
+vkf_status vkf_upload_features(const vkf_arch *a, vkf_fwd_plan *p, const float *features)
 {
     uint32_t B = p->batch, M = a->spec.audio_mels, F = a->spec.audio_frames, S = p->src_len;
     uint64_t item = (uint64_t)(F + 2) * M;
@@ -375,7 +375,7 @@ static vkf_status upload_features(const vkf_arch *a, vkf_fwd_plan *p, const floa
     return st;
 }
 
-static vkf_status check_features(const vkf_arch *a, const float *features, uint32_t count, const char *fn)
+vkf_status vkf_check_features(const vkf_arch *a, const float *features, uint32_t count, const char *fn)
 {
     if (!a->spec.audio_mels)
         return vkf_fail(VKF_ERROR_STATE, "%s: this model reads source ids, not audio", fn);
@@ -410,7 +410,7 @@ static vkf_status features_chunk(void *user, uint32_t first, uint32_t count)
     vkf_fwd_plan *p;
     if (f->encode_only) {
         VKF_TRY(forward_plan(a, count, S, 1, true, &p));
-        VKF_TRY(upload_features(a, p, feat));
+        VKF_TRY(vkf_upload_features(a, p, feat));
         VKF_TRY(vkf_cmd_submit(p->cmd));
         return vkf_download_floats(p->memory, f->out + (uint64_t)first * S * s->d_model, (uint64_t)count * S * s->d_model);
     }
@@ -418,7 +418,7 @@ static vkf_status features_chunk(void *user, uint32_t first, uint32_t count)
     for (uint32_t i = 0; i < count; i++)
         if (t.lengths[i] > T) T = t.lengths[i];
     VKF_TRY(forward_plan(a, count, S, T, false, &p));
-    VKF_TRY(upload_features(a, p, feat));
+    VKF_TRY(vkf_upload_features(a, p, feat));
     VKF_TRY(vkf_upload_ids(a, &t, T, p->tgt_ids, NULL, NULL, p->tgt_pos));
     VKF_TRY(vkf_cmd_submit(p->cmd));
     a->last_forward = p->cmd;
@@ -441,7 +441,7 @@ vkf_status vkf_arch_forward_features(vkf_arch *a, const float *features, uint32_
                                      float *out_logits, uint64_t out_floats)
 {
     static const char fn[] = "vkf_model_forward_features";
-    VKF_TRY(check_features(a, features, count, fn));
+    VKF_TRY(vkf_check_features(a, features, count, fn));
     uint32_t T;
     VKF_TRY(vkf_check_sequences(a, tgt, a->spec.tgt_vocab, "target", &T));
     if (tgt->count != count)
@@ -459,7 +459,7 @@ vkf_status vkf_arch_encode_features(vkf_arch *a, const float *features, uint32_t
                                     uint64_t out_floats)
 {
     static const char fn[] = "vkf_model_encode_audio";
-    VKF_TRY(check_features(a, features, count, fn));
+    VKF_TRY(vkf_check_features(a, features, count, fn));
     uint64_t need = (uint64_t)count * (a->spec.audio_frames / 2) * a->spec.d_model;
     if (out_floats != need)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out_hidden holds %llu floats, %llu needed", fn,

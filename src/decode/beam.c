@@ -66,8 +66,8 @@ vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src
                            uint32_t stride, int32_t *out_ids, uint32_t *out_lengths, float *out_scores)
 {
     const vkf_generate_options o = *c->o;
-    uint32_t S;
-    VKF_TRY(vkf_check_sequences(a, src, a->spec.src_vocab, "source", &S));
+    uint32_t S = a->spec.audio_frames / 2;
+    if (!c->features) VKF_TRY(vkf_check_sequences(a, src, a->spec.src_vocab, "source", &S));
     const uint32_t steps = c->steps, K = o.beams, NB = o.n_best;
     const uint32_t B = src->count, R = B * K, V = a->spec.tgt_vocab;
     double t0 = vkf_now_ms();
@@ -82,8 +82,12 @@ vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src
         d->plan = p;
     }
     const uint32_t NC = p->n_cand; /* candidates per source and step */
-    VKF_TRY(vkf_upload_ids(a, src, S, p->enc->src_ids, p->enc->src_mask, p->enc->src_lengths, p->enc->src_pos));
-    VKF_TRY(vkf_upload_lowrank(a, p->enc, src));
+    if (c->features) {
+        VKF_TRY(vkf_upload_features(a, p->enc, c->features));
+    } else {
+        VKF_TRY(vkf_upload_ids(a, src, S, p->enc->src_ids, p->enc->src_mask, p->enc->src_lengths, p->enc->src_pos));
+        VKF_TRY(vkf_upload_lowrank(a, p->enc, src));
+    }
     VKF_TRY(vkf_gen_plan_upload_call(p, c, K));
     /* host state: each row's tokens, and the finished hypotheses of each source */
     int32_t *hist = malloc((size_t)(R + 1) * steps * sizeof *hist), *next_hist = malloc((size_t)(R + 1) * steps * sizeof *hist);

@@ -35,6 +35,9 @@ typedef struct vkf_proc {
     uint32_t prefix_max;                /* longest target prefix of the batch */
     bool unbanned_generator;            /* the step's generator leaves the model's banned ids in (beam search
                                            with processors bans them after the log-softmax, as generate()) */
+    /* Whisper: begin-suppressed ids (after the other lists) and the timestamp rules (ts_begin > 0) */
+    uint32_t n_begin;
+    int32_t ts_begin, no_timestamps, ts_max_initial, ts_eos;
 } vkf_proc;
 
 /* One batch of a generation call: the options, and what they make of each source. */
@@ -50,6 +53,7 @@ typedef struct vkf_decode_call {
     int32_t *lists;                     /* (n_lists) owned: suppressed ids, end ids, bad sequences ([n, ids...]) */
     uint32_t n_lists;
     uint32_t first;                     /* index in the whole call of the batch's first source (callbacks) */
+    const float *features;              /* audio sources: (sources, mels, frames) log-mel windows, or NULL: ids */
 } vkf_decode_call;
 
 /* Greedy decoding (or sampling) of B sources of length S for up to `steps`
@@ -160,6 +164,24 @@ vkf_status vkf_decode_generate(vkf_arch *a, vkf_decoder *d, const vkf_sequences 
 vkf_status vkf_decode_generate_batched(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src,
                                        const vkf_generate_options *o, uint32_t max_batch_tokens, int32_t *out_ids,
                                        uint32_t *out_lengths, float *out_scores);
+
+/* ------------------------------------------------------------------ audio (generate.c) */
+
+/* Generation from log-mel windows (models with an audio stem), as generate()
+ * runs WhisperForConditionalGeneration on them: `count` windows (count, mels,
+ * frames), options o (checked here; its target prefix follows the decoder
+ * start), and Whisper's processors on the device: begin_suppress (n_begin ids)
+ * at the first new token, and with ts_begin > 0 the timestamp rules
+ * (WhisperTimeStampLogitsProcessor; no_timestamps, max_initial -1 for none,
+ * eos the id text ids stay below). out_* as vkf_model_generate_with's. */
+typedef struct vkf_audio_rules {
+    const int32_t *begin_suppress;
+    uint32_t n_begin;
+    int32_t ts_begin, no_timestamps, max_initial, eos;
+} vkf_audio_rules;
+vkf_status vkf_decode_generate_audio(vkf_arch *a, vkf_decoder *d, const float *features, uint32_t count,
+                                     const vkf_generate_options *o, const vkf_audio_rules *rules, int32_t *out_ids,
+                                     uint32_t *out_lengths, float *out_scores);
 
 /* ------------------------------------------------------------------ score.c */
 

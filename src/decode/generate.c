@@ -174,3 +174,56 @@ vkf_status vkf_decode_generate_batched(vkf_arch *a, vkf_decoder *d, const vkf_se
     free(b_scores);
     return st;
 }
+
+/* ------------------------------------------------------------------ audio sources */
+
+vkf_status vkf_decode_generate_audio(vkf_arch *a, vkf_decoder *d, const float *features, uint32_t count,
+                                     const vkf_generate_options *o, const vkf_audio_rules *rules, int32_t *out_ids,
+                                     uint32_t *out_lengths, float *out_scores)
+{
+    static const char fn[] = "generation from audio";
+    VKF_TRY(vkf_check_features(a, features, count, fn));
+    VKF_TRY(vkf_decode_check_options(a, o, count));
+    const uint32_t V = a->spec.tgt_vocab;
+    if (rules && rules->ts_begin) {
+        if (rules->ts_begin < 0 || (uint32_t)rules->ts_begin >= V || rules->no_timestamps < 0 ||
+            (uint32_t)rules->no_timestamps >= V || rules->eos < 0 || (uint32_t)rules->eos >= V)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: timestamp ids outside the vocabulary of %u", fn, V);
+    }
+    for (uint32_t i = 0; rules && i < rules->n_begin; i++)
+        if (rules->begin_suppress[i] < 0 || (uint32_t)rules->begin_suppress[i] >= V)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: begin-suppressed id %d is outside the vocabulary of %u", fn,
+                            rules->begin_suppress[i], V);
+    uint32_t S = a->spec.audio_frames / 2;
+    uint32_t *lengths = malloc((size_t)count * sizeof *lengths);
+    if (!lengths) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t i = 0; i < count; i++) lengths[i] = S;
+    vkf_sequences src = {count, NULL, lengths};
+    vkf_decode_call c;
+    vkf_status st = vkf_decode_call_make(a, d, o, &src, 0, o->max_new, &c);
+    if (st != VKF_OK) {
+        free(lengths);
+        return st;
+    }
+    c.features = features;
+    if (rules && (rules->n_begin || rules->ts_begin)) {
+        vkf_proc *p = &c.proc;
+        int32_t *l = realloc(c.lists, ((size_t)c.n_lists + rules->n_begin + 1) * sizeof *l);
+        if (!l) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        if (st == VKF_OK) {
+            c.lists = l;
+            for (uint32_t i = 0; i < rules->n_begin; i++) c.lists[c.n_lists++] = rules->begin_suppress[i];
+            p->n_begin = rules->n_begin;
+            p->ts_begin = rules->ts_begin, p->no_timestamps = rules->no_timestamps;
+            p->ts_max_initial = rules->max_initial, p->ts_eos = rules->eos;
+            p->on = true;
+        }
+    }
+    uint32_t stride = o->max_new ? o->max_new : a->spec.max_len;
+    if (st == VKF_OK)
+        st = o->sample || o->beams == 1 ? vkf_decode_greedy(a, d, &src, &c, stride, out_ids, out_lengths)
+                                        : vkf_decode_beam(a, d, &src, &c, stride, out_ids, out_lengths, out_scores);
+    vkf_decode_call_free(&c);
+    free(lengths);
+    return st;
+}

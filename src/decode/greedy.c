@@ -22,8 +22,8 @@ static bool same_sampling(const vkf_gen_plan *p, const vkf_generate_options *o)
 vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src, const vkf_decode_call *c,
                              uint32_t stride, int32_t *out_ids, uint32_t *out_lengths)
 {
-    uint32_t S;
-    VKF_TRY(vkf_check_sequences(a, src, a->spec.src_vocab, "source", &S));
+    uint32_t S = a->spec.audio_frames / 2;
+    if (!c->features) VKF_TRY(vkf_check_sequences(a, src, a->spec.src_vocab, "source", &S));
     const vkf_generate_options *o = c->o, *sampling = o && o->sample ? o : NULL;
     const uint32_t steps = c->steps, B = src->count;
     if (steps == 0 || steps > a->spec.max_len)
@@ -39,8 +39,12 @@ vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *s
         VKF_TRY(vkf_gen_plan_build(a, B, 0, S, steps, NULL, sampling, &c->proc, &p));
         d->plan = p;
     }
-    VKF_TRY(vkf_upload_ids(a, src, S, p->enc->src_ids, p->enc->src_mask, p->enc->src_lengths, p->enc->src_pos));
-    VKF_TRY(vkf_upload_lowrank(a, p->enc, src));
+    if (c->features) {
+        VKF_TRY(vkf_upload_features(a, p->enc, c->features));
+    } else {
+        VKF_TRY(vkf_upload_ids(a, src, S, p->enc->src_ids, p->enc->src_mask, p->enc->src_lengths, p->enc->src_pos));
+        VKF_TRY(vkf_upload_lowrank(a, p->enc, src));
+    }
     VKF_TRY(vkf_gen_plan_upload_call(p, c, 1));
     int32_t *ids = malloc((size_t)B * sizeof *ids);
     int32_t *tokens = malloc((size_t)B * steps * sizeof *tokens);

@@ -109,7 +109,8 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_arch *a, vkf_gen_plan *p, vkf
             .row_stride = 2 + pr->prefix_max, .lists = p->lists, .n_suppress = pr->n_suppress, .n_end = pr->n_end,
             .n_bad = pr->n_bad, .log_probs = p->beams > 1, .penalty = pr->penalty, .ngram = pr->ngram,
             .min_new = pr->min_new, .forced_bos = pr->forced_bos, .forced_eos = pr->forced_eos, .eos = pr->eos,
-            .scores = p->scores};
+            .scores = p->scores, .n_begin = pr->n_begin, .ts_begin = pr->ts_begin,
+            .no_timestamps = pr->no_timestamps, .ts_max_initial = pr->ts_max_initial, .ts_eos = pr->ts_eos};
         VKF_TRY(vkf_op_logits_process(cmd, &d));
         choose_from = p->scores, min_new = 0, force_step = UINT32_MAX;
         /* beam search takes the processed log-probabilities as they are, or
@@ -200,7 +201,7 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
     }
     if (st == VKF_OK && p->proc.on) {
         const vkf_proc *pr = &p->proc;
-        uint32_t lists = pr->n_suppress + pr->n_end + pr->n_bad;
+        uint32_t lists = pr->n_suppress + pr->n_end + pr->n_bad + pr->n_begin;
         st = vkf_tensor2(ctx, VKF_DTYPE_F32, B, s->tgt_vocab, &p->scores);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->inputs);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, 2 + pr->prefix_max, &p->row_data);

@@ -98,6 +98,29 @@ vkf_status vkf_ld_check_unexpected(const vkf_loader *L, const char *hint);
 
 /* ------------------------------------------------------------------ a family */
 
+/* What WhisperForConditionalGeneration.generate reads of a Whisper folder
+ * (generation_config.json, config.json's forced_decoder_ids) and its tokenizer
+ * (whisper.c), for transcription (src/transcribe.c). */
+#define VKF_WHISPER_MAX_FORCED 8
+typedef struct vkf_whisper_gen {
+    int32_t sot, eos;                   /* decoder start, end of text */
+    int32_t no_timestamps;              /* no_timestamps_token_id; -1: absent (no timestamps possible) */
+    int32_t transcribe, translate;      /* task_to_id's; -1 where absent */
+    bool has_lang_to_id, has_task_to_id;
+    int multilingual;                   /* is_multilingual: 1, 0, or -1 when absent */
+    char **lang_tokens;                 /* (n_langs) owned: lang_to_id's keys ("<|en|>") */
+    int32_t *lang_ids;                  /* (n_langs) owned */
+    uint32_t n_langs;
+    int32_t forced[VKF_WHISPER_MAX_FORCED]; /* forced_decoder_ids for positions 1, 2, ...; -1: null */
+    uint32_t n_forced;
+    int32_t *begin_suppress;            /* (n_begin) owned: begin_suppress_tokens */
+    uint32_t n_begin;
+    int32_t max_initial;                /* max_initial_timestamp_index; -1: none */
+    int64_t max_length, max_new_tokens; /* generation_config's (max_new_tokens 0: none) */
+    bool return_timestamps;             /* generation_config's default */
+    struct vkf_bpe_text *text;          /* owned: the tokenizer, or NULL where the folder has none */
+} vkf_whisper_gen;
+
 /* A model as its family reads it: what the arch needs, the text handling and the
  * generation defaults. */
 typedef struct vkf_family_model {
@@ -118,6 +141,7 @@ typedef struct vkf_family_model {
     void *state;                        /* the family's own (tokenizers), freed by its free() */
     vkf_mel_spec mel;                   /* models that read audio (spec.audio_mels > 0): the feature extractor */
     struct vkf_gen_lists *gen_lists;    /* owned, or NULL: the lists `defaults` points into */
+    const vkf_whisper_gen *whisper;     /* Whisper folders: generation's settings (in state), else NULL */
 } vkf_family_model;
 
 /* generation_config.json's lists (eos_token_id, suppress_tokens, bad_words_ids

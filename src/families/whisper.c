@@ -17,6 +17,7 @@
  * chunk_length * sampling_rate / hop_length = 2 * max_source_positions. A stored
  * "mel_filters" (older hub files) is ignored, as the extractor recomputes it. */
 #include "families/family.h"
+#include "families/tokenizer.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -128,23 +129,168 @@ static vkf_status parse_extractor(const char *dir, const vkf_arch_spec *s, vkf_m
                : vkf_fail(VKF_ERROR_BAD_MODEL, "%s: the feature extractor's settings are not usable", file);
 }
 
+/* The family's state: tied embeddings, generation's settings and the tokenizer. */
+typedef struct whisper_state {
+    bool tied;
+    vkf_whisper_gen gen;
+} whisper_state;
+
+static void whisper_free(void *state)
+{
+    whisper_state *w = state;
+    if (!w) return;
+    for (uint32_t i = 0; i < w->gen.n_langs; i++) free(w->gen.lang_tokens[i]);
+    free(w->gen.lang_tokens);
+    free(w->gen.lang_ids);
+    free(w->gen.begin_suppress);
+    vkf_bpe_free(w->gen.text);
+    free(w);
+}
+
+/* An id key of generation_config.json: absent or null leaves *out as it is. */
+static vkf_status gen_id(json_t *g, const char *F, const char *key, uint32_t vocab, int32_t *out)
+{
+    json_t *v = json_object_get(g, key);
+    if (!v || json_is_null(v)) return VKF_OK;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= (json_int_t)vocab)
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"%s\" must be an id of the vocabulary (0..%u)", F, key, vocab - 1);
+    *out = (int32_t)json_integer_value(v);
+    return VKF_OK;
+}
+
+/* forced_decoder_ids [[1, id or null], [2, id], ...] from positions 1 on, as generate() takes them. */
+static vkf_status parse_forced(json_t *f, const char *F, uint32_t vocab, vkf_whisper_gen *g)
+{
+    if (!f || json_is_null(f)) return VKF_OK;
+    if (!json_is_array(f) || json_array_size(f) > VKF_WHISPER_MAX_FORCED)
+        return vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"forced_decoder_ids\" must be a list of at most %d [index, id] pairs",
+                        F, VKF_WHISPER_MAX_FORCED);
+    for (size_t i = 0; i < json_array_size(f); i++) {
+        json_t *e = json_array_get(f, i), *k = json_array_get(e, 0), *v = json_array_get(e, 1);
+        if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_integer(k) ||
+            !(json_is_null(v) || (json_is_integer(v) && json_integer_value(v) >= 0 &&
+                                  json_integer_value(v) < (json_int_t)vocab)))
+            return vkf_fail(VKF_ERROR_BAD_MODEL, "%s: forced_decoder_ids entry %zu must be [index, id or null] with an "
+                            "id of the vocabulary", F, i);
+        /* generate() takes the entries whose indices run 1, 2, ... and refuses any after a gap */
+        if (json_integer_value(k) != (json_int_t)i + 1) {
+            if (i == 0) return VKF_OK; /* not the prompt pattern: generate() ignores the list */
+            return vkf_fail(VKF_ERROR_BAD_MODEL, "%s: forced_decoder_ids entry %zu has index %lld, not %zu: not "
+                            "Whisper's prompt pattern", F, i, (long long)json_integer_value(k), i + 1);
+        }
+        g->forced[g->n_forced++] = json_is_null(v) ? -1 : (int32_t)json_integer_value(v);
+    }
+    return VKF_OK;
+}
+
+/* What WhisperForConditionalGeneration.generate reads of generation_config.json
+ * (config.json's where the folder has none, and config.json's forced_decoder_ids
+ * where generation_config.json has none). */
+static vkf_status parse_whisper_gen(const char *dir, json_t *cfg, vkf_family_model *fm, vkf_whisper_gen *g)
+{
+    const uint32_t V = fm->spec.tgt_vocab;
+    json_t *own = NULL;
+    VKF_TRY(vkf_hf_read_json(dir, "generation_config.json", true, &own));
+    json_t *j = own ? own : cfg;
+    const char *F = own ? "generation_config.json" : "config.json";
+    g->sot = fm->spec.decoder_start_id, g->eos = fm->spec.eos_id;
+    g->no_timestamps = g->transcribe = g->translate = g->max_initial = -1;
+    g->multilingual = -1;
+    vkf_status st = gen_id(j, F, "no_timestamps_token_id", V, &g->no_timestamps);
+    if (st == VKF_OK && g->no_timestamps >= 0 && (uint32_t)g->no_timestamps + 1 >= V)
+        st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: no_timestamps_token_id %d leaves no timestamp ids after it in the "
+                      "vocabulary of %u", F, g->no_timestamps, V);
+    json_t *v;
+    if (st == VKF_OK && (v = json_object_get(j, "is_multilingual")) && !json_is_null(v)) {
+        if (!json_is_boolean(v)) st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"is_multilingual\" must be true or false", F);
+        else g->multilingual = json_is_true(v);
+    }
+    if (st == VKF_OK && (v = json_object_get(j, "lang_to_id")) && !json_is_null(v)) {
+        size_t n = json_is_object(v) ? json_object_size(v) : 0;
+        if (!json_is_object(v) || n > 1024) {
+            st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"lang_to_id\" must be an object of at most 1024 tokens", F);
+        } else {
+            g->has_lang_to_id = true;
+            g->lang_tokens = calloc(n ? n : 1, sizeof *g->lang_tokens);
+            g->lang_ids = calloc(n ? n : 1, sizeof *g->lang_ids);
+            if (!g->lang_tokens || !g->lang_ids) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+            const char *key;
+            json_t *id;
+            json_object_foreach(v, key, id) {
+                if (st != VKF_OK) break;
+                if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) >= (json_int_t)V) {
+                    char q[VKF_QUOTE_SIZE];
+                    st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: lang_to_id %s is not an id of the vocabulary", F,
+                                  vkf_quote(q, sizeof q, key, (size_t)-1));
+                    break;
+                }
+                if (!(g->lang_tokens[g->n_langs] = strdup(key))) {
+                    st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+                    break;
+                }
+                g->lang_ids[g->n_langs++] = (int32_t)json_integer_value(id);
+            }
+        }
+    }
+    if (st == VKF_OK && (v = json_object_get(j, "task_to_id")) && !json_is_null(v)) {
+        if (!json_is_object(v)) st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"task_to_id\" must be an object", F);
+        g->has_task_to_id = true;
+        if (st == VKF_OK) st = gen_id(v, "generation_config.json task_to_id", "transcribe", V, &g->transcribe);
+        if (st == VKF_OK) st = gen_id(v, "generation_config.json task_to_id", "translate", V, &g->translate);
+    }
+    if (st == VKF_OK) {
+        json_t *f = json_object_get(j, "forced_decoder_ids");
+        if ((!f || json_is_null(f)) && cfg) f = json_object_get(cfg, "forced_decoder_ids"), F = "config.json";
+        st = parse_forced(f, F, V, g);
+        F = own ? "generation_config.json" : "config.json";
+    }
+    if (st == VKF_OK && (v = json_object_get(j, "begin_suppress_tokens")) && !json_is_null(v)) {
+        size_t n = json_is_array(v) ? json_array_size(v) : 0;
+        if (!json_is_array(v) || n > 65536)
+            st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"begin_suppress_tokens\" must be a list of at most 65536 ids", F);
+        if (st == VKF_OK && n && !(g->begin_suppress = malloc(n * sizeof *g->begin_suppress)))
+            st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        for (size_t i = 0; st == VKF_OK && i < n; i++) {
+            json_t *e = json_array_get(v, i);
+            if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) >= (json_int_t)V)
+                st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: begin_suppress_tokens entry %zu is not an id of the vocabulary",
+                              F, i);
+            else g->begin_suppress[g->n_begin++] = (int32_t)json_integer_value(e);
+        }
+    }
+    int64_t mi = -1;
+    if (st == VKF_OK && (v = json_object_get(j, "max_initial_timestamp_index")) && !json_is_null(v))
+        st = vkf_hf_int(j, F, "max_initial_timestamp_index", 0, 1 << 20, 0, &mi);
+    g->max_initial = (int32_t)mi;
+    if (st == VKF_OK) st = vkf_hf_int(j, F, "max_length", 2, INT32_MAX, 20, &g->max_length);
+    if (st == VKF_OK) st = vkf_hf_int(j, F, "max_new_tokens", 1, INT32_MAX, 0, &g->max_new_tokens);
+    if (st == VKF_OK) st = vkf_hf_bool(j, F, "return_timestamps", false, &g->return_timestamps);
+    json_decref(own);
+    return st;
+}
+
 static vkf_status open_folder(const vkf_probe *p, const void *data, size_t size, vkf_loader *L, vkf_family_model *fm)
 {
     (void)data, (void)size;
     const char *dir = p->path;
-    bool *tied = calloc(1, sizeof *tied);
-    if (!tied) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    fm->state = tied;
+    whisper_state *w = calloc(1, sizeof *w);
+    if (!w) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    fm->state = w;
     json_t *cfg = NULL;
     vkf_status st = vkf_hf_read_json(dir, "config.json", false, &cfg);
-    if (st == VKF_OK) st = parse_config(cfg, &fm->spec, tied);
+    if (st == VKF_OK) st = parse_config(cfg, &fm->spec, &w->tied);
     if (st == VKF_OK) st = vkf_hf_generation(dir, cfg, fm);
     if (st == VKF_OK) st = parse_extractor(dir, &fm->spec, &fm->mel);
+    if (st == VKF_OK) st = parse_whisper_gen(dir, cfg, fm, &w->gen);
     json_decref(cfg);
     VKF_TRY(st);
+    /* the tokenizer where the folder has one (tokenizer.json, or vocab.json and merges.txt) */
+    if (vkf_hf_file(dir, "tokenizer.json", NULL) || vkf_hf_file(dir, "vocab.json", NULL))
+        VKF_TRY(vkf_bpe_open(dir, VKF_BPE_WHISPER, &w->gen.text));
+    fm->whisper = &w->gen;
     snprintf(fm->name, sizeof fm->name, "whisper");
     fm->default_src_lang = -1;
-    fm->has_text = false;       /* its byte-level BPE tokenizer is not read yet: ids in and out */
+    fm->has_text = w->gen.text != NULL; /* ids -> text (the source is audio) */
     return vkf_hf_open_weights(dir, L);
 }
 
@@ -173,7 +319,7 @@ static vkf_status whisper_sinusoids(vkf_loader *L, uint32_t rows, uint32_t d, vk
 
 static vkf_status load(vkf_loader *L, const vkf_family_model *fm)
 {
-    const bool *tied = fm->state;
+    const bool *tied = &((const whisper_state *)fm->state)->tied;
     vkf_arch_weights *w = L->w;
     const vkf_arch_spec *c = L->spec;
     uint32_t d = c->d_model, S = c->audio_frames / 2;
@@ -199,14 +345,25 @@ static vkf_status encode(const vkf_family_model *fm, const char *text, const cha
                          uint32_t capacity, uint32_t *out_count)
 {
     (void)fm, (void)text, (void)lang, (void)out_ids, (void)capacity, (void)out_count;
-    return vkf_fail(VKF_ERROR_UNSUPPORTED, "Whisper's tokenizer is not read yet: give target ids");
+    return vkf_fail(VKF_ERROR_UNSUPPORTED, "Whisper reads audio, not source text (vkf_model_transcribe)");
 }
 
 static vkf_status decode(const vkf_family_model *fm, const int32_t *ids, uint32_t count, char *out_text,
                          size_t capacity)
 {
-    (void)fm, (void)ids, (void)count, (void)out_text, (void)capacity;
-    return vkf_fail(VKF_ERROR_UNSUPPORTED, "Whisper's tokenizer is not read yet");
+    const vkf_bpe_text *t = fm->whisper ? fm->whisper->text : NULL;
+    if (!t) return vkf_fail(VKF_ERROR_UNSUPPORTED, "this Whisper folder has no tokenizer (tokenizer.json or vocab.json "
+                            "and merges.txt): ids only");
+    char *text = NULL;
+    size_t len = 0;
+    VKF_TRY(vkf_bpe_decode(t, ids, count, /*skip_special=*/true, &text, &len));
+    vkf_status st = VKF_OK;
+    if (len + 1 > capacity)
+        st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text of %u ids needs %zu bytes, %zu given", count, len + 1,
+                      capacity);
+    else memcpy(out_text, text, len + 1);
+    free(text);
+    return st;
 }
 
 const vkf_family vkf_family_whisper = {
@@ -216,5 +373,5 @@ const vkf_family vkf_family_whisper = {
     .load = load,
     .encode = encode,
     .decode = decode,
-    .free = free,
+    .free = whisper_free,
 };

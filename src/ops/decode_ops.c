@@ -153,14 +153,19 @@ vkf_status vkf_op_logits_process(vkf_cmd *cmd, const vkf_logits_process_desc *d)
         VKF_TRY(vkf_check_tensor(cmd, d->row_index, VKF_DTYPE_I32, (uint64_t)d->rows * d->steps, fn, "row_index"));
     VKF_TRY(vkf_check_tensor(cmd, d->inputs, VKF_DTYPE_I32, (uint64_t)d->rows * d->steps, fn, "inputs"));
     VKF_TRY(vkf_check_tensor(cmd, d->row_data, VKF_DTYPE_I32, (uint64_t)d->rows * d->row_stride, fn, "row_data"));
-    uint64_t lists = (uint64_t)d->n_suppress + d->n_end + d->n_bad;
+    uint64_t lists = (uint64_t)d->n_suppress + d->n_end + d->n_bad + d->n_begin;
+    if (d->ts_begin < 0 || (uint32_t)d->ts_begin >= d->vocab || (d->ts_begin > 0 && d->ts_eos < 0))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: the first timestamp id %d is outside the vocabulary", fn,
+                        d->ts_begin);
     VKF_TRY(vkf_check_tensor(cmd, d->lists, VKF_DTYPE_I32, lists ? lists : 1, fn, "lists"));
     VKF_TRY(vkf_check_tensor(cmd, d->scores, VKF_DTYPE_F32, cells, fn, "scores"));
     vkf_push_logits_process pc = {.rows = d->rows, .vocab = d->vocab, .steps = d->steps, .row_stride = d->row_stride,
                                   .flags = (d->log_probs ? 1u : 0u) | (d->row_index ? 2u : 0u), .penalty = d->penalty,
                                   .ngram = d->ngram, .n_suppress = d->n_suppress, .n_end = d->n_end, .n_bad = d->n_bad,
                                   .min_new = d->min_new, .forced_bos = d->forced_bos,
-                                  .forced_eos = d->forced_eos ? 1u : 0u, .eos = d->eos};
+                                  .forced_eos = d->forced_eos ? 1u : 0u, .eos = d->eos, .n_begin = d->n_begin,
+                                  .ts_begin = d->ts_begin, .no_timestamps = d->no_timestamps,
+                                  .ts_max_initial = d->ts_max_initial, .ts_eos = d->ts_eos};
     uint32_t groups[3];
     VKF_TRY(row_grid(ctx, d->rows, groups, fn));
     uint32_t spec[1] = {ctx->tuning.row_workgroup};
@@ -170,7 +175,7 @@ vkf_status vkf_op_logits_process(vkf_cmd *cmd, const vkf_logits_process_desc *d)
     /* without a row index the state is bound in its place (never read) */
     vkf_binding b[8] = {{d->logits, VKF_READ}, {d->state, VKF_READ}, {d->step_ids, VKF_READ},
                         {d->row_index ? d->row_index : d->state, VKF_READ}, {d->inputs, VKF_READ | VKF_WRITE},
-                        {d->row_data, VKF_READ}, {d->lists, VKF_READ}, {d->scores, VKF_WRITE}};
+                        {d->row_data, VKF_READ}, {d->lists, VKF_READ}, {d->scores, VKF_READ | VKF_WRITE}};
     return vkf_cmd_dispatch(cmd, pipe, b, 8, &pc, sizeof pc, groups, "logits_process");
 }
 

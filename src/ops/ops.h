@@ -120,6 +120,12 @@ typedef struct vkf_logits_process_desc {
     bool forced_eos;
     int32_t eos;
     vkf_tensor *scores;                 /* (rows, vocab) F32 */
+    /* Whisper (SuppressTokensAtBeginLogitsProcessor, WhisperTimeStampLogitsProcessor):
+     * n_begin ids after the other lists banned at a row's first new token;
+     * ts_begin > 0: the timestamp rules over each row's new tokens, then text
+     * banned where the timestamps' summed probability beats every text id's */
+    uint32_t n_begin;
+    int32_t ts_begin, no_timestamps, ts_max_initial, ts_eos;
 } vkf_logits_process_desc;
 vkf_status vkf_op_logits_process(vkf_cmd *cmd, const vkf_logits_process_desc *desc);
 /* out[r] (rows) F32 = log_softmax(logits[r])[labels[r]], 0 where labels[r] < 0. */

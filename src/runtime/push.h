@@ -177,8 +177,13 @@ typedef struct vkf_push_logits_process {
     int32_t forced_bos;                 /* -1: none */
     uint32_t forced_eos;
     int32_t eos;
+    uint32_t n_begin;                   /* begin-suppressed ids after the other lists */
+    int32_t ts_begin;                   /* Whisper's timestamp rules: the first timestamp id; 0: off */
+    int32_t no_timestamps;              /* <|notimestamps|> */
+    int32_t ts_max_initial;             /* max_initial_timestamp_index; -1: none */
+    int32_t ts_eos;                     /* the rules' eos (text ids are those below it) */
 } vkf_push_logits_process;
-_Static_assert(sizeof(vkf_push_logits_process) == 14 * 4, "mirror of logits_process.comp");
+_Static_assert(sizeof(vkf_push_logits_process) == 19 * 4, "mirror of logits_process.comp");
 
 /* shaders/logprob_gather.comp */
 typedef struct vkf_push_logprob_gather {

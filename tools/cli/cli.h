@@ -71,6 +71,8 @@ typedef struct options {
     bool ids;                           /* score --ids: --src/--tgt (and --input) hold ids */
     const char *devices;                /* --devices all|I,J,...: a device pool (tools/cli/pool.c) */
     const char *pool_dispatch;          /* --pool-dispatch balanced|any-free */
+    const char *language, *task;        /* transcribe --language CODE|auto, --task transcribe|translate */
+    bool timestamps;                    /* transcribe --timestamps */
     const char *args[16];               /* the words that are not options, in order */
     int n_args;
     const char *given[64];              /* the options given (their canonical names) */
@@ -204,6 +206,7 @@ int cmd_translate(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_score(int argc, char **argv);
+int cmd_transcribe(int argc, char **argv);
 
 /* ------------------------------------------------------------------ helpers */
 
