@@ -183,7 +183,9 @@ def whisper_cases():
                  ("feature_extractor_type", FORGE), ("dither", "lots"), ("padding_value", float("inf"))):
         out.append(fe(k, v))
     gen = lambda k, v: ("generation %s=%r" % (k, v), lambda p: edit_json(p, "generation_config.json", setter(k, v)))  # noqa: E731
-    for k, v in (("num_beams", 1000), ("suppress_tokens", FORGE), ("suppress_tokens", [10 ** 9])):
+    for k, v in (("num_beams", 1000), ("suppress_tokens", FORGE), ("suppress_tokens", [10 ** 9]),
+                 ("begin_suppress_tokens", [-5]), ("lang_to_id", [1, 2]), ("lang_to_id", {FORGE: 3}),
+                 ("task_to_id", {"transcribe": 10 ** 9}), ("no_timestamps_token_id", "x")):
         out.append(gen(k, v))
     for kind in ("fifo", "dir", "dangling", "empty"):
         for name in ("config.json", "model.safetensors", "preprocessor_config.json"):

@@ -19,6 +19,7 @@
 #include "families/family.h"
 #include "families/tokenizer.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +222,18 @@ static vkf_status parse_whisper_gen(const char *dir, json_t *cfg, vkf_family_mod
                 if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) >= (json_int_t)V) {
                     char q[VKF_QUOTE_SIZE];
                     st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: lang_to_id %s is not an id of the vocabulary", F,
+                                  vkf_quote(q, sizeof q, key, (size_t)-1));
+                    break;
+                }
+                /* "<|code|>": the code is what transcription reports as the language */
+                size_t kl = strlen(key), cl = kl >= 4 ? kl - 4 : 0;
+                bool good = kl >= 5 && kl <= 44 && !strncmp(key, "<|", 2) && !strcmp(key + kl - 2, "|>");
+                for (size_t c = 0; good && c < cl; c++)
+                    good = isalnum((unsigned char)key[2 + c]) || key[2 + c] == '_' || key[2 + c] == '-';
+                if (!good) {
+                    char q[VKF_QUOTE_SIZE];
+                    st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: lang_to_id key %s is not a language token \"<|code|>\" "
+                                  "(a code of 1 to 40 letters, digits, '_' or '-')", F,
                                   vkf_quote(q, sizeof q, key, (size_t)-1));
                     break;
                 }
