@@ -461,7 +461,9 @@ def write_folder(out, model, config):
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
     gen = {"begin_suppress_tokens": config["begin_suppress_tokens"], "bos_token_id": EOT,
-           "decoder_start_token_id": SOT, "eos_token_id": EOT, "is_multilingual": True,
+           "decoder_start_token_id": SOT, "eos_token_id": EOT,
+           # as openai/whisper-*: without language and task, detect the language, then transcribe
+           "forced_decoder_ids": [[1, None], [2, SPECIAL["<|transcribe|>"]]], "is_multilingual": True,
            "lang_to_id": {"<|%s|>" % c: SPECIAL["<|%s|>" % c] for c in LANGS}, "max_length": MAX_TARGET,
            "no_timestamps_token_id": SPECIAL["<|notimestamps|>"], "pad_token_id": EOT,
            "prev_sot_token_id": SPECIAL["<|startofprev|>"], "return_timestamps": False,
