@@ -110,7 +110,8 @@ LANGS = ["en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca",
 
 def byte_chars():
     """GPT-2's bytes_to_unicode, in the order of its vocabulary's first 256 ids."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) +
+          list(range(ord("®"), ord("ÿ") + 1)))
     cs = bs[:]
     n = 0
     for b in range(256):
@@ -253,7 +254,8 @@ class Speaker:
         self.lib.espeak_SetParameter(1, int(speed), 0)     # espeakRATE
         self.lib.espeak_SetParameter(3, int(pitch), 0)     # espeakPITCH
         text = words.encode()
-        if self.lib.espeak_Synth(text, len(text) + 1, 0, 0, 0, 0x1000, None, None) != 0:     # espeakENDPAUSE, as the program
+        # flags espeakENDPAUSE, as the program passes
+        if self.lib.espeak_Synth(text, len(text) + 1, 0, 0, 0, 0x1000, None, None) != 0:
             raise SystemExit("libespeak-ng: espeak_Synth failed")
         self.lib.espeak_Synchronize()
         x = np.concatenate(self.chunks).astype(np.float32) / 32768.0 if self.chunks else np.zeros(0, np.float32)
@@ -763,7 +765,8 @@ def main():
             tgt = PROMPT + out_ids[i] + [EOT]
             logits = whisper_ref.forward_audio(ref, read_wav(os.path.join(a.test_dir, name)), tgt)
             top2 = np.sort(logits, axis=1)[:, -2:]
-            print("  test clip %s: %r, smallest top-1 margin %.2f" % (name, texts[i], float((top2[:, 1] - top2[:, 0]).min())))
+            print("  test clip %s: %r, smallest top-1 margin %.2f" % (name, texts[i],
+                                                                      float((top2[:, 1] - top2[:, 0]).min())))
             f.write("%s\t%s\t%s\t%s\n" % (name, ",".join(map(str, tgt)), ",".join(map(str, logits.argmax(1))),
                                           texts[i].strip()))
     size = sum(os.path.getsize(os.path.join(a.out, n)) for n in os.listdir(a.out))
