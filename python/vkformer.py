@@ -401,7 +401,8 @@ def _is_batch(x):
     if isinstance(x, np.ndarray):
         return x.ndim == 2
     if isinstance(x, (list, tuple)) and len(x) > 0:
-        return not np.isscalar(x[0])
+        # a list of paths, or of arrays, is a batch; a list of numbers is one clip
+        return isinstance(x[0], (str, bytes, os.PathLike)) or not np.isscalar(x[0])
     return False
 
 
@@ -498,7 +499,8 @@ def _is_clip_batch(x):
     if isinstance(x, np.ndarray):
         return x.ndim == 2
     if isinstance(x, (list, tuple)) and len(x) > 0:
-        return not np.isscalar(x[0])
+        # a list of paths, or of arrays, is a batch; a list of numbers is one clip
+        return isinstance(x[0], (str, bytes, os.PathLike)) or not np.isscalar(x[0])
     return False
 
 

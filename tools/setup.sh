@@ -32,10 +32,11 @@ done
 # SentencePiece (the tokenizers of Marian models; g++ for its C++ shim), and Oniguruma and
 # utf8proc (regexes and Unicode of Hugging Face tokenizer.json files), libsndfile and libsoxr
 # (audio files in and resampled, for Whisper; libmp3lame-dev because libsndfile's
-# `pkg-config --static` names -lmp3lame, which a static link of libvkformer needs).
+# `pkg-config --static` names -lmp3lame, which a static link of libvkformer needs), and
+# espeak-ng (tools/run.sh speaks a number for the Whisper demo to transcribe).
 packages=(gcc g++ libc6-dev pkg-config meson ninja-build glslc libvulkan-dev libvulkan-volk-dev libvulkan1
           vulkan-validationlayers mesa-vulkan-drivers vulkan-tools libjansson-dev libsentencepiece-dev libonig-dev
-          libutf8proc-dev libsndfile1-dev libsoxr-dev libmp3lame-dev python3)
+          libutf8proc-dev libsndfile1-dev libsoxr-dev libmp3lame-dev python3 espeak-ng)
 if [ "$with_swiftshader" = 1 ]; then
     # The tests compare whole models with PyTorch (Debian's, run by /usr/bin/python3),
     # the SentencePiece shim with Python's sentencepiece, and draw bench attention's
