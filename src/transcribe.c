@@ -257,6 +257,10 @@ vkf_status vkf_model_transcribe(vkf_model *m, const float *samples, uint64_t cou
     if (st == VKF_OK && timestamps && g->no_timestamps < 0)
         st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: generation_config.json has no no_timestamps_token_id: this model "
                       "gives no timestamps%s", fn, shortform ? "" : " (audio longer than one window needs them)");
+    else if (st == VKF_OK && timestamps && (uint32_t)g->no_timestamps + 1 >= a->spec.tgt_vocab)
+        st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: no_timestamps_token_id %d is the vocabulary's last id: this model "
+                      "has no timestamp tokens%s", fn, g->no_timestamps,
+                      shortform ? "" : " (audio longer than one window needs them)");
     t->timestamps = timestamps;
     /* _retrieve_init_tokens */
     int32_t init[VKF_WHISPER_MAX_FORCED + 4];

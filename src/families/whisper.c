@@ -197,10 +197,9 @@ static vkf_status parse_whisper_gen(const char *dir, json_t *cfg, vkf_family_mod
     g->sot = fm->spec.decoder_start_id, g->eos = fm->spec.eos_id;
     g->no_timestamps = g->transcribe = g->translate = g->max_initial = -1;
     g->multilingual = -1;
+    /* the timestamp ids follow it; a vocabulary that ends with it has none (transcription
+     * then refuses timestamps) */
     vkf_status st = gen_id(j, F, "no_timestamps_token_id", V, &g->no_timestamps);
-    if (st == VKF_OK && g->no_timestamps >= 0 && (uint32_t)g->no_timestamps + 1 >= V)
-        st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: no_timestamps_token_id %d leaves no timestamp ids after it in the "
-                      "vocabulary of %u", F, g->no_timestamps, V);
     json_t *v;
     if (st == VKF_OK && (v = json_object_get(j, "is_multilingual")) && !json_is_null(v)) {
         if (!json_is_boolean(v)) st = vkf_fail(VKF_ERROR_BAD_MODEL, "%s: \"is_multilingual\" must be true or false", F);
