@@ -376,6 +376,27 @@ vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32
 /* --source-lang / --target-lang against the model's codes: -1, or the exit code after a usage error. */
 int check_languages(const options *o, const vkf_model *model, bool require_target);
 
+/* One line of translate --input, from reading to printing (decode.c and pool.c). */
+typedef struct tr_line {
+    char *text;                         /* owned: the text (before a TAB); the whole line where it failed */
+    size_t len;                         /* of text, which may hold NUL bytes where it failed */
+    char *expected;                     /* owned, or NULL: the text after the first TAB */
+    char *error;                        /* owned, or NULL: why the line is not translated (printed) */
+    int32_t source;                     /* its row among the batch's sources; -1: blank or failed */
+} tr_line;
+/* A NUL-terminated malloc'd copy of len bytes. */
+char *copy_bytes(const char *s, size_t len);
+/* A line that will not be translated: one line on stderr now, an empty line (or
+ * an error record) in its place later. */
+void line_failed(tr_line *l, const line_reader *r, const char *why);
+/* A line read, checked and encoded: its source ids go to row `*ns` of ids (rows
+ * of max_len + 1) and ptrs/lens where it has any; failures counted in *failed. */
+void read_line(const options *o, const vkf_model *model, const vkf_model_config *cfg, const line_reader *r,
+               const char *line, size_t len, tr_line *l, int32_t *ids, const int32_t **ptrs, uint32_t *lens,
+               uint32_t *ns, unsigned long *failed);
+/* --json: the record of a line that was not translated, on `device` (docs/json.md). */
+void print_line_error(const vkf_device_info *device, uint32_t index, const tr_line *l);
+
 /* ------------------------------------------------------------------ device pools (tools/cli/pool.c) */
 
 /* --devices with --device, --pool-dispatch without --devices or with an unknown

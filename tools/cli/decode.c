@@ -394,16 +394,8 @@ static int run_generate(const options *o)
 
 /* ------------------------------------------------------------------ translate --input */
 
-/* One line of translate --input, from reading to printing. */
-typedef struct tr_line {
-    char *text;                         /* owned: the text (before a TAB); the whole line where it failed */
-    size_t len;                         /* of text, which may hold NUL bytes where it failed */
-    char *expected;                     /* owned, or NULL: the text after the first TAB */
-    char *error;                        /* owned, or NULL: why the line is not translated (printed) */
-    int32_t source;                     /* its row among the batch's sources; -1: blank or failed */
-} tr_line;
 
-static char *copy_bytes(const char *s, size_t len)
+char *copy_bytes(const char *s, size_t len)
 {
     char *c = xmalloc(len + 1);
     memcpy(c, s, len);
@@ -413,7 +405,7 @@ static char *copy_bytes(const char *s, size_t len)
 
 /* A line that will not be translated: one line on stderr now, an empty line (or
  * an error record) in its place later. */
-static void line_failed(tr_line *l, const line_reader *r, const char *why)
+void line_failed(tr_line *l, const line_reader *r, const char *why)
 {
     char message[1024];
     snprintf(message, sizeof message, "line %lu: %s", r->number, why);
@@ -423,20 +415,25 @@ static void line_failed(tr_line *l, const line_reader *r, const char *why)
 }
 
 /* --json: the record of a line that was not translated (docs/json.md). */
-static void print_error_record(vkf_context *ctx, uint32_t index, const tr_line *l)
+void print_line_error(const vkf_device_info *device, uint32_t index, const tr_line *l)
 {
     jsonl_begin("translate");
     printf(",\"record\":\"error\",\"index\":%u,\"text\":", index);
     print_json_bytes(l->text, l->len);
     jsonl_string("error", l->error);
+    jsonl_end(device);
+}
+
+static void print_error_record(vkf_context *ctx, uint32_t index, const tr_line *l)
+{
     vkf_device_info info;
     vkf_context_device_info(ctx, &info);
-    jsonl_end(&info);
+    print_line_error(&info, index, l);
 }
 
 /* A line read, checked and encoded: its source ids go to row `*ns` of ids (rows
  * of max_len + 1) and ptrs/lens where it has any. */
-static void read_line(const options *o, vkf_model *model, const vkf_model_config *cfg, const line_reader *r,
+void read_line(const options *o, const vkf_model *model, const vkf_model_config *cfg, const line_reader *r,
                       const char *line, size_t len, tr_line *l, int32_t *ids, const int32_t **ptrs, uint32_t *lens,
                       uint32_t *ns, unsigned long *failed)
 {

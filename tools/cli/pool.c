@@ -145,18 +145,10 @@ static decode_json pool_json(const options *o, const vkf_model *model, const vkf
 
 /* ------------------------------------------------------------------ translate --input */
 
-/* One line, from reading to printing (as translate_file's). */
-typedef struct pool_line {
-    char *text;                         /* owned: the text (before a TAB); the whole line where it failed */
-    size_t len;
-    char *expected;                     /* owned, or NULL: the text after the first TAB */
-    char *error;                        /* owned, or NULL: why the line is not translated */
-    int32_t source;                     /* its row in the batch; -1: blank or failed */
-} pool_line;
 
 /* A batch read and submitted, waiting to be printed. */
 typedef struct pending {
-    pool_line *lines;                   /* owned (B) */
+    tr_line *lines;                   /* owned (B) */
     uint32_t n, ns;                     /* lines, and sources among them */
     uint32_t first;                     /* the index of its first line in the input */
     int32_t *ids;                       /* owned (B, max_len + 1) */
@@ -164,23 +156,6 @@ typedef struct pending {
     uint32_t *lens;                     /* owned (B) */
     uint64_t ticket;                    /* 0: nothing to run (no sources) */
 } pending;
-
-static char *dup_bytes(const char *s, size_t len)
-{
-    char *c = xmalloc(len + 1);
-    memcpy(c, s, len);
-    c[len] = '\0';
-    return c;
-}
-
-static void pool_line_failed(pool_line *l, const line_reader *r, const char *why)
-{
-    char message[1024];
-    snprintf(message, sizeof message, "line %lu: %s", r->number, why);
-    cli_error("%s %s", r->name, message);
-    l->error = dup_bytes(message, strlen(message));
-    l->source = -1;
-}
 
 /* Reads up to B lines into p (encoding each; bad lines named on stderr now).
  * Returns false at the end of the input with nothing read. */
@@ -192,41 +167,9 @@ static bool read_batch(const options *o, const vkf_model *model, const vkf_model
     char *line;
     size_t len;
     while (p->n < B && (*more = lines_next(r, &line, &len))) {
-        pool_line *l = &p->lines[p->n++];
-        *l = (pool_line){NULL, 0, NULL, NULL, -1};
-        char why[128];
-        if (!text_check(line, len, why, sizeof why)) {
-            l->text = dup_bytes(line, len), l->len = len;
-            pool_line_failed(l, r, why);
-            (*failed)++;
-            continue;
-        }
-        char *tab = strchr(line, '\t');
-        l->len = tab ? (size_t)(tab - line) : len;
-        l->text = dup_bytes(line, l->len);
-        l->expected = tab ? dup_bytes(tab + 1, len - l->len - 1) : NULL;
-        if (strspn(l->text, " \t\r\v\f") == l->len) continue; /* blank: an empty line */
-        int32_t *row = p->ids + (size_t)p->ns * (cfg->max_len + 1);
-        if (vkf_model_encode_text_with(model, l->text, o->source_lang, o->target_lang, row, cfg->max_len,
-                                       &p->lens[p->ns]) != VKF_OK) {
-            pool_line_failed(l, r, vkf_last_error());
-            (*failed)++;
-            continue;
-        }
-        l->source = (int32_t)p->ns;
-        p->ptrs[p->ns++] = row;
+        read_line(o, model, cfg, r, line, len, &p->lines[p->n++], p->ids, p->ptrs, p->lens, &p->ns, failed);
     }
     return p->n > 0;
-}
-
-/* The error record of a line that was not translated (docs/json.md). */
-static void print_line_error(const vkf_device_info *device, uint32_t index, const pool_line *l)
-{
-    jsonl_begin("translate");
-    printf(",\"record\":\"error\",\"index\":%u,\"text\":", index);
-    print_json_bytes(l->text, l->len);
-    jsonl_string("error", l->error);
-    jsonl_end(device);
 }
 
 typedef struct translate_job {
@@ -260,7 +203,7 @@ static vkf_status finish_batch(translate_job *j, pending *p, bool print)
     const vkf_device_info *device = &j->devices[p->ticket ? info.device : 0];
     decode_json d = pool_json(j->o, j->model, &j->ds.g, j->ds.with, j->max_new, p->ns, p->ticket ? &info : NULL, device);
     for (uint32_t i = 0; i < p->n; i++) {
-        pool_line *l = &p->lines[i];
+        tr_line *l = &p->lines[i];
         int32_t b = l->source;
         const char *result = "";
         if (!print || st != VKF_OK) {
