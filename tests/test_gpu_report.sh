@@ -162,12 +162,14 @@ rec "$R" 'r.get("gr") == "report" and r.get("finished") and r["elapsed_s"] <= 30
 grep -q '| tune | .* | not started: the call' "$O2/summary.md" || fail "short deadline: summary.md's tune row"
 
 # set-up on a machine without the loader and libjansson (a fake ldconfig lists nothing, a
-# fake ldd misses libjansson.so.4): their .debs are unpacked into GL/root, not into /, and
-# the commands run with LD_LIBRARY_PATH there
+# fake ldd misses libjansson.so.4, and once that is there, what it needs: libfoo.so.1, then
+# libbar.so.2 that no .deb holds): the .debs that hold them are unpacked into GL/root, not
+# into /, the library no .deb holds is named, and the commands run with LD_LIBRARY_PATH there
 if command -v dpkg-deb >/dev/null; then
     GL=$TMP/gl
     mkdir -p "$GL" "$TMP/fakebin"
     for p in libvulkan1:usr/lib/x86_64-linux-gnu/libvulkan.so.1 libjansson4:usr/lib/x86_64-linux-gnu/libjansson.so.4 \
+             libfoo1:usr/lib/x86_64-linux-gnu/libfoo.so.1 \
              vulkan-validationlayers:usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json; do
         d=$TMP/pkg/${p%%:*}
         mkdir -p "$d/DEBIAN" "$d/$(dirname "${p#*:}")"
@@ -176,13 +178,17 @@ if command -v dpkg-deb >/dev/null; then
         dpkg-deb -b "$d" "$GL/${p%%:*}_1_amd64.deb" >/dev/null 2>&1 || fail "dpkg-deb failed for ${p%%:*}"
     done
     printf '#!/bin/sh\nexit 0\n' >"$TMP/fakebin/ldconfig"
-    printf '#!/bin/sh\necho "\tlibjansson.so.4 => not found"\n' >"$TMP/fakebin/ldd"
+    printf '#!/bin/sh\nd=%s/root/usr/lib/x86_64-linux-gnu\n[ -f $d/libjansson.so.4 ] || echo "\tlibjansson.so.4 => not found"\n[ -f $d/libjansson.so.4 ] && [ ! -f $d/libfoo.so.1 ] && echo "\tlibfoo.so.1 => not found"\n[ -f $d/libjansson.so.4 ] && echo "\tlibbar.so.2 => not found"\nexit 0\n' "$GL" >"$TMP/fakebin/ldd"
     chmod +x "$TMP/fakebin/ldconfig" "$TMP/fakebin/ldd"
     env PATH="$TMP/fakebin:$PATH" GPU_REPORT_GL="$GL" GPU_REPORT_BUILD="$B" GPU_REPORT_ICD="$TMP/new_icd.json" \
         GPU_REPORT_SMALL=1 TORCH_PYTHON=none VK_LAYER_PATH= GPU_REPORT_WORK="$TMP/work3" \
         "$REPORT" "$TMP/out3" info >/dev/null 2>"$TMP/stderr3" || fail "set-up run exited $?"
     [ -f "$GL/root/usr/lib/x86_64-linux-gnu/libvulkan.so.1" ] && [ -f "$GL/root/usr/lib/x86_64-linux-gnu/libjansson.so.4" ] ||
         fail "the loader and libjansson were not unpacked into GL/root: $(cat "$TMP/stderr3")"
+    [ -f "$GL/root/usr/lib/x86_64-linux-gnu/libfoo.so.1" ] ||
+        fail "libfoo (needed by what was unpacked) was not unpacked: $(cat "$TMP/stderr3")"
+    grep -q 'needs libbar.so.2, which no .deb of .gl/ holds' "$TMP/stderr3" ||
+        fail "the library no .deb holds is not named: $(cat "$TMP/stderr3")"
     tar -xzOf "$TMP/out3/logs.tar.gz" gpu-report/info/env.txt 2>/dev/null | grep -q "^LD_LIBRARY_PATH: $GL/root/usr/lib/x86_64-linux-gnu" ||
         fail "LD_LIBRARY_PATH does not name GL/root: $(tar -xzOf "$TMP/out3/logs.tar.gz" gpu-report/info/env.txt 2>/dev/null)"
 fi

@@ -123,7 +123,7 @@ usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' 
 
 # ------------------------------------------------------------------ --fetch, --prepare (here)
 
-GL_PACKAGES=(libvulkan1 vulkan-validationlayers libjansson4 libsentencepiece0)
+GL_PACKAGES=(libvulkan1 vulkan-validationlayers libjansson4 libsentencepiece0 libutf8proc2 libsndfile1 libsoxr0 libflac12 libmp3lame0 libmpg123-0 libogg0 libopus0 libvorbis0a libvorbisenc2 libonig5 libgomp1)
 
 fetch() {
     # Debian 12's packages; they depend only on libc6, libgcc-s1 and libstdc++6
@@ -179,31 +179,63 @@ unpack_deb() {   # unpack_deb FILE DIR (dpkg -x, else ar + tar)
     local t; t=$(mktemp -d) && (cd "$t" && ar x "$1" && tar -xf data.tar.* -C "$2"); local rc=$?; rm -rf "$t"; return $rc
 }
 
+deb_files() {   # deb_files FILE: the paths a .deb holds (dpkg -c, else ar + tar)
+    if command -v dpkg >/dev/null; then dpkg -c "$1" | awk '{for (i = 1; i <= NF; i++) if ($i == "->") {print $(i - 1); next}; print $NF}'; return; fi
+    local t; t=$(mktemp -d) && (cd "$t" && ar x "$1" && tar -tf data.tar.*); rm -rf "$t"
+}
+
+missing_libs() {   # the libraries that vkformer, the library and the tests cannot find
+    local f
+    for f in "$build/vkformer" "$build"/libvkformer.so "$build"/tests/test_*; do
+        [ -f "$f" ] && ldd "$f" 2>/dev/null | awk '/not found/ {print $1}'
+    done | sort -u
+}
+
 setup() {
-    local want=() f lib
+    local want=() f lib p round done_debs=" "
     [ "$(id -u)" = 0 ] && ldconfig 2>/dev/null   # the NVIDIA libraries may not be in the cache yet
+    use_glroot() {
+        if [ -d "$GLROOT/usr/lib/x86_64-linux-gnu" ] && [[ ":${LD_LIBRARY_PATH:-}:" != *":$GLROOT/usr/lib/x86_64-linux-gnu:"* ]]; then
+            export LD_LIBRARY_PATH="$GLROOT/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        fi
+    }
+    unpack_one() {   # unpack_one FILE (once)
+        [[ "$done_debs" == *" $1 "* ]] && return 1
+        done_debs+="$1 "
+        mkdir -p "$GLROOT" && unpack_deb "$1" "$GLROOT" && echo "gpu_report: unpacked $(basename "$1") into $GLROOT" >&2
+    }
     if [ "${GPU_REPORT_UNPACK:-1}" = 1 ]; then
         have_loader || want+=(libvulkan1)
         have_layer || want+=(vulkan-validationlayers)
-        for lib in $(ldd "$build/vkformer" 2>/dev/null | awk '/not found/ {print $1}'); do
-            case $lib in
-                libjansson.so.*) want+=(libjansson4) ;;
-                libsentencepiece.so.*) want+=(libsentencepiece0) ;;
-                *) echo "gpu_report: $build/vkformer needs $lib, which no .deb of .gl/ holds" >&2 ;;
-            esac
+        for p in "${want[@]}"; do
+            f=$(ls "$GL/${p}"_*.deb 2>/dev/null | head -n1)
+            if [ -z "$f" ]; then
+                echo "gpu_report: .gl/ has no ${p}_*.deb (run tools/gpu_report.sh --prepare where there is network)" >&2
+            else
+                unpack_one "$f"
+            fi
         done
+        use_glroot
+        # Shared libraries the build needs and the machine lacks: the .deb of .gl/ that holds
+        # each, unpacked, then again for what those need, until nothing new is found.
+        local index; index=$(mktemp)
+        for f in "$GL"/*.deb; do [ -f "$f" ] && deb_files "$f" | sed "s|^|$f |"; done >"$index" 2>/dev/null
+        for round in 1 2 3 4 5 6; do
+            local new=0
+            for lib in $(missing_libs); do
+                f=$(awk -v l="/$lib" 'substr($2, length($2) - length(l) + 1) == l {print $1; exit}' "$index")
+                if [ -z "$f" ]; then
+                    echo "gpu_report: the build needs $lib, which no .deb of .gl/ holds" >&2
+                elif unpack_one "$f"; then
+                    new=1
+                fi
+            done
+            use_glroot
+            [ $new = 1 ] || break
+        done
+        rm -f "$index"
     fi
-    for p in "${want[@]}"; do
-        f=$(ls "$GL/${p}"_*.deb 2>/dev/null | head -n1)
-        if [ -z "$f" ]; then
-            echo "gpu_report: .gl/ has no ${p}_*.deb (run tools/gpu_report.sh --prepare where there is network)" >&2
-        elif mkdir -p "$GLROOT" && unpack_deb "$f" "$GLROOT"; then
-            echo "gpu_report: unpacked $(basename "$f") into $GLROOT" >&2
-        fi
-    done
-    if [ -d "$GLROOT/usr/lib/x86_64-linux-gnu" ]; then
-        export LD_LIBRARY_PATH="$GLROOT/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    fi
+    use_glroot
     if [ -f "$GLROOT/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json" ]; then
         export VK_LAYER_PATH="$GLROOT/usr/share/vulkan/explicit_layer.d${VK_LAYER_PATH:+:$VK_LAYER_PATH}"
     fi
