@@ -123,7 +123,9 @@ usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' 
 
 # ------------------------------------------------------------------ --fetch, --prepare (here)
 
-GL_PACKAGES=(libvulkan1 vulkan-validationlayers libjansson4 libsentencepiece0 libutf8proc2 libsndfile1 libsoxr0 libflac12 libmp3lame0 libmpg123-0 libogg0 libopus0 libvorbis0a libvorbisenc2 libonig5 libgomp1)
+GL_PACKAGES=(libvulkan1 vulkan-validationlayers libjansson4 libsentencepiece0 libutf8proc2 libsndfile1 libsoxr0
+             libflac12 libmp3lame0 libmpg123-0 libogg0 libopus0 libvorbis0a libvorbisenc2 libonig5 libgomp1
+             libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2 libx11-6 libxext6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0)
 
 fetch() {
     # Debian 12's packages; they depend only on libc6, libgcc-s1 and libstdc++6
@@ -184,9 +186,23 @@ deb_files() {   # deb_files FILE: the paths a .deb holds (dpkg -c, else ar + tar
     local t; t=$(mktemp -d) && (cd "$t" && ar x "$1" && tar -tf data.tar.*); rm -rf "$t"
 }
 
-missing_libs() {   # the libraries that vkformer, the library and the tests cannot find
+icd_library() {   # icd_library JSON: the driver library an ICD file names, as the loader finds it
+    local lib d
+    [ -f "${1:-}" ] || return 0
+    lib=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ICD"]["library_path"])' "$1" 2>/dev/null) || return 0
+    case $lib in
+        /*) echo "$lib"; return ;;
+        */*) echo "$(dirname "$1")/$lib"; return ;;
+    esac
+    for d in ${LD_LIBRARY_PATH//:/ } /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64 /lib/x86_64-linux-gnu; do
+        [ -e "$d/$lib" ] && { echo "$d/$lib"; return; }
+    done
+    ldconfig -p 2>/dev/null | awk -v l="$lib" '$1 == l {print $NF; exit}'
+}
+
+missing_libs() {   # the libraries that vkformer, the library, the tests and the driver cannot find
     local f
-    for f in "$build/vkformer" "$build"/libvkformer.so "$build"/tests/test_*; do
+    for f in "$build/vkformer" "$build"/libvkformer.so "$build"/tests/test_* ${ICD_LIB:+"$ICD_LIB"}; do
         [ -f "$f" ] && ldd "$f" 2>/dev/null | awk '/not found/ {print $1}'
     done | sort -u
 }
@@ -204,6 +220,24 @@ setup() {
         done_debs+="$1 "
         mkdir -p "$GLROOT" && unpack_deb "$1" "$GLROOT" && echo "gpu_report: unpacked $(basename "$1") into $GLROOT" >&2
     }
+    # The driver: explicit, else NVIDIA's, else what the environment names.
+    local icd=${GPU_REPORT_ICD:-}
+    if [ -z "$icd" ]; then
+        for f in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
+                 /etc/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.x86_64.json \
+                 /usr/local/share/vulkan/icd.d/nvidia_icd.json; do
+            [ -f "$f" ] && { icd=$f; break; }
+        done
+    fi
+    [ -z "$icd" ] && icd=$(find /usr/local/nvidia /etc/vulkan /usr/share/vulkan -maxdepth 4 -name 'nvidia_icd*.json' 2>/dev/null | head -n1)
+    [ -z "$icd" ] && icd=${VK_DRIVER_FILES:-${VK_ICD_FILENAMES:-}}
+    if [ -n "$icd" ]; then
+        export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
+    else
+        echo "gpu_report: no ICD file found or named; the loader searches its default places" >&2
+    fi
+    ICD=$icd
+    ICD_LIB=$(icd_library "$icd")
     if [ "${GPU_REPORT_UNPACK:-1}" = 1 ]; then
         have_loader || want+=(libvulkan1)
         have_layer || want+=(vulkan-validationlayers)
@@ -239,23 +273,6 @@ setup() {
     if [ -f "$GLROOT/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json" ]; then
         export VK_LAYER_PATH="$GLROOT/usr/share/vulkan/explicit_layer.d${VK_LAYER_PATH:+:$VK_LAYER_PATH}"
     fi
-    # The driver: explicit, else NVIDIA's, else what the environment names.
-    local icd=${GPU_REPORT_ICD:-}
-    if [ -z "$icd" ]; then
-        for f in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
-                 /etc/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.x86_64.json \
-                 /usr/local/share/vulkan/icd.d/nvidia_icd.json; do
-            [ -f "$f" ] && { icd=$f; break; }
-        done
-    fi
-    [ -z "$icd" ] && icd=$(find /usr/local/nvidia /etc/vulkan /usr/share/vulkan -maxdepth 4 -name 'nvidia_icd*.json' 2>/dev/null | head -n1)
-    [ -z "$icd" ] && icd=${VK_DRIVER_FILES:-${VK_ICD_FILENAMES:-}}
-    if [ -n "$icd" ]; then
-        export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
-    else
-        echo "gpu_report: no ICD file found or named; the loader searches its default places" >&2
-    fi
-    ICD=$icd
 }
 
 find_torch_python() {   # without importing torch (seconds there): find_spec; TORCH_PYTHON=none: none
@@ -283,12 +300,14 @@ run_cmd() {
     if [ "$limit" -lt 3 ]; then
         echo "   $name: not run, the part's deadline is spent" >&2
         py tag "$WORK" "$PART" "$name" not-run 0 0 "$@"
+        LAST_RC=not-run
         return 0
     fi
     local t0=$SECONDS rc
     echo "   $name: $* (timeout ${limit}s)" >&2
     timeout -k 3 "$limit" "$@" >"$PART_DIR/$name.out" 2>"$PART_DIR/$name.log" </dev/null
     rc=$?
+    LAST_RC=$rc
     py tag "$WORK" "$PART" "$name" "$rc" "$((SECONDS - t0))" "$limit" "$@"
     if [ "$rc" -ne 0 ]; then
         echo "   $name: exit $rc after $((SECONDS - t0))s: $(grep -v '^\s*$' "$PART_DIR/$name.log" | tail -n1 | cut -c1-200)" >&2
@@ -388,8 +407,12 @@ part_info() {
         echo "VK_LAYER_PATH: ${VK_LAYER_PATH:-}"
         echo "torch python: ${TORCH_PY:-none}"
         ldd "$build/vkformer" 2>&1 | sed 's/^/ldd: /'
+        echo "driver library: ${ICD_LIB:-not found}"
+        [ -n "${ICD_LIB:-}" ] && ldd "$ICD_LIB" 2>&1 | sed 's/^/ldd driver: /'
+        [ -f "${ICD:-}" ] && sed 's/^/icd file: /' "$ICD"
     } >"$PART_DIR/env.txt"
     run_cmd info-json 15 "$VK" info --json
+    [ "${LAST_RC:-0}" = 0 ] || run_cmd loader-debug 10 env VK_LOADER_DEBUG=error,warn,driver "$VK" info
     run_cmd info 10 "$VK" info
     run_cmd check 30 env VKFORMER_VALIDATE=1 "$VK" check
     if command -v nvidia-smi >/dev/null; then
