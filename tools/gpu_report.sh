@@ -210,6 +210,21 @@ missing_libs() {   # the libraries that vkformer, the library, the tests and the
 setup() {
     local want=() f lib p round done_debs=" "
     [ "$(id -u)" = 0 ] && ldconfig 2>/dev/null   # the NVIDIA libraries may not be in the cache yet
+    # On the lent NVIDIA machine (root, NVIDIA's folder, no loader) the Vulkan loader and the
+    # GL dispatch libraries go into / as the device tool's notes prescribe: with them only on
+    # LD_LIBRARY_PATH, NVIDIA's ICD answered no vkCreateInstance (device call 4, 2026-11-26).
+    # That machine is thrown away after the session; elsewhere nothing is written to /.
+    if [ "${GPU_REPORT_SYSTEM_GL:-1}" = 1 ] && [ "$(id -u)" = 0 ] && [ -d /usr/local/nvidia ] &&
+       ! ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 '; then
+        for p in libvulkan1 libglvnd0 libegl1 libopengl0 libgl1 libglx0 libgles2; do
+            f=$(ls "$GL/${p}"_*.deb 2>/dev/null | head -n1)
+            [ -n "$f" ] && dpkg -x "$f" / && echo "gpu_report: unpacked $(basename "$f") into / (NVIDIA machine)" >&2
+        done
+        ldconfig 2>/dev/null
+    fi
+    for f in /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json /usr/share/glvnd/egl_vendor.d/10_nvidia.json; do
+        [ -f "$f" ] && { export __EGL_VENDOR_LIBRARY_FILENAMES=$f; break; }
+    done
     use_glroot() {
         if [ -d "$GLROOT/usr/lib/x86_64-linux-gnu" ] && [[ ":${LD_LIBRARY_PATH:-}:" != *":$GLROOT/usr/lib/x86_64-linux-gnu:"* ]]; then
             export LD_LIBRARY_PATH="$GLROOT/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -408,11 +423,14 @@ part_info() {
         echo "torch python: ${TORCH_PY:-none}"
         ldd "$build/vkformer" 2>&1 | sed 's/^/ldd: /'
         echo "driver library: ${ICD_LIB:-not found}"
+        echo "__EGL_VENDOR_LIBRARY_FILENAMES: ${__EGL_VENDOR_LIBRARY_FILENAMES:-}"
+        ls /usr/local/nvidia/lib64 2>/dev/null | tr '\n' ' ' | sed 's/^/nvidia lib64: /'; echo
+        ls -l /dev/nvidia* /dev/dri 2>&1 | sed 's/^/dev: /'
         [ -n "${ICD_LIB:-}" ] && ldd "$ICD_LIB" 2>&1 | sed 's/^/ldd driver: /'
         [ -f "${ICD:-}" ] && sed 's/^/icd file: /' "$ICD"
     } >"$PART_DIR/env.txt"
     run_cmd info-json 15 "$VK" info --json
-    [ "${LAST_RC:-0}" = 0 ] || run_cmd loader-debug 10 env VK_LOADER_DEBUG=error,warn,driver "$VK" info
+    [ "${LAST_RC:-0}" = 0 ] || run_cmd loader-debug 10 env VK_LOADER_DEBUG=all "$VK" info
     run_cmd info 10 "$VK" info
     run_cmd check 30 env VKFORMER_VALIDATE=1 "$VK" check
     if command -v nvidia-smi >/dev/null; then
