@@ -73,7 +73,7 @@ esac
 EOF
 cat >"$B/tests/probe.sh" <<'EOF'
 #!/bin/sh
-{ echo "args: $*"; echo "icd: ${VK_ICD_FILENAMES:-} ${VK_DRIVER_FILES:-}"; echo "validate: ${VKFORMER_VALIDATE:-}"; } >"$PROBE_OUT"
+{ echo "args: $*"; echo "icd: ${VK_ICD_FILENAMES:-} ${VK_DRIVER_FILES:-}"; echo "validate: ${VKFORMER_VALIDATE:-}"; echo "ld: ${LD_LIBRARY_PATH:-}"; } >"$PROBE_OUT"
 EOF
 printf '#!/bin/sh\necho "coopmat: $*" >"$PROBE_OUT.coopmat"\n' >"$B/tests/coopmat.sh"
 : >"$B/tests/vkformer-lavapipe-unstable"
@@ -84,7 +84,7 @@ cat >"$B/meson-info/meson-info.json" <<'EOF'
 EOF
 cat >"$B/meson-info/intro-tests.json" <<EOF
 [{"name": "ops-lavapipe", "cmd": ["/old/build/tests/probe.sh", "/old/src/models/x", "/old/lvp.json"],
-  "env": {"VKFORMER_VALIDATE": "1", "VK_ICD_FILENAMES": "/old/lvp.json", "PROBE_OUT": "/old/build/probe.txt"},
+  "env": {"VKFORMER_VALIDATE": "1", "VK_ICD_FILENAMES": "/old/lvp.json", "PROBE_OUT": "/old/build/probe.txt", "LD_LIBRARY_PATH": "/old/build/"},
   "workdir": null, "timeout": 30, "suite": ["vkformer:lavapipe"]},
  {"name": "ops-swiftshader", "cmd": ["/old/build/tests/probe.sh"], "env": {}, "workdir": null, "timeout": 30,
   "suite": ["vkformer:swiftshader"]},
@@ -105,7 +105,7 @@ t0=$(date +%s)
 env GPU_REPORT_BUILD="$B" GPU_REPORT_ICD="$TMP/new_icd.json" GPU_REPORT_UNPACK=0 GPU_REPORT_SMALL=1 \
     GPU_REPORT_PLAN="info 3 suite 9 matmul 3 coopmat 3 attention 5 translate 5 forward 5 tune 5" \
     GPU_REPORT_SUITE_TESTS="ops parity-coopmat attention model" GPU_REPORT_SUITE_FILTER= GPU_REPORT_JOBS=1 \
-    TORCH_PYTHON=none GPU_REPORT_WORK="$TMP/work" \
+    TORCH_PYTHON=none GPU_REPORT_WORK="$TMP/work" LD_LIBRARY_PATH=/set-up/lib \
     "$REPORT" "$O" >"$TMP/stdout" 2>"$TMP/stderr" || fail "gpu_report.sh exited $?"
 wall=$(($(date +%s) - t0))
 R=$O/results.jsonl
@@ -128,6 +128,8 @@ root=$(cd "$(dirname "$REPORT")/.." && pwd)
 grep -qx "args: $root/models/x $TMP/new_icd.json" "$P" 2>/dev/null || fail "suite args not rewritten: $(cat "$P" 2>/dev/null)"
 grep -qx "icd: $TMP/new_icd.json $TMP/new_icd.json" "$P" 2>/dev/null || fail "suite ICD env not rewritten: $(cat "$P" 2>/dev/null)"
 grep -qx "validate: 1" "$P" 2>/dev/null || fail "suite test did not get VKFORMER_VALIDATE=1"
+# the test's own LD_LIBRARY_PATH (the build folder) first, then the set-up's (.gl/root there)
+grep -qx "ld: $B/:/set-up/lib" "$P" 2>/dev/null || fail "suite LD_LIBRARY_PATH not the test's then the set-up's: $(cat "$P" 2>/dev/null)"
 grep -qx "coopmat: $B/vkformer --coopmat" "$P.coopmat" 2>/dev/null || fail "parity-coopmat not on the plain binary: $(cat "$P.coopmat" 2>/dev/null)"
 python3 - "$O/suite.json" <<'EOF' || fail "suite.json: $(cat "$O/suite.json")"
 import json, sys

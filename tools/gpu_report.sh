@@ -136,12 +136,29 @@ fetch() {
     apt-get "${o[@]}" -q update >&2 || return 1
     for p in "${GL_PACKAGES[@]}"; do rm -f "$root/.gl/${p}"_*.deb; done
     (cd "$root/.gl" && apt-get "${o[@]}" -q download "${GL_PACKAGES[@]}") >&2 || return 1
-    ls -l "$root"/.gl/*.deb
+    # Debian unstable's validation layer in .gl/newer/: Debian 12's (1.3.239) predates
+    # VK_KHR_cooperative_matrix and VK_NV_cooperative_matrix2 and reports every coopmat
+    # structure and SPIR-V capability as an error (device call 5, 2026-11-26). It needs
+    # glibc 2.38; the machine falls back to Debian 12's where its glibc is older.
+    local st=/tmp/gpu-report-apt-unstable mirror
+    mirror=$(sed -n 's#^URIs: *\(\S*/debian\)/\?$#\1#p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+    [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+    mkdir -p "$st/lists/partial" "$st/parts" "$st/prefs" "$root/.gl/newer" || return 1
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror unstable main" >"$st/sources.list"
+    local u=(-o Dir::State="$st" -o Dir::State::Lists="$st/lists" -o Dir::State::status=/dev/null
+             -o Dir::Etc::SourceList="$st/sources.list" -o Dir::Etc::SourceParts="$st/parts"
+             -o Dir::Etc::PreferencesParts="$st/prefs" -o APT::Architecture=amd64 -o APT::Architectures=amd64
+             -o APT::Sandbox::User=root)
+    apt-get "${u[@]}" -qq update >&2 || return 1
+    rm -f "$root"/.gl/newer/*.deb
+    (cd "$root/.gl/newer" && apt-get "${u[@]}" -q download vulkan-validationlayers) >&2 || return 1
+    ls -l "$root"/.gl/*.deb "$root"/.gl/newer/*.deb
 }
 
 prepare() {
     local p missing=0 bad=0
     for p in "${GL_PACKAGES[@]}"; do ls "$root/.gl/${p}"_*.deb >/dev/null 2>&1 || missing=1; done
+    ls "$root"/.gl/newer/vulkan-validationlayers_*.deb >/dev/null 2>&1 || missing=1
     if [ $missing = 1 ]; then fetch || { echo "gpu_report: --fetch failed" >&2; bad=1; }; fi
     if [ ! -x "$build/vkformer" ] || [ ! -f "$build/meson-info/intro-tests.json" ]; then
         echo "gpu_report: $build is not a configured, built build folder (meson setup build && ninja -C build)" >&2
@@ -150,7 +167,7 @@ prepare() {
         echo "gpu_report: $build is out of date: run ninja -C $build (every target: the suite runs the tests)" >&2
         bad=1
     fi
-    rm -rf "$root/.gl/root"   # unpacked on the GPU machine, never carried
+    rm -rf "$root/.gl/root" "$root/.gl/newer-root"   # unpacked on the GPU machine, never carried
     { git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown
       git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo "(with uncommitted changes)"; } |
         tr '\n' ' ' >"$root/.gl/commit"
@@ -207,6 +224,22 @@ missing_libs() {   # the libraries that vkformer, the library, the tests and the
     done | sort -u
 }
 
+newer_layer() {   # .gl/newer's validation layer, where this machine's glibc runs it
+    local f d lib
+    f=$(ls "$GL"/newer/vulkan-validationlayers_*.deb 2>/dev/null | head -n1)
+    [ -n "$f" ] || return 0
+    d=$GL/newer-root
+    mkdir -p "$d" && unpack_deb "$f" "$d" || return 0
+    lib=$d/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so
+    if [ ! -f "$lib" ] || ldd "$lib" 2>&1 | grep -q 'not found'; then
+        echo "gpu_report: $(basename "$f") does not run here ($(ldd "$lib" 2>&1 | grep -m1 'not found' | sed 's/^\s*//')); Debian 12's layer instead" >&2
+        return 0
+    fi
+    sed -i "s#\"library_path\": *\"[^\"]*\"#\"library_path\": \"$lib\"#" "$d/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"
+    export VK_LAYER_PATH="$d/usr/share/vulkan/explicit_layer.d"
+    echo "gpu_report: validation layer from $(basename "$f")" >&2
+}
+
 setup() {
     local want=() f lib p round done_debs=" "
     [ "$(id -u)" = 0 ] && ldconfig 2>/dev/null   # the NVIDIA libraries may not be in the cache yet
@@ -255,6 +288,7 @@ setup() {
     ICD_LIB=$(icd_library "$icd")
     if [ "${GPU_REPORT_UNPACK:-1}" = 1 ]; then
         have_loader || want+=(libvulkan1)
+        newer_layer
         have_layer || want+=(vulkan-validationlayers)
         for p in "${want[@]}"; do
             f=$(ls "$GL/${p}"_*.deb 2>/dev/null | head -n1)
@@ -636,6 +670,9 @@ def cmd_suite(build, root, icd, out, torch_py, budget, jobs, filt, order):
         env = dict(os.environ)
         env.setdefault("OMP_NUM_THREADS", "2")   # torch references, tests side by side
         env.update({k: fix(v) for k, v in t["env"].items()})
+        for k in ("LD_LIBRARY_PATH",):   # the test's own (the build folder) first, then the set-up's (.gl/root)
+            if os.environ.get(k) and k in t["env"]:
+                env[k] = fix(t["env"][k]).rstrip(":") + ":" + os.environ[k]
         if icd:
             env["VK_ICD_FILENAMES"] = env["VK_DRIVER_FILES"] = icd
         own = float(t["timeout"] or 300)
