@@ -558,6 +558,75 @@ static void coopmat_decide(vkf_context *ctx)
     ctx->coopmat2 = d->cooperative_matrix2 && d->api_version >= VK_API_VERSION_1_3;
 }
 
+/* The device-level entry points vkformer calls, and only those, through
+ * vkGetDeviceProcAddr. volk's volkLoadDeviceTable (Debian 12's volk, 1.3.239) also
+ * asks for vkGetPhysicalDeviceVideoEncodeQualityLevelPropertiesKHR, an instance-level
+ * function, and newer validation layers warn about that on every device (seen on an
+ * NVIDIA H100 with layer 1.4.363). A function added to the code is added here: a
+ * NULL entry would crash, so load_device_table fails on one the driver lacks. */
+#define VKF_DEVICE_FUNCTIONS(X) \
+    X(vkAllocateCommandBuffers) \
+    X(vkAllocateDescriptorSets) \
+    X(vkAllocateMemory) \
+    X(vkBeginCommandBuffer) \
+    X(vkBindBufferMemory) \
+    X(vkCmdBindDescriptorSets) \
+    X(vkCmdBindPipeline) \
+    X(vkCmdCopyBuffer) \
+    X(vkCmdDispatch) \
+    X(vkCmdPipelineBarrier) \
+    X(vkCmdPushConstants) \
+    X(vkCmdResetQueryPool) \
+    X(vkCmdWriteTimestamp) \
+    X(vkCreateBuffer) \
+    X(vkCreateCommandPool) \
+    X(vkCreateComputePipelines) \
+    X(vkCreateDescriptorPool) \
+    X(vkCreateDescriptorSetLayout) \
+    X(vkCreateFence) \
+    X(vkCreatePipelineCache) \
+    X(vkCreatePipelineLayout) \
+    X(vkCreateQueryPool) \
+    X(vkCreateShaderModule) \
+    X(vkDestroyBuffer) \
+    X(vkDestroyCommandPool) \
+    X(vkDestroyDescriptorPool) \
+    X(vkDestroyDescriptorSetLayout) \
+    X(vkDestroyDevice) \
+    X(vkDestroyFence) \
+    X(vkDestroyPipeline) \
+    X(vkDestroyPipelineCache) \
+    X(vkDestroyPipelineLayout) \
+    X(vkDestroyQueryPool) \
+    X(vkDestroyShaderModule) \
+    X(vkDeviceWaitIdle) \
+    X(vkEndCommandBuffer) \
+    X(vkFreeCommandBuffers) \
+    X(vkFreeMemory) \
+    X(vkGetBufferMemoryRequirements) \
+    X(vkGetDeviceQueue) \
+    X(vkGetPipelineCacheData) \
+    X(vkGetQueryPoolResults) \
+    X(vkMapMemory) \
+    X(vkQueueSubmit) \
+    X(vkQueueWaitIdle) \
+    X(vkResetFences) \
+    X(vkUpdateDescriptorSets) \
+    X(vkWaitForFences)
+
+static vkf_status load_device_table(vkf_context *ctx)
+{
+    memset(&ctx->vk, 0, sizeof ctx->vk);
+    /* first, so that vkf_device_close can destroy the device whatever fails next */
+    ctx->vk.vkDestroyDevice = (PFN_vkDestroyDevice)vkGetDeviceProcAddr(ctx->device, "vkDestroyDevice");
+#define VKF_LOAD(fn)                                                                                      \
+    ctx->vk.fn = (PFN_##fn)vkGetDeviceProcAddr(ctx->device, #fn);                                         \
+    if (!ctx->vk.fn) return vkf_fail(VKF_ERROR_VULKAN, "vkGetDeviceProcAddr found no %s on \"%s\"", #fn, ctx->info.name);
+    VKF_DEVICE_FUNCTIONS(VKF_LOAD)
+#undef VKF_LOAD
+    return VKF_OK;
+}
+
 static vkf_status device_create(vkf_context *ctx)
 {
     uint32_t ts_bits;
@@ -630,7 +699,8 @@ static vkf_status device_create(vkf_context *ctx)
     };
     VkResult r = vkCreateDevice(ctx->physical, &info, NULL, &ctx->device);
     if (r != VK_SUCCESS) return vkf_fail_vk(r, "vkCreateDevice");
-    volkLoadDeviceTable(&ctx->vk, ctx->device);
+    vkf_status loaded = load_device_table(ctx);
+    if (loaded != VKF_OK) return loaded;
     ctx->vk.vkGetDeviceQueue(ctx->device, ctx->queue_family, 0, &ctx->queue);
 
     VkCommandPoolCreateInfo pool = {
@@ -704,7 +774,7 @@ void vkf_device_close(vkf_context *ctx)
     if (ctx->device) {
         if (ctx->transfer_fence) ctx->vk.vkDestroyFence(ctx->device, ctx->transfer_fence, NULL);
         if (ctx->command_pool) ctx->vk.vkDestroyCommandPool(ctx->device, ctx->command_pool, NULL);
-        ctx->vk.vkDestroyDevice(ctx->device, NULL);
+        if (ctx->vk.vkDestroyDevice) ctx->vk.vkDestroyDevice(ctx->device, NULL);
         ctx->device = VK_NULL_HANDLE;
     }
     if (ctx->messenger) ctx->destroy_messenger(ctx->instance, ctx->messenger, NULL);
