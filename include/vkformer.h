@@ -1128,8 +1128,9 @@ VKF_API void vkf_pool_options_init(vkf_pool_options *options);
  * pool, one thread per device, in parallel. Fails if any device cannot be opened
  * or cannot load the model (the message names the device), with nothing left
  * running. options NULL: the defaults. Once it returns, each device's thread warms
- * its replica up (4 short sources generated twice: the first compiles its
- * pipelines, the second is timed for the dispatch rule) before it takes batches;
+ * its replica up (4 short sources generated twice, or for a Whisper model one
+ * second of silence transcribed twice: the first compiles its pipelines, the
+ * second is timed for the dispatch rule) before it takes batches;
  * the devices that are ready take them meanwhile. A warm-up that fails takes its
  * device out of the pool, as a failing batch would. */
 VKF_API vkf_status vkf_pool_create(const char *path, const vkf_pool_options *options, vkf_pool **out_pool);
@@ -1264,6 +1265,29 @@ typedef struct vkf_transcript {
 VKF_API vkf_status vkf_model_transcribe(vkf_model *model, const float *samples, uint64_t count,
                                         const vkf_transcribe_options *options, vkf_transcript **out_transcript);
 VKF_API void vkf_transcript_free(vkf_transcript *transcript);
+
+/* ------------------------------------------------------------------ transcription in a device pool (issue 30) */
+
+/* A pool of a Whisper model (vkf_pool_create on its folder; each device's warm-up
+ * transcribes one second of silence twice) transcribes recordings, one per
+ * ticket: the samples are copied and each recording runs whole on one device, as
+ * vkf_model_transcribe runs it (long-form windows one after another), so that
+ * several recordings run on several devices at once. options as for
+ * vkf_model_transcribe (copied; NULL: vkf_transcribe_options_init's); on_progress
+ * is called from the thread of the device that runs it. A device that fails
+ * under a recording leaves the pool and the recording goes back to the front of
+ * the queue, as a batch does. The dispatch rule weighs a recording by its windows
+ * (vkf_pool_device.sources counts windows). A pool whose model does not read
+ * audio refuses it with VKF_ERROR_STATE, as vkf_pool_submit refuses source ids
+ * on a Whisper pool. */
+VKF_API vkf_status vkf_pool_submit_transcribe(vkf_pool *pool, const float *samples, uint64_t count,
+                                              const vkf_transcribe_options *options, uint64_t *out_ticket);
+/* Waits for the recording of `ticket` and hands out its transcript (free it with
+ * vkf_transcript_free) and, in out_batch (or NULL), how it ran (stats.tokens: the
+ * transcript's ids). Returns the recording's status, as vkf_pool_collect does; a
+ * ticket of vkf_pool_submit fails with VKF_ERROR_INVALID_ARGUMENT. */
+VKF_API vkf_status vkf_pool_collect_transcript(vkf_pool *pool, uint64_t ticket, vkf_transcript **out_transcript,
+                                               vkf_pool_batch *out_batch);
 
 #ifdef __cplusplus
 }

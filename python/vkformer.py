@@ -331,7 +331,39 @@ _SIGNATURES.update({
     "vkf_model_transcribe": (_STATUS, [_P, ctypes.POINTER(ctypes.c_float), ctypes.c_uint64,
                                        ctypes.POINTER(_TranscribeOptions), ctypes.POINTER(ctypes.POINTER(_Transcript))]),
     "vkf_transcript_free": (None, [ctypes.POINTER(_Transcript)]),
+    "vkf_pool_submit_transcribe": (_STATUS, [_P, ctypes.POINTER(ctypes.c_float), ctypes.c_uint64,
+                                             ctypes.POINTER(_TranscribeOptions), ctypes.POINTER(ctypes.c_uint64)]),
+    "vkf_pool_collect_transcript": (_STATUS, [_P, ctypes.c_uint64, ctypes.POINTER(ctypes.POINTER(_Transcript)),
+                                              ctypes.c_void_p]),
 })
+
+
+def _transcribe_options(lib, language, task, timestamps, beams):
+    o = _TranscribeOptions()
+    lib.vkf_transcribe_options_init(ctypes.byref(o))
+    o.language = language.encode() if language else None
+    o.task = task.encode() if task else None
+    o.timestamps = -1 if timestamps is None else int(bool(timestamps))
+    o.beams = int(beams or 0)
+    return o
+
+
+def _transcript(lib, t):
+    """The dict of a vkf_transcript (freed here)."""
+    try:
+        r = t.contents
+        ids = [r.ids[i] for i in range(r.n_ids)]
+        segments = []
+        for i in range(r.n_segments):
+            g = r.segments[i]
+            segments.append({"start": g.start, "end": g.end, "ids": ids[g.first:g.first + g.count],
+                             "text": g.text.decode("utf-8", "replace") if g.text is not None else None})
+        return {"text": r.text.decode("utf-8", "replace") if r.text is not None else None,
+                "language": r.language.decode() or None, "language_detected": bool(r.language_detected),
+                "prompt": list(r.prompt[:r.n_prompt]), "timestamps": bool(r.timestamps), "windows": r.windows,
+                "seconds": r.seconds, "ids": ids, "segments": segments}
+    finally:
+        lib.vkf_transcript_free(t)
 
 _libraries = {}
 
@@ -1035,29 +1067,11 @@ class Model:
         timestamps, windows, seconds, ids, and segments, each a dict of start,
         end (seconds), ids and text."""
         a = _Audio([audio], self.config.sample_rate, self._lib).arrays[0]
-        o = _TranscribeOptions()
-        self._lib.vkf_transcribe_options_init(ctypes.byref(o))
-        o.language = language.encode() if language else None
-        o.task = task.encode() if task else None
-        o.timestamps = -1 if timestamps is None else int(bool(timestamps))
-        o.beams = int(beams or 0)
+        o = _transcribe_options(self._lib, language, task, timestamps, beams)
         t = ctypes.POINTER(_Transcript)()
         _check(self._lib, self._lib.vkf_model_transcribe(self._live(), a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
                                                          a.size, ctypes.byref(o), ctypes.byref(t)))
-        try:
-            r = t.contents
-            ids = [r.ids[i] for i in range(r.n_ids)]
-            segments = []
-            for i in range(r.n_segments):
-                g = r.segments[i]
-                segments.append({"start": g.start, "end": g.end, "ids": ids[g.first:g.first + g.count],
-                                 "text": g.text.decode("utf-8", "replace") if g.text is not None else None})
-            return {"text": r.text.decode("utf-8", "replace") if r.text is not None else None,
-                    "language": r.language.decode() or None, "language_detected": bool(r.language_detected),
-                    "prompt": list(r.prompt[:r.n_prompt]), "timestamps": bool(r.timestamps), "windows": r.windows,
-                    "seconds": r.seconds, "ids": ids, "segments": segments}
-        finally:
-            self._lib.vkf_transcript_free(t)
+        return _transcript(self._lib, t)
 
     def forward_features(self, features, tgt):
         """The same from features: (audio_mels, audio_frames) with one target, or
@@ -1258,6 +1272,43 @@ class Pool:
         if not src:
             return []
         return [self.decode(ids) for ids in self.generate(src, max_new, beams, target_lang, batch_size)]
+
+    def transcribe(self, audio, language=None, task=None, timestamps=None, beams=None):
+        """Whisper pools: as Model.transcribe, for one recording or a list of them
+        (arrays or paths); each recording runs whole on one device, several at
+        once, and the transcripts come back in input order. A recording that fails
+        raises its error after the others are collected."""
+        many = isinstance(audio, (list, tuple))
+        arrays = _Audio(list(audio) if many else [audio], self.config.sample_rate, self._lib).arrays
+        o = _transcribe_options(self._lib, language, task, timestamps, beams)
+        tickets = []
+        error = None
+        for a in arrays:
+            ticket = ctypes.c_uint64()
+            st = self._lib.vkf_pool_submit_transcribe(self._pool(), a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                                      a.size, ctypes.byref(o), ctypes.byref(ticket))
+            if st != 0:
+                try:
+                    _check(self._lib, st)
+                except VkformerError as e:
+                    error = e
+                break
+            tickets.append(ticket.value)
+        results = []
+        for ticket in tickets:
+            t = ctypes.POINTER(_Transcript)()
+            st = self._lib.vkf_pool_collect_transcript(self._pool(), ticket, ctypes.byref(t), None)
+            if st != 0:
+                try:
+                    _check(self._lib, st)
+                except VkformerError as e:
+                    error = error or e
+                results.append(None)
+                continue
+            results.append(_transcript(self._lib, t))
+        if error is not None:
+            raise error
+        return results if many else results[0]
 
     def close(self):
         if self._handle is not None:

@@ -446,6 +446,18 @@ static void test_misuse(const char *model_path)
     CHECK_OK(vkf_pool_submit(p, &s, &g, &t));
     CHECK_OK(vkf_pool_collect(p, t, ids, lens, NULL, NULL));
     CHECK(same_batch(0, 0, ids, lens) || same_batch(1, 0, ids, lens));
+    /* transcription: this model reads no audio; a ticket of one kind is not collected as the other */
+    float second[16000] = {0};
+    vkf_transcript *tr = (vkf_transcript *)1;
+    CHECK_FAIL(vkf_pool_submit_transcribe(p, second, 16000, NULL, &t), VKF_ERROR_STATE, "does not read audio");
+    CHECK_FAIL(vkf_pool_submit_transcribe(p, NULL, 16000, NULL, &t), VKF_ERROR_INVALID_ARGUMENT, "samples");
+    CHECK_FAIL(vkf_pool_submit_transcribe(NULL, second, 16000, NULL, &t), VKF_ERROR_INVALID_ARGUMENT, "pool");
+    CHECK_OK(vkf_pool_submit(p, &s, &g, &t));
+    CHECK_FAIL(vkf_pool_collect_transcript(p, t, &tr, NULL), VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_collect collects it");
+    CHECK(tr == NULL);
+    CHECK_FAIL(vkf_pool_collect_transcript(p, t, NULL, NULL), VKF_ERROR_INVALID_ARGUMENT, "out_transcript");
+    CHECK_OK(vkf_pool_collect(p, t, ids, lens, NULL, NULL));
+    CHECK_FAIL(vkf_pool_collect_transcript(p, t, &tr, NULL), VKF_ERROR_INVALID_ARGUMENT, "not a transcription");
     /* submitted, never collected: destroy drops it */
     CHECK_OK(vkf_pool_submit(p, &s, &g, &t));
     CHECK_OK(vkf_pool_submit(p, &s, &g, &t));

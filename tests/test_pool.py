@@ -14,6 +14,13 @@ once (lavapipe and SwiftShader, both in VK_ICD_FILENAMES).
           (or 4 for a device that is not there).
   python: vkformer.Pool against vkformer.load on each device; a failing device;
           devices(), errors, close.
+  transcribe (both modes, the Whisper demo folder models/whisper-numbers and its
+          held-out clips): `transcribe --devices` and Pool.transcribe, each
+          file's record (ids, segments, text) as the device that ran it gives it
+          alone, in the files' order; a device failing under a file (the file runs
+          on the other, one stderr line), both failing, an unreadable file among
+          good ones, a Whisper pool refusing source ids and a text pool refusing
+          audio.
 
 Every run has the validation layer on (VKFORMER_VALIDATE=1: a message fails the run).
 usage: test_pool.py cli VKFORMER MODEL TEXTS.tsv
@@ -198,6 +205,132 @@ def test_cli(model, texts_path, tmp):
     check(rc == 1 and len(err) == 1 and "vkFoo" in err[0], "a bad VKFORMER_POOL_FAULT is one line", "\n".join(err))
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+WHISPER = os.path.join(HERE, "..", "models", "whisper-numbers")
+CLIPS_DIR = os.path.join(HERE, "data", "whisper_numbers")
+
+
+def clips():
+    names = sorted(f for f in os.listdir(CLIPS_DIR) if f.endswith(".wav"))
+    # each clip twice, so that both devices take files
+    return [os.path.join(CLIPS_DIR, f) for f in names + names]
+
+
+def transcript_keys(r):
+    return {k: r.get(k) for k in ("ids", "segments", "text", "language", "prompt", "windows")}
+
+
+def test_transcribe_cli(model, tmp):
+    files = clips()
+    alone = {}
+    for dev in (0, 1):
+        rc, out, err = run(["transcribe", "--model", WHISPER, "--json", "--device", str(dev)] + files)
+        check(rc == 0 and len(records(out)) == len(files), "transcribe on device %d alone" % dev,
+              "rc %d: %s" % (rc, err))
+        alone[dev] = records(out) if rc == 0 else [{}] * len(files)
+    by_name = {alone[d][0].get("device"): d for d in (0, 1)}
+    base = ["transcribe", "--model", WHISPER, "--json", "--devices", "0,1", "--pool-dispatch", "any-free"]
+    rc, out, err = run(base + files)
+    got = records(out) if rc == 0 else []
+    check(rc == 0 and err == [] and [r["file"] for r in got] == files,
+          "transcribe --devices: one record per file, in order", "rc %d: %s" % (rc, err))
+    used = set()
+    for i, r in enumerate(got):
+        dev = by_name.get(r["device"])
+        used.add(dev)
+        check(dev is not None and transcript_keys(r) == transcript_keys(alone[dev][i]) and
+              set(r) == set(alone[dev][i]), "transcribe --devices: file %d as on device %s alone" % (i, dev),
+              "%r vs %r" % (transcript_keys(r), dev is not None and transcript_keys(alone[dev][i])))
+    check(used == {0, 1}, "transcribe --devices: both devices took files", str(used))
+    rc, out, err = run(["transcribe", "--model", WHISPER, "--devices", "all"] + files)
+    rc1, out1, _ = run(["transcribe", "--model", WHISPER, "--device", "1"] + files)
+    check(rc == 0 and rc1 == 0 and out == out1 and out.count(":\n") == len(files),
+          "transcribe --devices all: the text output as one device's (the devices agree on these clips)",
+          "%s\n---\n%s" % (out, out1))
+
+    rc, out, err = run(base + files, {"VKFORMER_POOL_FAULT": "1:1:vkQueueSubmit:device-lost"})
+    got = records(out) if rc == 0 else []
+    check(rc == 0 and [r["file"] for r in got] == files and
+          all(transcript_keys(r) == transcript_keys(alone[0][i]) for i, r in enumerate(got)) and
+          all(by_name.get(r["device"]) == 0 for r in got),
+          "transcribe, a device lost under its first file: every file on the other, in order", "rc %d: %s" % (rc, err))
+    check(len(err) == 1 and re.match(r"^vkformer: device 1 \(\".*\"\) left the pool after 0 batches: vkQueueSubmit "
+                                     r"failed with VK_ERROR_DEVICE_LOST \(-4\); its batch went back to the queue, and "
+                                     r"the job finished on the other device$", err[0]),
+          "transcribe, a device lost: one stderr line naming it", "\n".join(err))
+    rc, out, err = run(base + files, {"VKFORMER_POOL_FAULT": "0:1:vkQueueSubmit:device-lost,1:1:vkQueueSubmit:device-lost"})
+    check(rc == 1 and out == "" and len(err) == 3 and "no device of the pool is left" in err[0],
+          "transcribe, both devices lost: exit 1, nothing printed, the error and a line per device",
+          "rc %d: %r %s" % (rc, out, err))
+    bad = os.path.join(tmp, "bad.wav")
+    with open(bad, "wb") as f:
+        f.write(b"RIFF\x00\x00junk")
+    rc, out, err = run(base + [files[0], bad, files[1]])
+    got = records(out)
+    check(rc == 1 and [r["file"] for r in got] == [files[0], files[1]] and len(err) == 1 and "bad.wav" in err[0],
+          "transcribe --devices: an unreadable file named on one line, the others transcribed", "rc %d: %s" % (rc, err))
+    for args, code, fragment in (
+            (["transcribe", "--model", model, "--devices", "0,1", files[0]], 1, "not a Whisper model"),
+            (["transcribe", "--model", WHISPER, "--devices", "0,1", "--device", "0", files[0]], 2,
+             "--device or --devices"),
+            (["transcribe", "--model", WHISPER, "--devices", "0,1", "--language", "klingon", files[0], files[1]], 1,
+             "unknown language"),
+            (["generate", "--model", WHISPER, "--devices", "0,1", "--src", "5"], 1, "reads audio"),
+    ):
+        rc, out, err = run(args)
+        check(rc == code and len(err) == 1 and fragment in err[0] and out == "",
+              "%s: exit %d, one line naming %r" % (" ".join(args[3:]), code, fragment), "rc %d: %s" % (rc, err))
+
+
+def test_transcribe_python(vkformer, lib, model):
+    files = clips()
+    alone = {}
+    for dev in (0, 1):
+        with vkformer.load(WHISPER, device=dev, library=lib, validation=True) as m:
+            alone[dev] = [m.transcribe(f) for f in files]
+    with vkformer.Pool(WHISPER, devices=[0, 1], library=lib, validation=True, dispatch="any-free") as pool:
+        got = pool.transcribe(files)
+        one = pool.transcribe(files[0])
+        devs = pool.devices()
+        check(len(got) == len(files) and all(g in (alone[0][i], alone[1][i]) for i, g in enumerate(got)),
+              "Pool.transcribe: every recording as a device alone transcribes it, in order",
+              "%s\n%s" % ([g["text"] for g in got], [a["text"] for a in alone[0]]))
+        check(one in (alone[0][0], alone[1][0]), "Pool.transcribe of one recording: its dict")
+        check(sum(d["sources"] for d in devs) == len(files) + 1 and all(d["batches"] > 0 for d in devs),
+              "Pool.transcribe: both devices took recordings, one window each", str(devs))
+        check(pool.validation_counts() == (0, 0), "Pool.transcribe: no validation message")
+        try:
+            pool.generate([[5, 6]])
+            check(False, "a Whisper pool refuses source ids")
+        except vkformer.VkformerError as e:
+            check(e.status_name == "VKF_ERROR_STATE" and "reads audio" in str(e),
+                  "a Whisper pool refuses source ids with VKF_ERROR_STATE", str(e))
+        try:
+            pool.transcribe(files[:1], language="klingon")
+            check(False, "Pool.transcribe(language='klingon') raises")
+        except vkformer.VkformerError as e:
+            check(e.status_name == "VKF_ERROR_INVALID_ARGUMENT" and "klingon" in str(e),
+                  "Pool.transcribe(language='klingon'): VKF_ERROR_INVALID_ARGUMENT naming it", str(e))
+        check(all(d["active"] for d in pool.devices()), "a bad language leaves both devices in the pool")
+    os.environ["VKFORMER_POOL_FAULT"] = "0:1:vkQueueSubmit:out-of-device-memory"
+    try:
+        with vkformer.Pool(WHISPER, devices="0,1", library=lib, validation=True, dispatch="any-free") as pool:
+            got = pool.transcribe(files)
+            devs = pool.devices()
+    finally:
+        del os.environ["VKFORMER_POOL_FAULT"]
+    check(got == alone[1] and not devs[0]["active"] and devs[0]["failure"] == "VKF_ERROR_OUT_OF_DEVICE_MEMORY",
+          "Pool.transcribe, a device out of memory under its first recording: all on the other, devices() says why",
+          str(devs))
+    with vkformer.Pool(model, devices="0,1", library=lib, validation=True) as pool:
+        try:
+            pool.transcribe(files[0])
+            check(False, "a text pool refuses audio")
+        except vkformer.VkformerError as e:
+            check(e.status_name == "VKF_ERROR_STATE" and "does not read audio" in str(e),
+                  "a text pool refuses audio with VKF_ERROR_STATE", str(e))
+
+
 def test_python(lib, model, texts_path):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import vkformer
@@ -264,6 +397,7 @@ def test_python(lib, model, texts_path):
         except vkformer.VkformerError as e:
             check(e.status_name == status and fragment in str(e), "Pool(devices=%r): %s naming %r" %
                   (devices, status, fragment), str(e))
+    test_transcribe_python(vkformer, lib, model)
 
 
 def main():
@@ -275,6 +409,7 @@ def main():
         T.VKFORMER = program
         with tempfile.TemporaryDirectory() as tmp:
             test_cli(model, texts, tmp)
+            test_transcribe_cli(model, tmp)
     else:
         test_python(program, model, texts)
     print("%d passed, %d failed" % (T.passed, T.failed))

@@ -39,6 +39,7 @@ static const char usage_text[] =
     "  generate|translate ... --timing       tokens/s and time to first token on stderr\n"
     "  generate|translate --input ... --devices all|I,J,... [--batch B]   a device pool: a model replica\n"
     "                                        per device, batches to the free ones (docs/scaling.md)\n"
+    "  transcribe ... --devices all|I,J,...  the files spread over a pool, one file per device at a time\n"
     "  generate|translate|forward ... --json  one JSON line per source: ids, text, timings, attention\n"
     "                                        (every --json: JSON Lines, docs/json.md)\n"
     "  generate|translate ... --temperature T --top-k K --top-p P [--seed N]\n"

@@ -33,9 +33,14 @@
 
 typedef enum batch_state { BATCH_QUEUED, BATCH_RUNNING, BATCH_DONE } batch_state;
 
+/* What a batch asks for: generation from source ids (vkf_pool_submit), or the
+ * transcription of one recording (vkf_pool_submit_transcribe). */
+typedef enum batch_kind { BATCH_GENERATE, BATCH_TRANSCRIBE } batch_kind;
+
 typedef struct pool_batch pool_batch;
 struct pool_batch {
     uint64_t ticket;
+    batch_kind kind;
     pool_batch *next_queued;            /* borrowed: the next batch in the queue */
     pool_batch *next_live;              /* the pool's list of uncollected batches (owned by the pool) */
     uint32_t count, max_new, n_best;
@@ -47,6 +52,12 @@ struct pool_batch {
     int32_t *out_ids;                   /* owned (count, n_best, max_new) */
     uint32_t *out_lengths;              /* owned (count, n_best) */
     float *out_scores;                  /* owned (count, n_best) */
+    /* a transcription: count is its windows (the dispatch rule's weight) */
+    float *samples;                     /* owned (n_samples) */
+    uint64_t n_samples;
+    vkf_transcribe_options transcribe;  /* language and task point into the two below */
+    char language[64], task[16];
+    vkf_transcript *transcript;         /* owned until collected */
     batch_state state;
     vkf_status status;                  /* once done */
     char message[1024];                 /* the failing call's message */
@@ -151,6 +162,8 @@ static void batch_free(pool_batch *b)
 {
     if (!b) return;
     free(b->ids), free(b->lengths), free(b->ptrs), free(b->out_ids), free(b->out_lengths), free(b->out_scores);
+    free(b->samples);
+    vkf_transcript_free(b->transcript);
     free(b);
 }
 
@@ -246,6 +259,27 @@ static vkf_status slot_warm_up(pool_slot *s, double *out_seconds_per_source)
     *out_seconds_per_source = 0;
     vkf_model_config c;
     vkf_model_get_config(s->model, &c);
+    if (c.audio_mels) { /* a model that reads audio: one second of silence transcribed, greedy (one window) */
+        float *silence = calloc(c.sample_rate ? c.sample_rate : 1, sizeof *silence);
+        if (!silence) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for the warm-up audio");
+        vkf_transcribe_options to;
+        vkf_transcribe_options_init(&to);
+        to.beams = 1;
+        vkf_status st = VKF_OK;
+        for (int i = 0; i < 2 && st == VKF_OK; i++) {
+            pthread_mutex_lock(&s->pool->lock);
+            bool closing = s->pool->closing;
+            pthread_mutex_unlock(&s->pool->lock);
+            if (closing) break;
+            vkf_transcript *t = NULL;
+            double t0 = now_s();
+            st = vkf_model_transcribe(s->model, silence, c.sample_rate ? c.sample_rate : 1, &to, &t);
+            vkf_transcript_free(t);
+            if (st == VKF_OK) *out_seconds_per_source = now_s() - t0;
+        }
+        free(silence);
+        return st;
+    }
     int32_t ids[WARMUP_TOKENS], out[WARMUP_SOURCES * WARMUP_STEPS];
     uint32_t len = c.max_len < WARMUP_TOKENS ? c.max_len : WARMUP_TOKENS, lens[WARMUP_SOURCES],
              out_lens[WARMUP_SOURCES], steps = c.max_len < WARMUP_STEPS ? c.max_len : WARMUP_STEPS;
@@ -292,6 +326,11 @@ static void slot_leave(vkf_pool *p, pool_slot *s, vkf_status st, const char *mes
 /* Runs one batch on the slot's replica (no lock held). */
 static vkf_status slot_run(pool_slot *s, pool_batch *b)
 {
+    if (b->kind == BATCH_TRANSCRIBE) {
+        vkf_transcript_free(b->transcript);
+        b->transcript = NULL;
+        return vkf_model_transcribe(s->model, b->samples, b->n_samples, &b->transcribe, &b->transcript);
+    }
     vkf_sequences seq = {b->count, b->ptrs, b->lengths};
     if (b->greedy) {
         vkf_status st = vkf_model_generate(s->model, &seq, b->max_new, b->out_ids, b->out_lengths);
@@ -427,7 +466,11 @@ static void *slot_main(void *arg)
         if (st != VKF_OK) copy_message(message, sizeof message, vkf_last_error());
         vkf_generate_stats stats;
         memset(&stats, 0, sizeof stats);
-        if (st == VKF_OK) vkf_model_generate_stats(s->model, &stats);
+        if (st == VKF_OK && b->kind == BATCH_GENERATE) vkf_model_generate_stats(s->model, &stats);
+        if (st == VKF_OK && b->kind == BATCH_TRANSCRIBE) {
+            stats.total_ms = (now_s() - b->started) * 1e3;
+            stats.tokens = b->transcript->n_ids;
+        }
         uint32_t errors = 0, warnings = 0;
         vkf_context_validation_counts(s->ctx, &errors, &warnings, NULL);
         double ended = now_s();
@@ -717,6 +760,9 @@ static vkf_status check_job(const vkf_pool *p, const vkf_sequences *src, const v
                             const char *what, uint64_t *out_total)
 {
     const vkf_model_config *c = &p->cfg;
+    if (c->audio_mels)
+        return vkf_fail(VKF_ERROR_STATE, "%s: this pool's model reads audio, not source ids: vkf_pool_submit_transcribe "
+                        "transcribes with it", what);
     if (src->count == 0 || !src->ids || !src->lengths)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: no sources given", what);
     uint64_t total = 0;
@@ -741,6 +787,30 @@ static vkf_status check_job(const vkf_pool *p, const vkf_sequences *src, const v
     if (n_best > POOL_MAX_BEAMS) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: n_best %u is past %d", what, n_best,
                                                  POOL_MAX_BEAMS);
     *out_total = total;
+    return VKF_OK;
+}
+
+/* Queues batch b (owned by the pool from here, freed on failure) at the back. */
+static vkf_status enqueue(vkf_pool *p, pool_batch *b, uint64_t *out_ticket)
+{
+    pthread_mutex_lock(&p->lock);
+    if (p->active == 0) {
+        vkf_status st = p->dead_status;
+        char message[sizeof p->dead_message];
+        copy_message(message, sizeof message, p->dead_message);
+        pthread_mutex_unlock(&p->lock);
+        batch_free(b);
+        return vkf_fail(st, "%s", message);
+    }
+    b->ticket = p->next_ticket++;
+    b->submitted = now_s();
+    b->state = BATCH_QUEUED;
+    b->next_live = p->live;
+    p->live = b;
+    queue_push_back(p, b);
+    pthread_cond_broadcast(&p->work); /* every idle slot: one may leave it to a faster one */
+    pthread_mutex_unlock(&p->lock);
+    *out_ticket = b->ticket;
     return VKF_OK;
 }
 
@@ -782,25 +852,7 @@ vkf_status vkf_pool_submit(vkf_pool *p, const vkf_sequences *src, const vkf_gene
         b->lengths[i] = src->lengths[i];
         at += src->lengths[i];
     }
-    pthread_mutex_lock(&p->lock);
-    if (p->active == 0) {
-        vkf_status st = p->dead_status;
-        char message[sizeof p->dead_message];
-        copy_message(message, sizeof message, p->dead_message);
-        pthread_mutex_unlock(&p->lock);
-        batch_free(b);
-        return vkf_fail(st, "%s", message);
-    }
-    b->ticket = p->next_ticket++;
-    b->submitted = now_s();
-    b->state = BATCH_QUEUED;
-    b->next_live = p->live;
-    p->live = b;
-    queue_push_back(p, b);
-    pthread_cond_broadcast(&p->work); /* every idle slot: one may leave it to a faster one */
-    pthread_mutex_unlock(&p->lock);
-    *out_ticket = b->ticket;
-    return VKF_OK;
+    return enqueue(p, b, out_ticket);
 }
 
 vkf_status vkf_pool_collect(vkf_pool *p, uint64_t ticket, int32_t *out_ids, uint32_t *out_lengths, float *out_scores,
@@ -813,8 +865,10 @@ vkf_status vkf_pool_collect(vkf_pool *p, uint64_t ticket, int32_t *out_ids, uint
     pool_batch **link = &p->live;
     while (*link && (*link)->ticket != ticket) link = &(*link)->next_live;
     pool_batch *b = *link;
-    if (!b) {
+    if (!b || b->kind != BATCH_GENERATE) {
         pthread_mutex_unlock(&p->lock);
+        if (b) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_collect: ticket %llu is a transcription: "
+                               "vkf_pool_collect_transcript collects it", (unsigned long long)ticket);
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_collect: ticket %llu is not a batch waiting to be "
                         "collected", (unsigned long long)ticket);
     }
@@ -873,4 +927,83 @@ vkf_status vkf_pool_generate(vkf_pool *p, const vkf_sequences *src, const vkf_ge
     }
     free(tickets);
     return first == VKF_OK ? VKF_OK : vkf_fail(first, "%s", message);
+}
+
+/* ------------------------------------------------------------------ transcription */
+
+vkf_status vkf_pool_submit_transcribe(vkf_pool *p, const float *samples, uint64_t count,
+                                      const vkf_transcribe_options *options, uint64_t *out_ticket)
+{
+    static const char fn[] = "vkf_pool_submit_transcribe";
+    if (out_ticket) *out_ticket = 0;
+    if (!p || !out_ticket || (!samples && count))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !p ? "pool" : !out_ticket ? "out_ticket" : "samples");
+    const vkf_model_config *c = &p->cfg;
+    if (!c->audio_mels)
+        return vkf_fail(VKF_ERROR_STATE, "%s: this pool's model (family %s) does not read audio: transcription needs a "
+                        "Whisper model", fn, c->family);
+    vkf_transcribe_options o;
+    vkf_transcribe_options_init(&o);
+    if (options) o = *options;
+    pool_batch *b = calloc(1, sizeof *b);
+    if (b && count) b->samples = malloc(count * sizeof *b->samples);
+    if (!b || (count && !b->samples)) {
+        batch_free(b);
+        return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for %llu samples", (unsigned long long)count);
+    }
+    char quoted[VKF_QUOTE_SIZE];
+    const char *strings[2] = {o.language, o.task};
+    char *copies[2] = {b->language, b->task};
+    size_t caps[2] = {sizeof b->language, sizeof b->task};
+    for (int i = 0; i < 2; i++) {
+        if (!strings[i]) continue;
+        if (strlen(strings[i]) >= caps[i]) {
+            batch_free(b);
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s %s is not one this model knows (past %zu bytes)", fn,
+                            i ? "task" : "language", vkf_quote(quoted, sizeof quoted, strings[i], 64), caps[i] - 1);
+        }
+        strcpy(copies[i], strings[i]);
+    }
+    if (count) memcpy(b->samples, samples, count * sizeof *b->samples);
+    b->kind = BATCH_TRANSCRIBE;
+    b->n_samples = count;
+    b->transcribe = o;
+    b->transcribe.language = o.language ? b->language : NULL;
+    b->transcribe.task = o.task ? b->task : NULL;
+    uint64_t window = c->audio_samples ? c->audio_samples : 1, windows = (count + window - 1) / window;
+    b->count = windows < 1 ? 1 : windows > UINT32_MAX ? UINT32_MAX : (uint32_t)windows;
+    return enqueue(p, b, out_ticket);
+}
+
+vkf_status vkf_pool_collect_transcript(vkf_pool *p, uint64_t ticket, vkf_transcript **out_transcript,
+                                       vkf_pool_batch *out_batch)
+{
+    if (out_transcript) *out_transcript = NULL;
+    if (!p || !out_transcript)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_collect_transcript: %s is NULL",
+                        !p ? "pool" : "out_transcript");
+    pthread_mutex_lock(&p->lock);
+    pool_batch **link = &p->live;
+    while (*link && (*link)->ticket != ticket) link = &(*link)->next_live;
+    pool_batch *b = *link;
+    if (!b || b->kind != BATCH_TRANSCRIBE) {
+        pthread_mutex_unlock(&p->lock);
+        if (b) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_collect_transcript: ticket %llu is a batch of "
+                               "sources: vkf_pool_collect collects it", (unsigned long long)ticket);
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_collect_transcript: ticket %llu is not a transcription "
+                        "waiting to be collected", (unsigned long long)ticket);
+    }
+    while (b->state != BATCH_DONE) pthread_cond_wait(&p->done, &p->lock);
+    *link = b->next_live;
+    pthread_mutex_unlock(&p->lock);
+    vkf_status st = b->status;
+    if (st == VKF_OK) {
+        *out_transcript = b->transcript;
+        b->transcript = NULL;
+        if (out_batch) *out_batch = b->info;
+    } else {
+        vkf_fail(st, "%s", b->message);
+    }
+    batch_free(b);
+    return st;
 }

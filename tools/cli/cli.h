@@ -152,7 +152,7 @@ typedef struct cli_option {
     {"--stream", CLI_FLAG, CLI_OFF(stream), 0, 0, NULL,                                                               \
      "print the output as it grows (greedy, sampling; beam search prints at the end)", NULL}
 
-/* Commands that decode batches (generate, translate; later transcribe): spread them
+/* Commands that decode batches (generate, translate) or files (transcribe): spread them
  * over a pool of devices (tools/cli/pool.c, docs/scaling.md). */
 #define CLI_POOL_OPTIONS                                                                                             \
     {"--devices", CLI_STRING, CLI_OFF(devices), 0, 0, "all|I,J,...",                                                  \

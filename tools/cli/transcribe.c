@@ -6,7 +6,9 @@
  * with --json one record per file (docs/json.md). Several files: each one's
  * output follows a "FILE:" line (not with --json). A file that cannot be read
  * is named on stderr and the others go on (exit 1 at the end). Audio longer
- * than a minute gets a progress line on stderr. */
+ * than a minute gets a progress line on stderr. With --devices, a pool
+ * (vkf_pool_submit_transcribe): each file runs whole on one device, several
+ * devices at once, and the output comes in the files' order. */
 #include "cli.h"
 
 #include <math.h>
@@ -43,10 +45,8 @@ static void on_progress(void *user, double done, double total)
 }
 
 static void print_json(const options *o, const char *file, const vkf_transcript *t, const vkf_model_config *cfg,
-                       double ms, vkf_context *ctx, const vkf_model *model)
+                       double ms, const vkf_device_info *info, const vkf_model *model)
 {
-    vkf_device_info info;
-    vkf_context_device_info(ctx, &info);
     jsonl_begin("transcribe");
     jsonl_string("file", file);
     jsonl_string("model", o->model);
@@ -79,7 +79,45 @@ static void print_json(const options *o, const char *file, const vkf_transcript 
     jsonl_number(t->seconds > 0 ? ms / 1000.0 / t->seconds : NAN, 6);
     printf(",\"activations\":\"%s\"", cfg->activations == VKF_DTYPE_F16 ? "f16" : "f32");
     jsonl_attention(o, model);
-    jsonl_end(&info);
+    jsonl_end(info);
+}
+
+/* One file's output: its JSON record, or its text (segments with --timestamps)
+ * after a "FILE:" line where there are several files. */
+static void print_transcript(const options *o, const char *file, const vkf_transcript *t, const vkf_model_config *cfg,
+                             double ms, const vkf_device_info *info, const vkf_model *model)
+{
+    if (o->json) {
+        print_json(o, file, t, cfg, ms, info, model);
+        return;
+    }
+    if (o->n_args > 1) printf("%s:\n", file);
+    if (o->timestamps) {
+        for (uint32_t i = 0; i < t->n_segments; i++) {
+            char a[32], b[32];
+            clock_text(t->segments[i].start, a, sizeof a);
+            clock_text(t->segments[i].end, b, sizeof b);
+            printf("[%s --> %s]  ", a, b);
+            print_segment_text(t, &t->segments[i]);
+            putchar('\n');
+        }
+    } else if (t->text) {
+        printf("%s\n", t->text + strspn(t->text, " "));
+    } else {
+        for (uint32_t i = 0; i < t->n_ids; i++) printf("%s%d", i ? " " : "", t->ids[i]);
+        putchar('\n');
+    }
+    fflush(stdout);
+}
+
+static void transcribe_options(const options *o, progress *pr, vkf_transcribe_options *to)
+{
+    vkf_transcribe_options_init(to);
+    to->language = o->language;
+    to->task = o->task;
+    to->timestamps = o->timestamps ? 1 : -1;
+    to->beams = (uint32_t)o->beam;
+    to->on_progress = on_progress, to->on_progress_user = pr;
 }
 
 static double now_ms(void)
@@ -87,11 +125,90 @@ static double now_ms(void)
     return now_s() * 1e3;
 }
 
+/* Files submitted ahead of the one being printed, per device. */
+#define AHEAD_PER_DEVICE 2
+
+static bool pool_alive(vkf_pool *pool)
+{
+    for (uint32_t i = 0; i < vkf_pool_device_count(pool); i++) {
+        vkf_pool_device d;
+        if (vkf_pool_device_status(pool, i, &d) == VKF_OK && d.active) return true;
+    }
+    return false;
+}
+
+/* --devices: every file read and submitted to the pool, a few per device ahead of
+ * the one collected and printed. */
+static int run_transcribe_pool(const options *o)
+{
+    vkf_pool *pool = NULL;
+    int code = pool_open(o, &pool);
+    if (code) return code;
+    const vkf_model *model = vkf_pool_model(pool);
+    vkf_model_config cfg;
+    vkf_model_get_config(model, &cfg);
+    if (strcmp(cfg.family, "whisper") != 0) {
+        cli_error("%s is not a Whisper model (family %s): transcribe needs one", o->model, cfg.family);
+        return pool_close(pool, EXIT_ERROR, false);
+    }
+    uint32_t n_devices = vkf_pool_device_count(pool);
+    vkf_device_info *devices = xmalloc(n_devices * sizeof *devices);
+    for (uint32_t i = 0; i < n_devices; i++) {
+        vkf_pool_device d;
+        vkf_pool_device_status(pool, i, &d);
+        devices[i] = d.info;
+    }
+    int n = o->n_args;
+    progress *pr = xmalloc((size_t)n * sizeof *pr);
+    uint64_t *tickets = xmalloc((size_t)n * sizeof *tickets);
+    int *pending = xmalloc((size_t)n * sizeof *pending); /* submitted files, in order */
+    int head = 0, tail = 0, ahead = (int)(n_devices * AHEAD_PER_DEVICE);
+    bool stop = false;
+    for (int f = 0; f <= n && !(stop && head == tail); f++) {
+        if (f < n && !stop) {
+            const char *file = o->args[f];
+            float *pcm = NULL;
+            uint64_t count = 0;
+            vkf_status st = vkf_audio_read(file, cfg.sample_rate, &pcm, &count, NULL);
+            if (st != VKF_OK) {
+                code = fail(st);
+            } else {
+                pr[f] = (progress){file, (double)count / cfg.sample_rate > 60.0};
+                vkf_transcribe_options to;
+                transcribe_options(o, &pr[f], &to);
+                st = vkf_pool_submit_transcribe(pool, pcm, count, &to, &tickets[f]);
+                vkf_audio_free(pcm);
+                if (st == VKF_OK) pending[tail++] = f;
+                else code = fail(st), stop = true; /* no device is left */
+            }
+        }
+        /* collect the oldest while too many are ahead, and every one at the end */
+        while (head < tail && (tail - head > ahead || f >= n || stop)) {
+            int g = pending[head++];
+            vkf_transcript *t = NULL;
+            vkf_pool_batch info;
+            vkf_status st = vkf_pool_collect_transcript(pool, tickets[g], &t, &info);
+            if (st != VKF_OK) {
+                /* no device left; an unknown language, a task the model lacks: the rest would fail alike
+                 * (collected silently) */
+                if (!stop) code = fail(st);
+                if (!pool_alive(pool) || (st == VKF_ERROR_INVALID_ARGUMENT && (o->language || o->task))) stop = true;
+                continue;
+            }
+            if (!stop) print_transcript(o, o->args[g], t, &cfg, info.run_ms, &devices[info.device], model);
+            vkf_transcript_free(t);
+        }
+    }
+    free(pr), free(tickets), free(pending), free(devices);
+    return pool_close(pool, code, !stop);
+}
+
 static int run_transcribe(const options *o)
 {
     if (o->n_args == 0) return cli_usage_error(o, "needs one or more sound files");
     if (o->task && strcmp(o->task, "transcribe") != 0 && strcmp(o->task, "translate") != 0)
         return cli_usage_error(o, "--task must be transcribe or translate");
+    if (o->devices) return run_transcribe_pool(o);
     vkf_context *ctx = NULL;
     vkf_model *model = NULL;
     int code = open_model(o, &ctx, &model);
@@ -113,14 +230,9 @@ static int run_transcribe(const options *o)
             code = EXIT_ERROR;
             continue;
         }
-        vkf_transcribe_options to;
-        vkf_transcribe_options_init(&to);
-        to.language = o->language;
-        to.task = o->task;
-        to.timestamps = o->timestamps ? 1 : -1;
-        to.beams = (uint32_t)o->beam;
         progress pr = {file, (double)n / cfg.sample_rate > 60.0};
-        to.on_progress = on_progress, to.on_progress_user = &pr;
+        vkf_transcribe_options to;
+        transcribe_options(o, &pr, &to);
         vkf_transcript *t = NULL;
         double t0 = now_ms();
         st = vkf_model_transcribe(model, pcm, n, &to, &t);
@@ -136,27 +248,9 @@ static int run_transcribe(const options *o)
             code = c;
             continue;
         }
-        if (o->json) {
-            print_json(o, file, t, &cfg, ms, ctx, model);
-        } else {
-            if (o->n_args > 1) printf("%s:\n", file);
-            if (o->timestamps) {
-                for (uint32_t i = 0; i < t->n_segments; i++) {
-                    char a[32], b[32];
-                    clock_text(t->segments[i].start, a, sizeof a);
-                    clock_text(t->segments[i].end, b, sizeof b);
-                    printf("[%s --> %s]  ", a, b);
-                    print_segment_text(t, &t->segments[i]);
-                    putchar('\n');
-                }
-            } else if (t->text) {
-                printf("%s\n", t->text + strspn(t->text, " "));
-            } else {
-                for (uint32_t i = 0; i < t->n_ids; i++) printf("%s%d", i ? " " : "", t->ids[i]);
-                putchar('\n');
-            }
-            fflush(stdout);
-        }
+        vkf_device_info info;
+        vkf_context_device_info(ctx, &info);
+        print_transcript(o, file, t, &cfg, ms, &info, model);
         vkf_transcript_free(t);
     }
     vkf_model_destroy(model);
@@ -177,18 +271,20 @@ int cmd_transcribe(int argc, char **argv)
          NULL},
         {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line per file: language, prompt, ids, segments, "
          "text, times (docs/json.md)", NULL},
+        CLI_POOL_OPTIONS,
         CLI_MODEL_OPTIONS,
         CLI_COMMON_OPTIONS,
         CLI_END,
     };
     static const cli_command cmd = {"transcribe",
                                     "--model DIR [--language en|auto] [--task transcribe|translate] [--timestamps] "
-                                    "[--json] FILE...",
+                                    "[--json] [--devices all|I,J,...] FILE...",
                                     "the text of sound files through a Whisper folder, as transformers' generate():\n"
                                     "audio past 30 s in windows, each starting at the last timestamp of the one before",
                                     table};
     options o = {0};
     int code = cli_parse(&cmd, argc, argv, &o);
     if (code < 0) code = check_model_options(&o);
+    if (code < 0) code = check_pool_options(&o);
     return code >= 0 ? code : run_transcribe(&o);
 }
