@@ -3,7 +3,8 @@
 difference.
 
 usage: /usr/bin/python3 tools/bench_longt5.py [--model DIR] [--kind longt5-local|longt5-tglobal] [--shape base|small]
-           [--n 1024,4096,16384] [--tgt-len 8] [--repeat 3] [--library build/libvkformer.so] [--json]
+           [--n 1024,4096,16384] [--tgt-len 8] [--repeat 3] [--warmup-tokens K] [--library build/libvkformer.so]
+           [--json]
 
 --model DIR: a LongT5 folder; where DIR does not exist, a random-weight folder is written there once with
 tests/gen_t5.py (needs numpy and sentencepiece: Debian's /usr/bin/python3), shaped like google/long-t5-local-base
@@ -15,6 +16,9 @@ dense, each on its own context, the two alternated run by run (one untimed warm-
 compilation, then --repeat timed runs): the median and the minimum host time, the context's peak device
 memory (in its allocation blocks) and the bytes of its live tensors after the runs (weights and the forward
 plan), and the largest absolute difference of the logits (and the share of positions whose argmax agrees).
+--warmup-tokens K: the warm-ups run a source of min(K, n) tokens instead of n (at 16,384 tokens a dense
+warm-up costs as much as a timed run): the pipelines still compile there, but the first timed run at n then
+also builds its forward plan for n tokens (allocation and recording; seconds against minutes of attention).
 """
 import argparse
 import ctypes
@@ -73,6 +77,7 @@ def main():
     ap.add_argument("--n", default="1024,4096,16384")
     ap.add_argument("--tgt-len", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--warmup-tokens", type=int, default=0)
     ap.add_argument("--library", default=os.path.join(ROOT, "build", "libvkformer.so"))
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
@@ -94,17 +99,18 @@ def main():
         cases = {"own": Case(a.library, model, None), "dense": Case(a.library, model, "dense")}
         # one untimed warm-up each (pipelines compile), then the two alternated, so that the machine's
         # load falls on both alike
+        warm = src if not a.warmup_tokens or a.warmup_tokens >= n else src[:a.warmup_tokens - 1] + [1]
         for r in range(a.repeat + 1):
             for label, c in cases.items():
                 print("bench_longt5: n=%d, %s attention, run %d of %d" % (n, label, r, a.repeat), file=sys.stderr,
                       flush=True)
-                c.run(src, tgt, r > 0)
+                c.run(src if r > 0 else warm, tgt, r > 0)
         own, dense = cases["own"], cases["dense"]
         med = lambda t: sorted(t)[len(t) // 2]  # noqa: E731
         diff = float(np.abs(own.logits - dense.logits).max())
         agree = float((own.logits.argmax(-1) == dense.logits.argmax(-1)).mean())
         (op, ot), (dp, dt) = own.memory(), dense.memory()
-        row = {"n": n, "kind": a.kind, "shape": a.shape, "device": own.ctx.device_name, "own_attention": own.used,
+        row = {"n": n, "warmup_tokens": len(warm), "kind": a.kind, "shape": a.shape, "device": own.ctx.device_name, "own_attention": own.used,
                "own_ms": med(own.times), "own_min_ms": min(own.times), "own_runs_ms": own.times,
                "own_peak_bytes": op, "own_tensor_bytes": ot,
                "dense_ms": med(dense.times), "dense_min_ms": min(dense.times), "dense_runs_ms": dense.times,

@@ -356,7 +356,10 @@ const preset *find_preset(const char *name);
 bool write_random_model(const char *path, const preset *p, unsigned max_len);
 
 
-/* ------------------------------------------------------------------ decoding (tools/cli/decode.c) */
+/* ------------------------------------------------------------------ decoding records (tools/cli/records.c) */
+
+/* What the one-device commands (decode.c) and the pools (pool.c) both print and
+ * read, so that neither calls into the other's file. */
 
 /* --json: what every record of one decoding call shares (docs/json.md). */
 typedef struct decode_json {
@@ -369,14 +372,14 @@ typedef struct decode_json {
     vkf_generate_stats stats;           /* of the call */
     const vkf_device_info *device;      /* the device that ran the call (a pool's); NULL: ctx's */
 } decode_json;
-/* One record of generate or translate --json (see decode.c). */
+/* One record of generate or translate --json. */
 vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32_t *src, uint32_t src_len,
                                const int32_t *out, const uint32_t *lens, const float *scores, uint32_t nb,
                                const char *text, bool translate, const char *expected, char *text_buf, size_t cap);
 /* --source-lang / --target-lang against the model's codes: -1, or the exit code after a usage error. */
 int check_languages(const options *o, const vkf_model *model, bool require_target);
 
-/* One line of translate --input, from reading to printing (decode.c and pool.c). */
+/* One line of translate --input, from reading to printing. */
 typedef struct tr_line {
     char *text;                         /* owned: the text (before a TAB); the whole line where it failed */
     size_t len;                         /* of text, which may hold NUL bytes where it failed */
