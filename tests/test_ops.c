@@ -1456,9 +1456,11 @@ int main(void)
     bool has_subgroup = vkf_matmul_subgroup_tiles(&info, 64, 128, 32, 4, &subgroup) &&
                         vkf_matmul_subgroup_tiles(&info, 2 * info.subgroup_size, 2 * info.subgroup_size,
                                                   info.subgroup_size, 1, &subgroup_small);
-    /* the decode steps' one-row-block tiles (tuning.c's subgroup_skinny) */
+    /* the decode steps' one-row-block tiles (tuning.c's subgroup_skinny), each where the
+     * subgroup size divides its rows (32-wide subgroups, NVIDIA's: only the 32-row one) */
+    bool skinny_ok[3];
     for (uint32_t i = 0; i < 3; i++)
-        has_subgroup = has_subgroup && vkf_matmul_subgroup_tiles(&info, 8u << i, 128, 8u << i, 4, &skinny[i]);
+        skinny_ok[i] = has_subgroup && vkf_matmul_subgroup_tiles(&info, 8u << i, 128, 8u << i, 4, &skinny[i]);
     /* matmul_broadcast: the Mesa 26 built-in shape, odd row counts, one row, and a row block */
     vkf_matmul_tiles broadcast = {0}, broadcast_odd = {0}, broadcast_row = {0}, broadcast_block = {0};
     bool has_broadcast = vkf_matmul_broadcast_tiles(&info, 64, 128, 32, 4, &broadcast) &&
@@ -1488,6 +1490,12 @@ int main(void)
     if (!has_broadcast) fprintf(stderr, "subgroups too large for the tiles: matmul_broadcast not tested\n");
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
         if (families[f].variant == VKF_VARIANT_MATMUL_SUBGROUP && !has_subgroup) continue;
+        bool skinny_tiles = families[f].tiles >= &skinny[0] && families[f].tiles <= &skinny[2];
+        if (skinny_tiles && !skinny_ok[families[f].tiles - skinny]) {
+            fprintf(stderr, "%s: no such tiles for subgroups of %u lanes (rows not a multiple): not tested\n",
+                    families[f].name, info.subgroup_size);
+            continue;
+        }
         if (families[f].variant == VKF_VARIANT_MATMUL_BROADCAST && !has_broadcast) continue;
         vkf_status st = vkf_tuning_set_matmul(ctx, families[f].variant, families[f].tiles);
         if (st == VKF_ERROR_UNSUPPORTED) {
