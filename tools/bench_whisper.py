@@ -22,8 +22,7 @@ Times are medians of --repeat runs after one warm-up. vkformer runs on the devic
 selects (lavapipe for docs/audio.md) with precision f32; Transformers on the CPU in fp32 with
 torch.set_num_threads(os.cpu_count()).
 
-Status: written for issue 25 part 10 but not yet run to completion (the shared 2-core machine was at a
-load of 11-12 when it was tried); no figures from it are in the docs yet.
+docs/audio.md ("Measured") holds its figures for the base and small shapes.
 """
 import argparse
 import json
@@ -145,7 +144,10 @@ def main():
             for k in ("features_s", "encoder_s", "decoding_s"):
                 print("  %-9s vkformer %.3f s (RTF %.4f)  Transformers %.3f s (RTF %.4f)  ratio %.2f" % (
                     k[:-2], v[k], v[k] / 30, h[k], h[k] / 30, h[k] / v[k] if v[k] > 0 else float("nan")))
-            print("  tokens decoded: vkformer %d, Transformers %d" % (v["tokens"], h["tokens"]))
+            print("  tokens decoded: vkformer %d, Transformers %d; per token vkformer %.1f ms, Transformers %.1f ms, "
+                  "ratio %.2f" % (v["tokens"], h["tokens"], 1e3 * v["decoding_s"] / max(v["tokens"], 1),
+                                  1e3 * h["decoding_s"] / max(h["tokens"], 1),
+                                  (h["decoding_s"] / max(h["tokens"], 1)) / (v["decoding_s"] / max(v["tokens"], 1))))
             for var, t in v["encoder_variants_s"].items():
                 print("  vkformer encoder %-15s %.3f s (RTF %.4f)" % (var, t, t / 30))
             print("  peak RSS: vkformer %.0f MB, Transformers %.0f MB" % (v["peak_rss_mb"], h["peak_rss_mb"]))
