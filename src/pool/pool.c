@@ -855,26 +855,38 @@ vkf_status vkf_pool_submit(vkf_pool *p, const vkf_sequences *src, const vkf_gene
     return enqueue(p, b, out_ticket);
 }
 
+/* The uncollected batch of `ticket`, of `kind`, once it is done: taken off the
+ * pool's list (the caller frees it). */
+static vkf_status take_batch(vkf_pool *p, uint64_t ticket, batch_kind kind, pool_batch **out)
+{
+    static const char *const fn[] = {"vkf_pool_collect", "vkf_pool_collect_transcript"};
+    pthread_mutex_lock(&p->lock);
+    pool_batch **link = &p->live;
+    while (*link && (*link)->ticket != ticket) link = &(*link)->next_live;
+    pool_batch *b = *link;
+    if (!b || b->kind != kind) {
+        pthread_mutex_unlock(&p->lock);
+        if (b) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: ticket %llu is %s: %s collects it", fn[kind],
+                               (unsigned long long)ticket, kind == BATCH_GENERATE ? "a transcription" : "a batch of sources",
+                               fn[b->kind]);
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: ticket %llu is not %s waiting to be collected", fn[kind],
+                        (unsigned long long)ticket, kind == BATCH_GENERATE ? "a batch" : "a transcription");
+    }
+    while (b->state != BATCH_DONE) pthread_cond_wait(&p->done, &p->lock);
+    *link = b->next_live;
+    pthread_mutex_unlock(&p->lock);
+    *out = b;
+    return VKF_OK;
+}
+
 vkf_status vkf_pool_collect(vkf_pool *p, uint64_t ticket, int32_t *out_ids, uint32_t *out_lengths, float *out_scores,
                             vkf_pool_batch *out_batch)
 {
     if (!p || !out_ids || !out_lengths)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_collect: %s is NULL",
                         !p ? "pool" : !out_ids ? "out_ids" : "out_lengths");
-    pthread_mutex_lock(&p->lock);
-    pool_batch **link = &p->live;
-    while (*link && (*link)->ticket != ticket) link = &(*link)->next_live;
-    pool_batch *b = *link;
-    if (!b || b->kind != BATCH_GENERATE) {
-        pthread_mutex_unlock(&p->lock);
-        if (b) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_collect: ticket %llu is a transcription: "
-                               "vkf_pool_collect_transcript collects it", (unsigned long long)ticket);
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_collect: ticket %llu is not a batch waiting to be "
-                        "collected", (unsigned long long)ticket);
-    }
-    while (b->state != BATCH_DONE) pthread_cond_wait(&p->done, &p->lock);
-    *link = b->next_live;
-    pthread_mutex_unlock(&p->lock);
+    pool_batch *b = NULL;
+    VKF_TRY(take_batch(p, ticket, BATCH_GENERATE, &b));
     vkf_status st = b->status;
     if (st == VKF_OK) {
         size_t outs = (size_t)b->count * b->n_best;
@@ -982,20 +994,8 @@ vkf_status vkf_pool_collect_transcript(vkf_pool *p, uint64_t ticket, vkf_transcr
     if (!p || !out_transcript)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_collect_transcript: %s is NULL",
                         !p ? "pool" : "out_transcript");
-    pthread_mutex_lock(&p->lock);
-    pool_batch **link = &p->live;
-    while (*link && (*link)->ticket != ticket) link = &(*link)->next_live;
-    pool_batch *b = *link;
-    if (!b || b->kind != BATCH_TRANSCRIBE) {
-        pthread_mutex_unlock(&p->lock);
-        if (b) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_collect_transcript: ticket %llu is a batch of "
-                               "sources: vkf_pool_collect collects it", (unsigned long long)ticket);
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_pool_collect_transcript: ticket %llu is not a transcription "
-                        "waiting to be collected", (unsigned long long)ticket);
-    }
-    while (b->state != BATCH_DONE) pthread_cond_wait(&p->done, &p->lock);
-    *link = b->next_live;
-    pthread_mutex_unlock(&p->lock);
+    pool_batch *b = NULL;
+    VKF_TRY(take_batch(p, ticket, BATCH_TRANSCRIBE, &b));
     vkf_status st = b->status;
     if (st == VKF_OK) {
         *out_transcript = b->transcript;

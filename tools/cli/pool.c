@@ -69,6 +69,18 @@ int pool_open(const options *o, vkf_pool **out)
     return st == VKF_OK ? 0 : fail(st);
 }
 
+vkf_device_info *pool_devices(vkf_pool *pool)
+{
+    uint32_t n = vkf_pool_device_count(pool);
+    vkf_device_info *devices = xmalloc((n ? n : 1) * sizeof *devices);
+    for (uint32_t i = 0; i < n; i++) {
+        vkf_pool_device d;
+        vkf_pool_device_status(pool, i, &d);
+        devices[i] = d.info;
+    }
+    return devices;
+}
+
 int pool_close(vkf_pool *pool, int code, bool finished)
 {
     uint32_t n = vkf_pool_device_count(pool), left = 0;
@@ -259,12 +271,7 @@ int pool_translate_file(const options *o)
     j.max_new = j.ds.max_new;
     j.ds.g.n_best = 1;
     uint32_t n_devices = vkf_pool_device_count(j.pool);
-    j.devices = xmalloc(n_devices * sizeof *j.devices);
-    for (uint32_t i = 0; i < n_devices; i++) {
-        vkf_pool_device d;
-        vkf_pool_device_status(j.pool, i, &d);
-        j.devices[i] = d.info;
-    }
+    j.devices = pool_devices(j.pool);
     j.out = xmalloc((size_t)B * j.max_new * sizeof *j.out);
     j.out_lens = xmalloc(B * sizeof *j.out_lens);
     j.scores = xmalloc(B * sizeof *j.scores);
@@ -380,13 +387,7 @@ int pool_generate(const options *o, int32_t **ids, uint32_t *lens, const unsigne
     int32_t *out = xmalloc((size_t)B * nb * max_new * sizeof *out);
     uint32_t *out_lens = xmalloc((size_t)B * nb * sizeof *out_lens);
     float *scores = xmalloc((size_t)B * nb * sizeof *scores);
-    uint32_t n_devices = vkf_pool_device_count(pool);
-    vkf_device_info *devices = xmalloc(n_devices * sizeof *devices);
-    for (uint32_t i = 0; i < n_devices; i++) {
-        vkf_pool_device d;
-        vkf_pool_device_status(pool, i, &d);
-        devices[i] = d.info;
-    }
+    vkf_device_info *devices = pool_devices(pool);
     if (st != VKF_OK) code = fail(st);
     for (uint32_t k = 0; k < submitted; k++) {
         vkf_pool_batch info;

@@ -152,12 +152,7 @@ static int run_transcribe_pool(const options *o)
         return pool_close(pool, EXIT_ERROR, false);
     }
     uint32_t n_devices = vkf_pool_device_count(pool);
-    vkf_device_info *devices = xmalloc(n_devices * sizeof *devices);
-    for (uint32_t i = 0; i < n_devices; i++) {
-        vkf_pool_device d;
-        vkf_pool_device_status(pool, i, &d);
-        devices[i] = d.info;
-    }
+    vkf_device_info *devices = pool_devices(pool);
     int n = o->n_args;
     progress *pr = xmalloc((size_t)n * sizeof *pr);
     uint64_t *tickets = xmalloc((size_t)n * sizeof *tickets);
