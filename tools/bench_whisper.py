@@ -5,7 +5,7 @@ usage: /usr/bin/python3 tools/bench_whisper.py [--shape base|small|tiny ...] [--
            [--transformers-python ../shared/tools/hf_python.sh] [--out DIR] [--json]
 
 For each shape (random weights written once by tests/gen_whisper.py under --out, default
-~/.cache/vkformer/whisper-SHAPE-shape: whisper-tiny d 384 4+4 layers, base d 512 6+6, small d 768
+/tmp/vkformer-bench/whisper-SHAPE-shape: whisper-tiny d 384 4+4 layers, base d 512 6+6, small d 768
 12+12; 51,865 ids, 80 mels, 1,500 encoder positions, 448 target positions) and one 30 s clip (a
 chirp with noise), each engine in a process of its own, one after the other:
   features   the log-mel of the clip (vkformer: Model.audio_features, host; Transformers:
@@ -17,7 +17,7 @@ chirp with noise), each engine in a process of its own, one after the other:
              max_length, so both decode the same number of tokens (printed);
   attention  vkformer's encoder with dense, local:64 and bigbird:64:1:2 self-attention (Transformers:
              dense only);
-  memory     the process's peak resident set (ru_maxrss; on lavapipe the device memory is host memory).
+  memory     the process's peak resident set (VmHWM; on lavapipe the device memory is host memory).
 Times are medians of --repeat runs after one warm-up. vkformer runs on the device VK_ICD_FILENAMES
 selects (lavapipe for docs/audio.md) with precision f32; Transformers on the CPU in fp32 with
 torch.set_num_threads(os.cpu_count()).
@@ -59,6 +59,16 @@ def timed(fn, repeat):
 
 
 def peak_mb():
+    """This process's peak resident set since its exec: VmHWM. (ru_maxrss is not that: Linux carries
+    the parent's resident set at fork into it, so after writing a 1 GB folder in the parent both halves
+    reported the parent's peak.)"""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -107,7 +117,9 @@ def main():
     ap.add_argument("--library", default=os.path.join(HERE, "..", "build", "libvkformer.so"))
     ap.add_argument("--transformers-python", default=os.path.join(HERE, "..", "..", "shared", "tools",
                                                                     "hf_python.sh"))
-    ap.add_argument("--out", default=os.path.expanduser("~/.cache/vkformer"))
+    # under /tmp: ../shared/tools/hf_python.sh runs Transformers in a private root that sees /tmp and
+    # the checkout, not ~/.cache
+    ap.add_argument("--out", default="/tmp/vkformer-bench")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--half", choices=("vkformer", "transformers"), help=argparse.SUPPRESS)
     ap.add_argument("--folder", help=argparse.SUPPRESS)
