@@ -254,26 +254,32 @@ static void slot_setup(pool_slot *s)
  * machines it put SwiftShader 3x behind lavapipe on the demo model, where whole
  * batches run 11x slower; this batch put it 7x behind.) A failure is a device
  * failure: the slot leaves the pool. Lock not held. */
+/* The pool is being destroyed: a warm-up need not go on. */
+static bool pool_closing(vkf_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    bool closing = p->closing;
+    pthread_mutex_unlock(&p->lock);
+    return closing;
+}
+
 static vkf_status slot_warm_up(pool_slot *s, double *out_seconds_per_source)
 {
     *out_seconds_per_source = 0;
     vkf_model_config c;
     vkf_model_get_config(s->model, &c);
     if (c.audio_mels) { /* a model that reads audio: one second of silence transcribed, greedy (one window) */
-        float *silence = calloc(c.sample_rate ? c.sample_rate : 1, sizeof *silence);
+        uint32_t n = c.sample_rate ? c.sample_rate : 1;
+        float *silence = calloc(n, sizeof *silence);
         if (!silence) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for the warm-up audio");
         vkf_transcribe_options to;
         vkf_transcribe_options_init(&to);
         to.beams = 1;
         vkf_status st = VKF_OK;
-        for (int i = 0; i < 2 && st == VKF_OK; i++) {
-            pthread_mutex_lock(&s->pool->lock);
-            bool closing = s->pool->closing;
-            pthread_mutex_unlock(&s->pool->lock);
-            if (closing) break;
+        for (int i = 0; i < 2 && st == VKF_OK && !pool_closing(s->pool); i++) {
             vkf_transcript *t = NULL;
             double t0 = now_s();
-            st = vkf_model_transcribe(s->model, silence, c.sample_rate ? c.sample_rate : 1, &to, &t);
+            st = vkf_model_transcribe(s->model, silence, n, &to, &t);
             vkf_transcript_free(t);
             if (st == VKF_OK) *out_seconds_per_source = now_s() - t0;
         }
@@ -287,11 +293,7 @@ static vkf_status slot_warm_up(pool_slot *s, double *out_seconds_per_source)
     for (uint32_t i = 0; i < len; i++) ids[i] = c.eos_id;
     for (uint32_t i = 0; i < WARMUP_SOURCES; i++) ptrs[i] = ids, lens[i] = len;
     vkf_sequences batch = {WARMUP_SOURCES, ptrs, lens};
-    for (int i = 0; i < 2; i++) {
-        pthread_mutex_lock(&s->pool->lock);
-        bool closing = s->pool->closing; /* the pool is being destroyed: no need to go on */
-        pthread_mutex_unlock(&s->pool->lock);
-        if (closing) break;
+    for (int i = 0; i < 2 && !pool_closing(s->pool); i++) {
         double t0 = now_s();
         VKF_TRY(vkf_model_generate(s->model, &batch, steps, out, out_lens));
         *out_seconds_per_source = (now_s() - t0) / WARMUP_SOURCES;
@@ -467,13 +469,13 @@ static void *slot_main(void *arg)
         vkf_generate_stats stats;
         memset(&stats, 0, sizeof stats);
         if (st == VKF_OK && b->kind == BATCH_GENERATE) vkf_model_generate_stats(s->model, &stats);
-        if (st == VKF_OK && b->kind == BATCH_TRANSCRIBE) {
-            stats.total_ms = (now_s() - b->started) * 1e3;
-            stats.tokens = b->transcript->n_ids;
-        }
         uint32_t errors = 0, warnings = 0;
         vkf_context_validation_counts(s->ctx, &errors, &warnings, NULL);
         double ended = now_s();
+        if (st == VKF_OK && b->kind == BATCH_TRANSCRIBE) { /* no generation stats: its time and its ids */
+            stats.total_ms = (ended - b->started) * 1e3;
+            stats.tokens = b->transcript->n_ids;
+        }
 
         pthread_mutex_lock(&p->lock);
         s->running_count = 0;

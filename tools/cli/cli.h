@@ -413,6 +413,8 @@ int pool_open(const options *o, vkf_pool **out);
  * exit 6 (as close_context), the pool destroyed; returns the exit code.
  * finished: the job ran to its end (the lines then say it finished without them). */
 int pool_close(vkf_pool *pool, int code, bool finished);
+/* Devices still in the pool (not left after a failure). */
+uint32_t pool_active(vkf_pool *pool);
 /* Each device of the pool as it was opened (malloc'd, vkf_pool_device_count entries). */
 vkf_device_info *pool_devices(vkf_pool *pool);
 /* translate --input FILE|- --devices: the lines in batches of --batch, spread over

@@ -81,13 +81,19 @@ vkf_device_info *pool_devices(vkf_pool *pool)
     return devices;
 }
 
-int pool_close(vkf_pool *pool, int code, bool finished)
+uint32_t pool_active(vkf_pool *pool)
 {
     uint32_t n = vkf_pool_device_count(pool), left = 0;
     for (uint32_t i = 0; i < n; i++) {
         vkf_pool_device d;
         if (vkf_pool_device_status(pool, i, &d) == VKF_OK && d.active) left++;
     }
+    return left;
+}
+
+int pool_close(vkf_pool *pool, int code, bool finished)
+{
+    uint32_t n = vkf_pool_device_count(pool), left = pool_active(pool);
     for (uint32_t i = 0; i < n; i++) {
         vkf_pool_device d;
         if (vkf_pool_device_status(pool, i, &d) != VKF_OK || d.active) continue;

@@ -128,15 +128,6 @@ static double now_ms(void)
 /* Files submitted ahead of the one being printed, per device. */
 #define AHEAD_PER_DEVICE 2
 
-static bool pool_alive(vkf_pool *pool)
-{
-    for (uint32_t i = 0; i < vkf_pool_device_count(pool); i++) {
-        vkf_pool_device d;
-        if (vkf_pool_device_status(pool, i, &d) == VKF_OK && d.active) return true;
-    }
-    return false;
-}
-
 /* --devices: every file read and submitted to the pool, a few per device ahead of
  * the one collected and printed. */
 static int run_transcribe_pool(const options *o)
@@ -187,7 +178,7 @@ static int run_transcribe_pool(const options *o)
                 /* no device left; an unknown language, a task the model lacks: the rest would fail alike
                  * (collected silently) */
                 if (!stop) code = fail(st);
-                if (!pool_alive(pool) || (st == VKF_ERROR_INVALID_ARGUMENT && (o->language || o->task))) stop = true;
+                if (pool_active(pool) == 0 || (st == VKF_ERROR_INVALID_ARGUMENT && (o->language || o->task))) stop = true;
                 continue;
             }
             if (!stop) print_transcript(o, o->args[g], t, &cfg, info.run_ms, &devices[info.device], model);
