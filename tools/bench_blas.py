@@ -5,7 +5,10 @@ BLAS sgemm (numpy float32 A @ B.T), measured in the same invocation, with the ra
 Run with Debian's Python and numpy (/usr/bin/python3); numpy uses whichever
 libblas.so.3 the alternatives system points at, so install libopenblas0-pthread
 (tools/install_packages.sh does for the test set-ups) to compare with OpenBLAS. The
-BLAS library actually loaded is read from /proc/self/maps and printed.
+BLAS library actually loaded is read from /proc/self/maps and printed, with the
+OpenBLAS core it runs; where OpenBLAS failed to recognise the CPU and fell back to
+SSE3 kernels, OPENBLAS_CORETYPE is set to the CPU's AVX2/AVX-512 core
+(tools/openblas_core.py).
 
     /usr/bin/python3 tools/bench_blas.py [--vkformer build/vkformer] [--size 512,1024]
                                          [--repeat 7] [--device D] [--target 0.2]
@@ -22,7 +25,11 @@ import subprocess
 import sys
 import time
 
-import numpy as np
+import openblas_core
+
+BLAS_CORE = openblas_core.choose()  # before numpy loads the library
+
+import numpy as np  # noqa: E402
 
 
 def loaded_blas():
@@ -94,6 +101,7 @@ def main():
                                      round(statistics.median(after[s]) * 1e3, 3)],
             "blas": blas_libs,
             "blas_threads": threads,
+            "blas_core": BLAS_CORE,
             "vkformer_gflops": v["gflops"],
             "vkformer_ms": v["ms"],
             "vkformer_device": v["device"],

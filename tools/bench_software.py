@@ -11,7 +11,8 @@ Drivers: 22.3 is the system's lavapipe (Debian 12); 26.2 Debian unstable's and 2
 bookworm-backports', as tools/fetch_newer.sh unpacks them into ~/.cache/vkformer
 (lavapipe-unstable: run through its own runner, another glibc; lavapipe-bpo). Cases:
 - matmul: `bench matmul` 1024^3 f32 (the built-in choice), beside numpy's float32 A @ B.T
-  (OpenBLAS on Debian) timed in this process in the same round;
+  (OpenBLAS on Debian) timed in this process in the same round, on the CPU's AVX2/AVX-512
+  kernels even where OpenBLAS's detection falls back to SSE3 (tools/openblas_core.py);
 - attention: `bench attention --n 1024,4096 --variants dense,dense-naive` (8 heads of 64);
 - model: `bench model --preset base` at f32 and int8 (forward pass and decode step).
 """
@@ -69,6 +70,9 @@ def main():
         if not os.path.exists(DRIVERS[d][1]):
             p.error("driver %s: %s is missing (tools/fetch_newer.sh)" % (d, DRIVERS[d][1]))
     only = set(a.only.split(","))
+    if "matmul" in only:
+        import openblas_core
+        print("bench_software: " + openblas_core.choose(), file=sys.stderr, flush=True)
     best = {}    # (driver, case) -> best value (ms: lowest; GFLOP/s: highest)
     names = {}
 

@@ -124,6 +124,8 @@ def sources(model_dir, batch, src_len, seed):
 def run_transformers(a):
     """Times the folder's model (AutoModelForSeq2SeqLM).generate on the ids of --ids, once per dtype of
     --transformers-dtype; prints one JSON line per dtype as soon as it is measured."""
+    import openblas_core
+    blas_core = openblas_core.choose()  # torch on CPU runs OpenBLAS's sgemm: the CPU's own kernels, not SSE3
     import torch
     import transformers
     from transformers import AutoModelForSeq2SeqLM
@@ -156,7 +158,7 @@ def run_transformers(a):
                 steps = out.shape[1] - 1  # without the decoder start token
         med = sorted(times)[len(times) // 2] if len(times) % 2 else sum(sorted(times)[len(times) // 2 - 1:][:2]) / 2
         print(json.dumps({"engine": "transformers", "version": transformers.__version__, "torch": torch.__version__,
-                          "device": name, "dtype": dtype, "batch": len(src), "beams": model.generation_config.num_beams
+                          "device": name, "blas_core": blas_core, "dtype": dtype, "batch": len(src), "beams": model.generation_config.num_beams
                           if not a.beam else a.beam, "steps": steps, "runs_ms": times, "median_ms": med,
                           "target_tokens_per_s": 1e3 * len(src) * steps / med}), flush=True)
 

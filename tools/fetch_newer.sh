@@ -15,6 +15,10 @@
 #                                   VK_NV_cooperative_matrix2), its Vulkan loader and the
 #                                   validation layer of the same suite (FOLDER/icd.json;
 #                                   FOLDER/run sets VK_LAYER_PATH to that layer)
+#   tools/fetch_newer.sh lavapipe-bpo  bookworm-backports' Mesa lavapipe (25.0): one package,
+#                                   built for Debian 12's libraries (LLVM 15 included), so it
+#                                   runs with the system's loader and layer: FOLDER/icd.json
+#                                   only (tools/bench_software.py's 25.0 column)
 #
 # Environment: VKFORMER_CACHE (default ~/.cache/vkformer). Exit 1 with one line on
 # stderr when the archive cannot be reached or a package is missing.
@@ -24,11 +28,13 @@ what=${1:-}
 case $what in
     compiler) suite=trixie; packages=(glslc glslang-tools spirv-tools) ;;
     lavapipe) suite=unstable; packages=(mesa-vulkan-drivers libvulkan1 vulkan-validationlayers) ;;
-    *) echo "usage: fetch_newer.sh compiler|lavapipe" >&2; exit 2 ;;
+    lavapipe-bpo) suite=bookworm-backports; packages=(mesa-vulkan-drivers) ;;
+    *) echo "usage: fetch_newer.sh compiler|lavapipe|lavapipe-bpo" >&2; exit 2 ;;
 esac
 cache=${VKFORMER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vkformer}
 dest=$cache/$what-$suite
-if [ -x "$dest/run" ] && [ -f "$dest/.complete" ]; then
+[ "$what" = lavapipe-bpo ] && dest=$cache/lavapipe-bpo
+if [ -f "$dest/.complete" ] && { [ -x "$dest/run" ] || [ "$what" = lavapipe-bpo ]; }; then
     echo "$dest"
     exit 0
 fi
@@ -53,6 +59,39 @@ apt_opts=(-o Dir::State="$state" -o Dir::State::Lists="$state/lists" -o Dir::Sta
           -o Acquire::Retries=3)
 echo "fetch_newer: reading Debian $suite's package lists" >&2
 apt-get "${apt_opts[@]}" -qq update >&2 || die "could not read Debian $suite's package lists from $mirror"
+
+if [ "$what" = lavapipe-bpo ]; then
+    # A backport is built against Debian 12's libraries: its one package is enough,
+    # and the system resolves the rest (checked with ldd below).
+    debs=$state/debs
+    mkdir -p "$debs"
+    (cd "$debs" && apt-get "${apt_opts[@]}" -qq download mesa-vulkan-drivers >&2) ||
+        die "could not download mesa-vulkan-drivers from Debian $suite"
+    deb=$(ls -t "$debs"/mesa-vulkan-drivers_*.deb | head -n 1)
+    tmp=$dest.part
+    rm -rf "$tmp"
+    mkdir -p "$tmp"
+    dpkg-deb -x "$deb" "$tmp"
+    lib=$tmp/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so
+    [ -f "$lib" ] || die "Debian $suite's mesa-vulkan-drivers has no lavapipe"
+    missing=$(ldd "$lib" | sed -n 's/^\s*\(\S*\) => not found/\1/p' | tr '\n' ' ')
+    [ -z "$missing" ] || die "Debian $suite's lavapipe needs libraries this system lacks: $missing"
+    python3 - "$tmp" "$dest" <<'PY'
+import glob, json, sys
+tmp, dest = sys.argv[1], sys.argv[2]
+icds = glob.glob(tmp + "/usr/share/vulkan/icd.d/lvp_icd*.json")
+if not icds:
+    sys.exit("fetch_newer: no lavapipe ICD manifest")
+j = json.load(open(icds[0]))
+j["ICD"]["library_path"] = dest + "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"
+json.dump(j, open(tmp + "/icd.json", "w"), indent=1)
+PY
+    rm -rf "$dest"
+    mv "$tmp" "$dest"
+    touch "$dest/.complete"
+    echo "$dest"
+    exit 0
+fi
 
 # The dependency closure, with the suite's C and C++ runtimes (the programs need
 # its glibc); not the packages that only matter to an installed system.
