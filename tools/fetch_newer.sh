@@ -57,6 +57,30 @@ apt_opts=(-o Dir::State="$state" -o Dir::State::Lists="$state/lists" -o Dir::Sta
           -o Dir::Etc::Preferences="$state/prefs/none" -o Dir::Etc::PreferencesParts="$state/prefs"
           -o APT::Architecture=amd64 -o APT::Architectures=amd64 -o APT::Sandbox::User=root
           -o Acquire::Retries=3)
+# lavapipe's ICD manifest (TMP/icd.json), pointed at the driver unpacked into TMP by
+# its final absolute path under DEST; the validation layer's manifest likewise, where
+# the unpacked packages hold one (unstable's), and no other layer.
+lavapipe_manifests() {
+    [ -f "$1/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so" ] || die "Debian $suite's mesa-vulkan-drivers has no lavapipe"
+    python3 - "$1" "$2" <<'PY'
+import glob, json, os, sys
+tmp, dest = sys.argv[1], sys.argv[2]
+icds = glob.glob(tmp + "/usr/share/vulkan/icd.d/lvp_icd*.json")
+if not icds:
+    sys.exit("fetch_newer: no lavapipe ICD manifest")
+j = json.load(open(icds[0]))
+j["ICD"]["library_path"] = dest + "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"
+json.dump(j, open(tmp + "/icd.json", "w"), indent=1)
+for p in glob.glob(tmp + "/usr/share/vulkan/explicit_layer.d/*.json"):
+    if "khronos_validation" not in p:
+        os.remove(p)
+        continue
+    j = json.load(open(p))
+    j["layer"]["library_path"] = dest + "/usr/lib/x86_64-linux-gnu/" + os.path.basename(j["layer"]["library_path"])
+    json.dump(j, open(p, "w"), indent=1)
+PY
+}
+
 echo "fetch_newer: reading Debian $suite's package lists" >&2
 apt-get "${apt_opts[@]}" -qq update >&2 || die "could not read Debian $suite's package lists from $mirror"
 
@@ -72,20 +96,9 @@ if [ "$what" = lavapipe-bpo ]; then
     rm -rf "$tmp"
     mkdir -p "$tmp"
     dpkg-deb -x "$deb" "$tmp"
-    lib=$tmp/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so
-    [ -f "$lib" ] || die "Debian $suite's mesa-vulkan-drivers has no lavapipe"
-    missing=$(ldd "$lib" | sed -n 's/^\s*\(\S*\) => not found/\1/p' | tr '\n' ' ')
+    lavapipe_manifests "$tmp" "$dest"
+    missing=$(ldd "$tmp/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so" | sed -n 's/^\s*\(\S*\) => not found/\1/p' | tr '\n' ' ')
     [ -z "$missing" ] || die "Debian $suite's lavapipe needs libraries this system lacks: $missing"
-    python3 - "$tmp" "$dest" <<'PY'
-import glob, json, sys
-tmp, dest = sys.argv[1], sys.argv[2]
-icds = glob.glob(tmp + "/usr/share/vulkan/icd.d/lvp_icd*.json")
-if not icds:
-    sys.exit("fetch_newer: no lavapipe ICD manifest")
-j = json.load(open(icds[0]))
-j["ICD"]["library_path"] = dest + "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"
-json.dump(j, open(tmp + "/icd.json", "w"), indent=1)
-PY
     rm -rf "$dest"
     mv "$tmp" "$dest"
     touch "$dest/.complete"
@@ -123,24 +136,7 @@ libpath=$dest/usr/lib/x86_64-linux-gnu:$dest/lib/x86_64-linux-gnu
 if [ "$what" = lavapipe ]; then
     # Only lavapipe's ICD, pointed at the unpacked driver by absolute path; the
     # validation layer's manifest likewise.
-    [ -f "$tmp/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so" ] || die "Debian $suite's mesa-vulkan-drivers has no lavapipe"
-    python3 - "$tmp" "$dest" <<'PY'
-import glob, json, os, sys
-tmp, dest = sys.argv[1], sys.argv[2]
-icds = glob.glob(tmp + "/usr/share/vulkan/icd.d/lvp_icd*.json")
-if not icds:
-    sys.exit("fetch_newer: no lavapipe ICD manifest")
-j = json.load(open(icds[0]))
-j["ICD"]["library_path"] = dest + "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"
-json.dump(j, open(tmp + "/icd.json", "w"), indent=1)
-for p in glob.glob(tmp + "/usr/share/vulkan/explicit_layer.d/*.json"):
-    if "khronos_validation" not in p:
-        os.remove(p)
-        continue
-    j = json.load(open(p))
-    j["layer"]["library_path"] = dest + "/usr/lib/x86_64-linux-gnu/" + os.path.basename(j["layer"]["library_path"])
-    json.dump(j, open(p, "w"), indent=1)
-PY
+    lavapipe_manifests "$tmp" "$dest"
     layer_line="export VK_LAYER_PATH=$dest/usr/share/vulkan/explicit_layer.d"
 else
     layer_line=""
