@@ -113,7 +113,7 @@ def main():
             if not f:
                 continue
             dso = f[1].strip("() ") if len(f) > 1 else "?"
-            if "perf-" in dso and dso.endswith(".map") or dso in ("[unknown]", "?"):
+            if ("perf-" in dso and dso.endswith(".map")) or dso in ("[unknown]", "?"):
                 jit[int(f[0], 16)] += 1
                 by_dso["JIT code (no symbols)"] += 1
             else:

@@ -246,14 +246,6 @@ static void slot_setup(pool_slot *s)
     pthread_mutex_unlock(&p->lock);
 }
 
-/* Warm-up, on the slot's thread once the pool runs (the other slots take batches
- * meanwhile): a small batch (WARMUP_SOURCES sources of up to WARMUP_TOKENS ids, up
- * to WARMUP_STEPS steps) generated twice. The first compiles the pipelines; the
- * second, timed, says how fast this device is against the others before its first
- * batch. (A single source mostly times dispatch latency: on this project's
- * machines it put SwiftShader 3x behind lavapipe on the demo model, where whole
- * batches run 11x slower; this batch put it 7x behind.) A failure is a device
- * failure: the slot leaves the pool. Lock not held. */
 /* The pool is being destroyed: a warm-up need not go on. */
 static bool pool_closing(vkf_pool *p)
 {
@@ -263,6 +255,15 @@ static bool pool_closing(vkf_pool *p)
     return closing;
 }
 
+/* Warm-up, on the slot's thread once the pool runs (the other slots take batches
+ * meanwhile): a small batch (WARMUP_SOURCES sources of up to WARMUP_TOKENS ids, up
+ * to WARMUP_STEPS steps) generated twice. The first compiles the pipelines; the
+ * second, timed, says how fast this device is against the others before its first
+ * batch. (A single source mostly times dispatch latency: on this project's
+ * machines it put SwiftShader 3x behind lavapipe on the demo model, where whole
+ * batches run 11x slower; this batch put it 7x behind.) A model that reads audio
+ * transcribes one second of silence twice instead. A failure is a device failure:
+ * the slot leaves the pool. Lock not held. */
 static vkf_status slot_warm_up(pool_slot *s, double *out_seconds_per_source)
 {
     *out_seconds_per_source = 0;

@@ -40,7 +40,7 @@ static buf mkbuf(size_t bytes) {
     CK(vkCreateBufferView(dev, &vi, 0, &r.v));
     return r;
 }
-static void *readfile(const char *p, size_t *n) { FILE *f = fopen(p, "rb"); if (!f) { fprintf(stderr, "texel_matmul: cannot open %s\n", p); exit(3); } fseek(f, 0, SEEK_END); *n = ftell(f); rewind(f); void *d = malloc(*n); fread(d, 1, *n, f); fclose(f); return d; }
+static void *readfile(const char *p, size_t *n) { FILE *f = fopen(p, "rb"); if (!f) { fprintf(stderr, "texel_matmul: cannot open %s\n", p); exit(3); } fseek(f, 0, SEEK_END); *n = ftell(f); rewind(f); void *d = malloc(*n); if (!d || fread(d, 1, *n, f) != *n) { fprintf(stderr, "texel_matmul: cannot read %s\n", p); exit(3); } fclose(f); return d; }
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 int main(int argc, char **argv) {
     if (argc < 6) { fprintf(stderr, "usage: texel_matmul M N K REPEAT ss|st|tt...\n"); return 2; }
