@@ -2,9 +2,7 @@
  * registry into the arch's spec and weights in the precision the options and the
  * device decide; the forward pass is the arch's, generation the decode layer's,
  * text and languages the family's. This file holds no graph, format or search. */
-#include "decode/decode.h"
-#include "families/family.h"
-#include "transcribe.h"
+#include "model.h"
 
 #include <math.h>
 #include <stdio.h>

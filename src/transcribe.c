@@ -21,8 +21,8 @@
  * Each window's decoding (greedy or beam search, begin_suppress_tokens,
  * suppress_tokens and the timestamp rules in the decode step's logits
  * processor on the device) is the decode layer's vkf_decode_generate_audio. */
-#include "transcribe.h"
-#include "families/tokenizer.h"
+#include "model.h"
+#include "tokenizers/tokenizer.h"
 
 #include <math.h>
 #include <stdio.h>

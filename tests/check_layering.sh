@@ -9,10 +9,14 @@
 #              switch, and the public call over every variant;
 #   audio      src/audio: sound files and log-mel features (host);
 #   arch       src/arch: the encoder-decoder graph built from a spec;
-#   decode     src/decode: generation (options, plans, greedy, beam, sampling);
-#   families   src/families: model files and folders, tokenizers;
+#   tokenizers src/tokenizers: SentencePiece, byte-level BPE, tokenizer.json in
+#              Hugging Face's stages, vocabularies;
+#   families   src/families: model files and folders, one file per family, the
+#              registry, generation defaults;
+#   decode     src/decode: generation (option checks, plans, greedy, beam, sampling);
 #   model      src/model.c (the public model object), src/tune.c and src/transcribe.c;
-#   pool       src/pool: one model on several devices (a replica and a thread each).
+#   pool       src/pool: one model on several devices (a replica and a thread each);
+#   serve      src/serve: the server's scheduler (requests batched at step boundaries).
 # Inside a layer, the files' calls form no circle (a file that both calls and is
 # called back by another of its layer fails, naming both).
 # An object in no layer (a source file outside these folders) fails too: add it
@@ -33,10 +37,12 @@ ops: ops_*
 attention: attention_*
 audio: audio_*
 arch: arch_*
-decode: decode_*
+tokenizers: tokenizers_*
 families: families_*
+decode: decode_*
 model: model tune transcribe
 pool: pool_*
+serve: serve_*
 '
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/check_layering.XXXXXX") || exit 2

@@ -1,4 +1,4 @@
-/* The precompiled charsmap parser and lookup (src/families/charsmap.h) from the
+/* The precompiled charsmap parser and lookup (src/tokenizers/charsmap.h) from the
  * command line, for tests/test_charsmap.py.
  *
  *   test_charsmap check FILE    parses the blob in FILE: prints "ok" and exits 0,
@@ -10,7 +10,7 @@
  *                               string in hex (0 and "-" when none)
  * Usage errors exit 2.
  */
-#include "families/charsmap.h"
+#include "tokenizers/charsmap.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,14 +4,14 @@ precompiled charsmap of a model's normalizer_spec or denormalizer_spec, which
 libsentencepiece walks without bounds checks (random bytes there segfault it in
 Normalizer::NormalizePrefix), must be refused with one line, never a signal.
 
-  1. The parser and lookup (tests/test_charsmap.c over src/families/charsmap.h) on a
+  1. The parser and lookup (tests/test_charsmap.c over src/tokenizers/charsmap.h) on a
      real nmt_nfkc charsmap (trained here with Debian's python3-sentencepiece)
      against a reference written here: every key enumerated, and for thousands of
      inputs the longest and the shortest key that prefixes them.
   2. Malformed charsmaps refused by the parser, each with one line naming the
      problem: random bytes (with and without a plausible header), truncated, an
      array size that is not whole units or past the end, a child offset past the
-     end, a string offset past the end, an unterminated string, strings that are
+     end (and a children block that ends exactly one unit past it), a string offset past the end, an unterminated string, strings that are
      not UTF-8, a loop, walks meeting more than 32 keys (a hand-built chain; 32 is
      fine).
   3. The same charsmaps inside a model file, in normalizer_spec and in
@@ -294,6 +294,12 @@ def main():
         us[child] = (c_of_child << 10) | (us[child] & 0xff)   # child ^ offset == root's base: byte c loops
         cases.append(("loop", pack(us, strings), "loop"))
         cases.append(("chain-33", chain_blob(33), "more than 32 keys"))
+        # a node whose children block ends exactly one unit past the array: the chain "a" whose last
+        # unit is cut (its node's children, 512..767, end at unit 767 of a 767-unit array); the
+        # bound is (base | 0xff) >= units, and > would read the unit past the end
+        one = chain_blob(1)
+        cases.append(("children-one-past-end", struct.pack("<I", 767 * 4) + one[4:4 + 767 * 4] + one[4 + 768 * 4:],
+                      "past the end"))
         for seed in range(40):
             rr = random.Random(seed)
             n = rr.choice([5, 64, 1500, 8000])
@@ -311,6 +317,9 @@ def main():
         chain = write("chain32.bin", chain_blob(32))
         rc, out, _ = run([tool, "lookup", chain], (b"a" * 40).hex().encode() + b"\n" + b"ab".hex().encode() + b"\n")
         check(rc == 0 and out.splitlines() == ["32 78 1 78", "1 78 1 78"], "the 32-key chain: rc %d, %r" % (rc, out))
+        # the one-key chain uncut: its last children block ends at the array's last unit, and is fine
+        rc, out, _ = run([tool, "lookup", write("chain1.bin", chain_blob(1))], b"aa".hex().encode() + b"\n")
+        check(rc == 0 and out.splitlines() == ["1 78 1 78"], "the 1-key chain: rc %d, %r" % (rc, out))
 
         # 3. inside model files
         crashed = 0

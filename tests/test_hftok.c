@@ -1,4 +1,4 @@
-/* The tokenizer.json reader (src/families/tokenizer_json.h) against Hugging Face
+/* The tokenizer.json reader (src/tokenizers/tokenizer_json.h) against Hugging Face
  * tokenizers 0.23 itself: the golden cases of tools/make_tokenizer_cases.py
  * (unpacked into the build by tests/unpack_tokenizer_cases.py), malformed files
  * (tests/gen_bad_tokenizers.py), long inputs, and the C interface's edge cases.
@@ -20,8 +20,8 @@
  *                          decode_n with NUL bytes, 8 threads on one tokenizer
  * Prints "N passed, M failed"; exits 1 on any failure.
  */
-#include "families/tokenizer.h"
-#include "families/tokenizer_json.h"
+#include "tokenizers/tokenizer.h"
+#include "tokenizers/tokenizer_json.h"
 
 #include <jansson.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-/* The SentencePiece shim (src/tokenizer.h) from the command line, for
+/* The SentencePiece shim (src/tokenizers/tokenizer.h) from the command line, for
  * tests/test_spm.py, which compares it with Python's sentencepiece.
  *
  *   test_spm MODEL.spm          reads lines from stdin (split at '\n' only); for
@@ -17,7 +17,7 @@
  * newline "\n", carriage return "\r", tab "\t", and in pieces (only) a space as
  * "\s". Errors: one line on stderr, exit 1; usage errors exit 2.
  */
-#include "families/tokenizer.h"
+#include "tokenizers/tokenizer.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -91,19 +91,19 @@ tok_libs=$(pkg-config --libs jansson sentencepiece oniguruma libutf8proc 2>/dev/
 mkdir -p "$out/obj"
 build_ok=1
 {
-    "$cxx" -std=c++17 -fvisibility-inlines-hidden "${flags[@]}" -c "$root/src/families/tokenizer_spm.cc" \
+    "$cxx" -std=c++17 -fvisibility-inlines-hidden "${flags[@]}" -c "$root/src/tokenizers/spm.cc" \
         -o "$out/obj/tokenizer_spm.o" || build_ok=0
-    for c in tests/fuzz/fuzz_tokenizer.c src/families/tokenizer_json.c src/families/tokenizer_bpe.c \
-             src/families/charsmap.c src/runtime/status.c; do
+    tok_objs=()
+    for c in "$root"/tests/fuzz/fuzz_tokenizer.c "$root"/src/tokenizers/*.c "$root"/src/runtime/status.c; do
+        c=${c#"$root"/}
         [ "$build_ok" = 1 ] || break
         # shellcheck disable=SC2086  # pkg-config output is a list of words
         "$cc" -std=c11 -D_GNU_SOURCE "${flags[@]}" $jansson_cflags -c "$root/$c" \
             -o "$out/obj/$(basename "$c" .c).o" || build_ok=0
+        tok_objs+=("$out/obj/$(basename "$c" .c).o")
     done
     # shellcheck disable=SC2086  # pkg-config output is a list of words
-    [ "$build_ok" = 1 ] && "$cxx" -fsanitize=fuzzer,address,undefined "$out/obj/fuzz_tokenizer.o" \
-        "$out/obj/tokenizer_json.o" "$out/obj/tokenizer_bpe.o" "$out/obj/charsmap.o" "$out/obj/status.o" \
-        "$out/obj/tokenizer_spm.o" \
+    [ "$build_ok" = 1 ] && "$cxx" -fsanitize=fuzzer,address,undefined "${tok_objs[@]}" "$out/obj/tokenizer_spm.o" \
         $tok_libs -lm -lpthread -Wl,--gc-sections -o "$tok_fuzzer.tmp" || build_ok=0
 } 2> "$out/build_tokenizer.log"
 if [ "$build_ok" != 1 ]; then

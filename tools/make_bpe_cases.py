@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the golden data of the byte-level BPE tokenizers (GPT-2 style) that BART and Whisper use,
 in the folder forms a user meets, and what Hugging Face transformers does with a few thousand texts
-through each: tests/test_hftok.c (mode bpe) runs src/families/tokenizer.h's vkf_bpe_* on the same
+through each: tests/test_hftok.c (mode bpe) runs src/tokenizers/tokenizer.h's vkf_bpe_* on the same
 folders, and tests/test_seq2seq.py builds BART model folders around the vocabulary.
 
 Runs under the real Hugging Face stack (transformers 5.x, tokenizers 0.23), which a vkformer checkout

@@ -1,5 +1,6 @@
-/* Generation options: the defaults of vkf_generate_options, their checks
- * against a model, and what one call (a chunk of sources) makes of them for the
+/* Generation options: their checks against a model (the defaults, which every
+ * family's generation defaults start from, are the families layer's:
+ * src/families/languages.c), and what one call (a chunk of sources) makes of them for the
  * decode step: the logits processor's settings, each source's prefix and
  * length limit, and the lists the processor reads on the device. */
 #include "decode/decode.h"
@@ -7,18 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-void vkf_generate_options_init(vkf_generate_options *o)
-{
-    if (!o) return;
-    memset(o, 0, sizeof *o);
-    o->beams = 1;
-    o->length_penalty = 1.0f;
-    o->n_best = 1;
-    o->temperature = 1.0f;
-    o->top_p = 1.0f;
-    o->repetition_penalty = 1.0f;
-}
 
 /* Whether id is one of the call's end ids. */
 bool vkf_is_end(const vkf_decode_call *c, int32_t id)

@@ -13,8 +13,7 @@
  * from decoder_start_token_id (</s>), and forced_bos_token_id (<s> in bart-large)
  * and forced_eos_token_id come from generation_config.json through hf.c. */
 #include "families/family.h"
-#include "families/tokenizer.h"
-#include "families/tokenizer_json.h"
+#include "tokenizers/tokenizer.h"
 
 #include <math.h>
 #include <stdio.h>

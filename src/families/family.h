@@ -9,14 +9,20 @@
  *   marian.c        Marian (opus-mt)
  *   m2m100.c, mbart.c, bart.c: M2M-100 and NLLB, mBART, BART
  *   t5.c            T5, Flan-T5, mT5, LongT5
- *   safetensors.c, tokenizer_spm.cc: the file container and SentencePiece
- * Adding a family is one file, one line in registry.c and its tests. */
+ *   whisper.c       Whisper
+ *   multilingual.c  the text side fairseq's multilingual families share
+ *   languages.c     language lists, the family model's lifetime, generation defaults
+ *   safetensors.c   the file container
+ * Text goes through the tokenizers layer below (src/tokenizers/tokenizer.h), by
+ * its interface alone. Adding a family is one file, one line in registry.c and
+ * its tests. */
 #ifndef VKF_FAMILY_H
 #define VKF_FAMILY_H
 
 #include "arch/arch.h"
 #include "audio/audio.h"
 #include "families/safetensors.h"
+#include "tokenizers/tokenizer.h"
 
 #include <jansson.h>
 
@@ -204,33 +210,6 @@ void vkf_family_language_examples(const vkf_family_model *fm, char *out, size_t 
 /* Adds a language (code and token id) to fm's list. */
 vkf_status vkf_family_add_language(vkf_family_model *fm, const char *code, int32_t id);
 
-/* ------------------------------------------------------------------ vocabularies and spm text (vocab.c) */
-
-struct vkf_spm;
-/* A vocab.json: pieces by id and a sorted index for lookups by piece. */
-typedef struct vkf_vocab {
-    char **piece;                       /* (n) owned */
-    uint32_t *order;                    /* (n) owned: ids sorted by piece */
-    uint32_t n;
-    int32_t unk_id;                     /* "<unk>"'s id, or -1 */
-} vkf_vocab;
-/* JSON object piece -> id for ids 0..n-1, each once (n 0: as many as it holds). */
-vkf_status vkf_vocab_json(const char *file, json_t *j, uint32_t n, vkf_vocab *out);
-int32_t vkf_vocab_id(const vkf_vocab *v, const char *piece, size_t len);
-void vkf_vocab_free(vkf_vocab *v);
-/* "</s>" is eos, "<pad>" is pad and "<unk>" is there. */
-vkf_status vkf_vocab_check_specials(const char *file, const vkf_vocab *v, int32_t eos, int32_t pad);
-/* Every ordinary piece of the spm has an id in v. */
-vkf_status vkf_vocab_check_spm(const vkf_vocab *v, const char *vname, const struct vkf_spm *s, const char *name);
-/* dir/name loaded as a SentencePiece model. */
-vkf_status vkf_spm_open(const char *dir, const char *name, struct vkf_spm **out);
-/* text (len bytes) -> spm pieces -> ids: through vocab (NULL: the fairseq offset,
- * spm id + 1), an unknown piece as unk_id; at most capacity ids. */
-vkf_status vkf_spm_ids(const struct vkf_spm *spm, const vkf_vocab *vocab, int32_t unk_id, const char *text, size_t len,
-                       int32_t *out_ids, uint32_t capacity, uint32_t *out_count);
-/* pieces -> text through the spm's decoder, U+2581 left as a space, ends stripped. */
-vkf_status vkf_spm_text(const struct vkf_spm *spm, const char *const *pieces, size_t n, char *out_text, size_t capacity);
-
 /* ------------------------------------------------------------------ multilingual text (multilingual.c) */
 
 /* fairseq's multilingual tokenizers (NLLB, M2M-100, mBART-50, mBART): an spm with
@@ -245,8 +224,9 @@ typedef struct vkf_multi_text {
     vkf_vocab vocab;                    /* M2M-100's vocab.json; n 0: the fairseq offset */
     bool lang_first;                    /* [lang] text </s>; false: text </s> [lang] */
     int32_t bos_id, unk_id, mask_id;    /* mask_id -1: none */
-    bool langs_in_text;                 /* decoding keeps language tokens as "__xx__" (transformers 5.12's
-                                           M2M100Tokenizer does not count them as special) */
+    bool *lang_text;                    /* (fm's n_langs) owned, or NULL: whether decoding keeps a language's
+                                           token as text ("__xx__"): M2M100Tokenizer's slow folders count a
+                                           language token special only where their configs declare it so */
 } vkf_multi_text;
 /* Frees what t holds (not t). */
 void vkf_multi_text_clear(vkf_multi_text *t);

@@ -13,18 +13,7 @@
 
 bool vkf_hf_file(const char *dir, const char *name, const char **what)
 {
-    char path[4096];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (stat(path, &st) != 0) {
-        if (what) *what = "missing";
-        return false;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        if (what) *what = "not a regular file";
-        return false;
-    }
-    return true;
+    return vkf_tok_file(dir, name, what);
 }
 
 vkf_status vkf_hf_read_json(const char *dir, const char *name, bool optional, json_t **out)

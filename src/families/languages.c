@@ -1,10 +1,24 @@
 /* What every family's model shares beyond its own state: the language codes a
- * tokenizer knows, with their token ids, and the family model's lifetime. */
+ * tokenizer knows, with their token ids, the family model's lifetime, and the
+ * library's generation defaults (vkf_generate_options_init), which each
+ * family's defaults start from and the decoder, a layer above, reads. */
 #include "families/family.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void vkf_generate_options_init(vkf_generate_options *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->beams = 1;
+    o->length_penalty = 1.0f;
+    o->n_best = 1;
+    o->temperature = 1.0f;
+    o->top_p = 1.0f;
+    o->repetition_penalty = 1.0f;
+}
 
 void vkf_family_model_free(const vkf_family *f, vkf_family_model *fm)
 {

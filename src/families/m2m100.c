@@ -10,7 +10,7 @@
  * target language is forced as the first generated token, as transformers 5.x
  * does (NllbTokenizer legacy_behaviour false, M2M100Tokenizer). */
 #include "families/family.h"
-#include "families/tokenizer.h"
+#include "tokenizers/tokenizer.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -94,6 +94,28 @@ static const char *config_string(json_t *tc, const char *key, const char *def)
     return json_is_string(v) ? json_string_value(v) : def;
 }
 
+/* M2M100Tokenizer's slow folders (sentencepiece.bpe.model, vocab.json): a
+ * language token is special, and decode(skip_special_tokens=True) drops it, only
+ * where the folder's configs list it among the extra special tokens, as the hub's
+ * special_tokens_map.json does; the others decode as text ("__de__"), as
+ * transformers 5.12 decodes them. */
+static vkf_status m2m100_languages_as_text(const char *dir, const json_t *tc, const vkf_family_model *fm,
+                                          vkf_multi_text *t)
+{
+    vkf_tok_names specials;
+    VKF_TRY(vkf_tok_extra_specials(dir, tc, &specials));
+    vkf_status st = VKF_OK;
+    if (!(t->lang_text = calloc(fm->n_langs ? fm->n_langs : 1, sizeof *t->lang_text)))
+        st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t i = 0; st == VKF_OK && i < fm->n_langs; i++) {
+        char token[48];
+        snprintf(token, sizeof token, "__%.40s__", fm->lang_codes[i]);
+        t->lang_text[i] = !vkf_tok_names_has(&specials, token);
+    }
+    vkf_tok_names_free(&specials);
+    return st;
+}
+
 static vkf_status open_folder(const vkf_probe *p, const void *data, size_t size, vkf_loader *L, vkf_family_model *fm)
 {
     (void)data, (void)size;
@@ -108,7 +130,7 @@ static vkf_status open_folder(const vkf_probe *p, const void *data, size_t size,
     if (st == VKF_OK) st = vkf_hf_read_json(dir, "tokenizer_config.json", true, &tc);
     /* NLLB: sentencepiece.bpe.model alone (or tokenizer_class NllbTokenizer); M2M-100: with vocab.json */
     const char *cls = config_string(tc, "tokenizer_class", "");
-    m->nllb = strncmp(cls, "Nllb", 4) == 0 || (!*cls && !vkf_hf_file(dir, "vocab.json", NULL));
+    m->nllb = strncmp(cls, "Nllb", 4) == 0 || (!*cls && !vkf_tok_file(dir, "vocab.json", NULL));
     snprintf(fm->name, sizeof fm->name, "%s", m->nllb ? "nllb" : "m2m_100");
     vkf_multi_text *t = &m->text;
     const vkf_arch_spec *s = &fm->spec;
@@ -131,7 +153,6 @@ static vkf_status open_folder(const vkf_probe *p, const void *data, size_t size,
         }
         if (st == VKF_OK) {
             t->bos_id = 0, t->unk_id = m->nllb ? 3 : t->vocab.unk_id, t->mask_id = -1;
-            t->langs_in_text = !m->nllb;
             /* languages after the vocabulary, in the tokenizer's order; NLLB's <mask> after them, as
              * fairseq and the hub's tokenizer.json place them */
             uint32_t base = m->nllb ? t->n_spm + 1 : t->vocab.n;
@@ -142,6 +163,7 @@ static vkf_status open_folder(const vkf_probe *p, const void *data, size_t size,
             if (st == VKF_OK && top > s->tgt_vocab)
                 st = vkf_fail(VKF_ERROR_BAD_MODEL, "the tokenizer's %u ids pass config.json's vocab_size %u", top,
                               s->tgt_vocab);
+            if (st == VKF_OK && !m->nllb) st = m2m100_languages_as_text(dir, tc, fm, t);
         }
     }
     if (st == VKF_OK) {

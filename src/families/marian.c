@@ -8,7 +8,7 @@
  * Text goes through SentencePiece (tokenizer.h) and vocab.json, as
  * MarianTokenizer does, a leading ">>xx<<" language code kept as one token. */
 #include "families/family.h"
-#include "families/tokenizer.h"
+#include "tokenizers/tokenizer.h"
 
 #include <math.h>
 #include <stdio.h>

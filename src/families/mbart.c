@@ -10,7 +10,7 @@
  * Generation starts from decoder_start_token_id (eos in mBART-50's config) with
  * the target language forced as the first token. */
 #include "families/family.h"
-#include "families/tokenizer.h"
+#include "tokenizers/tokenizer.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,10 +4,10 @@
  * looked up in vocab.json (M2M-100), language tokens after the vocabulary, and
  * the source language placed before the text ([lang] text </s>) or after it
  * (text </s> [lang]: mBART-25, NLLB's legacy_behaviour), as the Hugging Face
- * tokenizers place them. Decoding skips every special and language token. */
+ * tokenizers place them. Decoding skips every special token, and every language
+ * token but those an M2M-100 folder's configs leave unspecial. */
 #include "families/family.h"
-#include "families/tokenizer.h"
-#include "families/tokenizer_json.h"
+#include "tokenizers/tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +19,14 @@ void vkf_multi_text_clear(vkf_multi_text *t)
     vkf_hftok_free(t->tok);
     vkf_spm_free(t->spm);
     vkf_vocab_free(&t->vocab);
-    t->tok = NULL, t->spm = NULL;
+    free(t->lang_text);
+    t->tok = NULL, t->spm = NULL, t->lang_text = NULL;
 }
 
 vkf_status vkf_multi_text_open_json(const char *dir, vkf_multi_text *t, bool *out_found)
 {
     const char *what = NULL;
-    *out_found = vkf_hf_file(dir, "tokenizer.json", &what);
+    *out_found = vkf_tok_file(dir, "tokenizer.json", &what);
     if (!*out_found) {
         if (strcmp(what, "missing") != 0) return vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer.json is %s", what);
         return VKF_OK;
@@ -139,7 +140,7 @@ vkf_status vkf_multi_text_decode(const vkf_family_model *fm, const vkf_multi_tex
         if (special(fm, t, id)) continue; /* skip_special_tokens */
         int32_t lang = language_of(fm, id);
         if (lang >= 0) {
-            if (t->langs_in_text) {
+            if (t->lang_text && t->lang_text[lang]) {
                 snprintf(langs[i], sizeof langs[i], "__%.32s__", fm->lang_codes[lang]);
                 pieces[n++] = langs[i];
             }
@@ -151,7 +152,9 @@ vkf_status vkf_multi_text_decode(const vkf_family_model *fm, const vkf_multi_tex
         /* ids past the tokenizer (a model's padding rows, "madeupword"s) decode to nothing */
         if (p) pieces[n++] = p;
     }
-    if (st == VKF_OK) st = vkf_spm_text(t->spm, pieces, n, out_text, capacity);
+    /* M2M100Tokenizer decodes through sentencepiece; NLLB's and mBART-50's classes through Metaspace */
+    if (st == VKF_OK && t->vocab.n) st = vkf_spm_text(t->spm, pieces, n, out_text, capacity);
+    else if (st == VKF_OK) st = vkf_spm_text_metaspace(pieces, n, out_text, capacity);
     free(pieces), free(langs);
     return st;
 }

@@ -38,8 +38,7 @@
  * tokenizer_json.c. Decoding skips special tokens, and cleans up spaces where
  * tokenizer_config.json asks (clean_up_tokenization_spaces). */
 #include "families/family.h"
-#include "families/tokenizer.h"
-#include "families/tokenizer_json.h"
+#include "tokenizers/tokenizer.h"
 
 #include <math.h>
 #include <stdio.h>

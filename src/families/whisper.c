@@ -17,7 +17,7 @@
  * chunk_length * sampling_rate / hop_length = 2 * max_source_positions. A stored
  * "mel_filters" (older hub files) is ignored, as the extractor recomputes it. */
 #include "families/family.h"
-#include "families/tokenizer.h"
+#include "tokenizers/tokenizer.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -21,9 +21,6 @@
 
 #define POOL_DEFAULT_BATCH 64
 #define POOL_MAX_BEAMS 16
-/* Other slots the dispatch rule weighs (past this many, the rest are left out,
- * which only makes a slot take work sooner). */
-#define POOL_RULE_SLOTS 64
 /* Queued batches it weighs (a longer queue only makes a slot take work sooner). */
 #define POOL_RULE_QUEUE 1024
 /* The warm-up batch of every slot at create (see slot_setup). */
@@ -365,27 +362,6 @@ static double slot_rate(const vkf_pool *p, const pool_slot *s)
     return s->warmup_s;
 }
 
-bool vkf_pool_rule_takes(double mine, uint32_t n_others, const double *rates, const double *free_in, uint32_t queued,
-                         const uint32_t *counts)
-{
-    if (mine <= 0 || n_others == 0 || queued == 0) return true;
-    double free_at[POOL_RULE_SLOTS];
-    uint32_t n = n_others < POOL_RULE_SLOTS ? n_others : POOL_RULE_SLOTS;
-    for (uint32_t k = 0; k < n; k++) free_at[k] = free_in[k] > 0 ? free_in[k] : 0;
-    double end = 0;
-    for (uint32_t i = 0; i < queued; i++) { /* each batch to whichever other slot would end it first */
-        uint32_t best = 0;
-        double best_end = 0;
-        for (uint32_t k = 0; k < n; k++) {
-            double e = free_at[k] + (rates[k] > 0 ? rates[k] : mine) * counts[i];
-            if (k == 0 || e < best_end) best = k, best_end = e;
-        }
-        free_at[best] = best_end;
-        if (best_end > end) end = best_end;
-    }
-    return mine * counts[0] <= end;
-}
-
 static bool slot_takes_head(const vkf_pool *p, const pool_slot *s)
 {
     if (p->dispatch == VKF_POOL_DISPATCH_ANY_FREE) { /* once every device is warm, any free one */
@@ -394,9 +370,9 @@ static bool slot_takes_head(const vkf_pool *p, const pool_slot *s)
         return true;
     }
     double mine = slot_rate(p, s), now = now_s();
-    double rates[POOL_RULE_SLOTS], free_in[POOL_RULE_SLOTS];
+    double rates[VKF_POOL_RULE_SLOTS], free_in[VKF_POOL_RULE_SLOTS];
     uint32_t n = 0, queued = 0, counts[POOL_RULE_QUEUE];
-    for (uint32_t i = 0; i < p->n && n < POOL_RULE_SLOTS; i++) {
+    for (uint32_t i = 0; i < p->n && n < VKF_POOL_RULE_SLOTS; i++) {
         const pool_slot *o = &p->slots[i];
         if (o == s || !o->status.active || !o->ready) continue;
         rates[n] = slot_rate(p, o);

@@ -24,5 +24,8 @@ vkf_status vkf_pool_test_fault(vkf_pool *pool, uint32_t slot, uint32_t batch, co
  * and takes it. An unknown own rate (0), no other slot or an empty queue: true. */
 bool vkf_pool_rule_takes(double mine, uint32_t n_others, const double *rates, const double *free_in, uint32_t queued,
                          const uint32_t *counts);
+/* Other slots the rule weighs (past this many, the rest are left out, which only
+ * makes a slot take work sooner). */
+#define VKF_POOL_RULE_SLOTS 64
 
 #endif

@@ -12,7 +12,7 @@
  *    opens, the texts encoded with and without special tokens, decoded both ways,
  *    and ids from the input decoded.
  *  - Anything else is a SentencePiece model (.spm / .model): vkf_spm_load_bytes
- *    (the protobuf walk and charsmap check of tokenizer_spm.cc, then
+ *    (the protobuf walk and charsmap check of src/tokenizers/spm.cc, then
  *    libsentencepiece itself), then the same texts encoded into pieces, the pieces
  *    decoded, and their ids looked up.
  *
@@ -22,8 +22,8 @@
  * decode is UTF-8. Built and run by tools/fuzz.sh (clang -fsanitize=fuzzer,
  * address,undefined; libsentencepiece, Oniguruma and utf8proc are Debian's, not
  * instrumented). */
-#include "families/tokenizer.h"
-#include "families/tokenizer_json.h"
+#include "tokenizers/tokenizer.h"
+#include "tokenizers/tokenizer_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

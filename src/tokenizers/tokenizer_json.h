@@ -2,9 +2,10 @@
  * transformers 5.x save_pretrained writes, often beside only tokenizer_config.json)
  * read and run in C, the way tokenizers 0.23 runs it: added tokens split out
  * first, then normalizer, pre-tokenizer, model (BPE or Unigram), post-processor;
- * and ids back to text through the decoder. Internal, not public; the families
- * that ship tokenizer.json (NLLB-200, M2M-100, mBART-50, T5, BART, Whisper) build
- * on it. docs/tokenizers.md lists every component supported and how exactness
+ * and ids back to text through the decoder. Internal, not public, part of the
+ * tokenizers layer's interface (tokenizer.h includes it); the families that ship
+ * tokenizer.json (NLLB-200, M2M-100, mBART-50, T5, BART, Whisper) build on it,
+ * and the stages live in files of their own (pipeline.h). docs/tokenizers.md lists every component supported and how exactness
  * against tokenizers was checked.
  *
  * Files come from anywhere. Anything this reader does not run exactly as

@@ -25,8 +25,8 @@
  * removes text that reads like a timestamp, <|1.00|>, as WhisperTokenizer.decode.
  * The slow files are checked here with messages naming file and line; the rest
  * by the reader. */
-#include "families/tokenizer.h"
-#include "families/tokenizer_json.h"
+#include "tokenizers/tokenizer.h"
+#include "tokenizers/tokenizer_json.h"
 #include "runtime/runtime.h"
 
 #include <errno.h>
@@ -94,43 +94,6 @@ int32_t vkf_whisper_language_index(const char *s)
 
 /* A value from a file for a message. */
 static const char *quoted(char *buf, size_t cap, const char *s, size_t n) { return vkf_quote(buf, cap, s, n); }
-
-/* dir/name as JSON (any value), NULL with VKF_OK when absent; flags for jansson. */
-static vkf_status read_json_file(const char *dir, const char *name, size_t max, size_t flags, json_t **out)
-{
-    *out = NULL;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        if (errno == ENOENT) return VKF_OK;
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "%s cannot be read: %s", name, strerror(errno));
-    }
-    if (!S_ISREG(sb.st_mode)) return vkf_fail(VKF_ERROR_BAD_MODEL, "%s is not a regular file", name);
-    if ((uint64_t)sb.st_size > max)
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "%s is %llu bytes, more than the %zu accepted", name,
-                        (unsigned long long)sb.st_size, max);
-    json_error_t err;
-    json_t *j = json_load_file(path, flags, &err);
-    if (!j) {
-        char q[VKF_QUOTE_SIZE];
-        return vkf_fail(VKF_ERROR_BAD_MODEL, "%s is not valid JSON: %s (line %d)", name,
-                        quoted(q, sizeof q, err.text, strlen(err.text)), err.line);
-    }
-    *out = j;
-    return VKF_OK;
-}
-
-/* Whether dir/name is a regular file; *what: "missing" or "not a regular file". */
-static bool is_file(const char *dir, const char *name, const char **what)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    struct stat sb;
-    if (stat(path, &sb) != 0) return *what = "missing", false;
-    if (!S_ISREG(sb.st_mode)) return *what = "not a regular file", false;
-    return true;
-}
 
 /* A boolean key of a config (absent or null: def). */
 static vkf_status config_bool(const json_t *o, const char *file, const char *key, bool def, bool *out)
@@ -660,16 +623,16 @@ vkf_status vkf_bpe_open(const char *dir, vkf_bpe_kind kind, vkf_bpe_text **out)
     const char *what = NULL;
     /* tokenizer_config.json holds model_max_length 1e30 written as an integer, past
      * json_int_t: its numbers are read as reals (none of its keys read here is one) */
-    vkf_status st = read_json_file(dir, "tokenizer_config.json", MAX_CONFIG_BYTES, JSON_DECODE_INT_AS_REAL, &tc);
+    vkf_status st = vkf_tok_read_json(dir, "tokenizer_config.json", MAX_CONFIG_BYTES, JSON_DECODE_INT_AS_REAL, &tc);
     if (st == VKF_OK && tc && !json_is_object(tc))
         st = vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer_config.json must hold a JSON object");
     if (st == VKF_OK) {
-        t->from_json = is_file(dir, "tokenizer.json", &what);
+        t->from_json = vkf_tok_file(dir, "tokenizer.json", &what);
         if (!t->from_json && strcmp(what, "missing") != 0)
             st = vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer.json is %s", what);
     }
     if (st == VKF_OK && t->from_json) {
-        st = read_json_file(dir, "tokenizer.json", VKF_HFTOK_MAX_FILE_BYTES, JSON_ALLOW_NUL, &root);
+        st = vkf_tok_read_json(dir, "tokenizer.json", VKF_HFTOK_MAX_FILE_BYTES, JSON_ALLOW_NUL, &root);
         if (st == VKF_OK && !json_is_object(root))
             st = vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer.json must hold a JSON object");
         const json_t *m = st == VKF_OK ? json_object_get(root, "model") : NULL;
@@ -678,10 +641,10 @@ vkf_status vkf_bpe_open(const char *dir, vkf_bpe_kind kind, vkf_bpe_text **out)
             st = vkf_fail(VKF_ERROR_BAD_MODEL, "tokenizer.json: model.type must be \"BPE\" for a %s tokenizer",
                           kind == VKF_BPE_BART ? "BART" : "Whisper");
     } else if (st == VKF_OK) {
-        const char *bad_file = !is_file(dir, "vocab.json", &what) ? "vocab.json"
-                               : !is_file(dir, "merges.txt", &what) ? "merges.txt" : NULL;
+        const char *bad_file = !vkf_tok_file(dir, "vocab.json", &what) ? "vocab.json"
+                               : !vkf_tok_file(dir, "merges.txt", &what) ? "merges.txt" : NULL;
         if (bad_file) st = vkf_fail(VKF_ERROR_BAD_MODEL, "the folder has no tokenizer.json, and %s is %s", bad_file, what);
-        if (st == VKF_OK) st = read_json_file(dir, "vocab.json", MAX_CONFIG_BYTES, JSON_REJECT_DUPLICATES, &vocab);
+        if (st == VKF_OK) st = vkf_tok_read_json(dir, "vocab.json", MAX_CONFIG_BYTES, JSON_REJECT_DUPLICATES, &vocab);
         if (st == VKF_OK && !json_is_object(vocab))
             st = vkf_fail(VKF_ERROR_BAD_MODEL, "vocab.json must hold an object (token -> id)");
         json_t *merges = st == VKF_OK ? json_array() : NULL;
@@ -693,10 +656,10 @@ vkf_status vkf_bpe_open(const char *dir, vkf_bpe_kind kind, vkf_bpe_text **out)
             if (!root) st = OOM();
         }
         json_decref(merges);
-        if (st == VKF_OK) st = read_json_file(dir, "special_tokens_map.json", MAX_CONFIG_BYTES, 0, &stm);
+        if (st == VKF_OK) st = vkf_tok_read_json(dir, "special_tokens_map.json", MAX_CONFIG_BYTES, 0, &stm);
         if (st == VKF_OK && stm && !json_is_object(stm))
             st = vkf_fail(VKF_ERROR_BAD_MODEL, "special_tokens_map.json must hold an object");
-        if (st == VKF_OK) st = read_json_file(dir, "added_tokens.json", MAX_CONFIG_BYTES, JSON_REJECT_DUPLICATES, &atj);
+        if (st == VKF_OK) st = vkf_tok_read_json(dir, "added_tokens.json", MAX_CONFIG_BYTES, JSON_REJECT_DUPLICATES, &atj);
     }
     if (st == VKF_OK) {
         const json_t *fa = t->from_json ? json_object_get(root, "added_tokens") : NULL;

@@ -1,9 +1,15 @@
-/* The tokenizers the families call (internal, not public): byte-level BPE for
- * BART and Whisper folders (vkf_bpe_*, at the end; tokenizer_bpe.c), and
- * SentencePiece tokenization (the source.spm / target.spm of Hugging Face Marian
- * models) behind a C interface: a thin C++ shim (src/tokenizer_spm.cc) over the
- * system's libsentencepiece (Debian 12: 0.1.97). Internal, not public: every
- * symbol here is hidden in libvkformer.so.
+/* The tokenizers layer (src/tokenizers/), the one interface the families call
+ * (internal, not public: every symbol here is hidden in libvkformer.so):
+ *   spm.cc            SentencePiece (the source.spm / target.spm of Marian, the
+ *                     sentencepiece.bpe.model of fairseq's families) behind a C
+ *                     interface: a thin C++ shim over the system's libsentencepiece
+ *                     (Debian 12: 0.1.97); charsmap.c checks its precompiled maps
+ *   vocab.c           vocab.json of slow tokenizers, and spm text through a vocabulary
+ *   folder.c          a tokenizer folder's files
+ *   bytelevel_bpe.c   byte-level BPE of BART and Whisper folders (vkf_bpe_*)
+ *   tokenizer_json.h  Hugging Face tokenizer.json (vkf_hftok_*), run in the stages
+ *                     of Hugging Face tokenizers, one file each (pipeline.h lists them)
+ * The families see these functions and the structs below, never a stage's insides.
  *
  * Untrusted files: the protobuf is walked before sentencepiece sees it, and every
  * precompiled charsmap in it (normalizer_spec and denormalizer_spec) must pass
@@ -26,6 +32,7 @@
 #define VKF_TOKENIZER_H
 
 #include "vkformer.h"
+#include "tokenizers/tokenizer_json.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,6 +43,7 @@ extern "C" {
 #endif
 
 typedef struct vkf_spm vkf_spm;
+struct json_t;
 
 /* Kinds of piece (SentencePiece's ModelProto.SentencePiece.Type). */
 enum {
@@ -91,7 +99,63 @@ int vkf_spm_encode_n(const vkf_spm *s, const char *text, size_t len,
 int vkf_spm_decode(const vkf_spm *s, const char *const *pieces, size_t n, char **out,
                    char *err, size_t err_size);
 
-/* ------------------------------------------------------------------ byte-level BPE (tokenizer_bpe.c) */
+/* ------------------------------------------------------------------ vocabularies and spm text (vocab.c) */
+
+/* A vocab.json: pieces by id and a sorted index for lookups by piece. */
+typedef struct vkf_vocab {
+    char **piece;                       /* (n) owned */
+    uint32_t *order;                    /* (n) owned: ids sorted by piece */
+    uint32_t n;
+    int32_t unk_id;                     /* "<unk>"'s id, or -1 */
+} vkf_vocab;
+/* JSON object piece -> id for ids 0..n-1, each once (n 0: as many as it holds). */
+vkf_status vkf_vocab_json(const char *file, struct json_t *j, uint32_t n, vkf_vocab *out);
+int32_t vkf_vocab_id(const vkf_vocab *v, const char *piece, size_t len);
+void vkf_vocab_free(vkf_vocab *v);
+/* "</s>" is eos, "<pad>" is pad and "<unk>" is there. */
+vkf_status vkf_vocab_check_specials(const char *file, const vkf_vocab *v, int32_t eos, int32_t pad);
+/* Every ordinary piece of the spm has an id in v. */
+vkf_status vkf_vocab_check_spm(const vkf_vocab *v, const char *vname, const vkf_spm *s, const char *name);
+/* dir/name loaded as a SentencePiece model. */
+vkf_status vkf_spm_open(const char *dir, const char *name, vkf_spm **out);
+/* text (len bytes) -> spm pieces -> ids: through vocab (NULL: the fairseq offset,
+ * spm id + 1), an unknown piece as unk_id; at most capacity ids. */
+vkf_status vkf_spm_ids(const vkf_spm *spm, const vkf_vocab *vocab, int32_t unk_id, const char *text, size_t len,
+                       int32_t *out_ids, uint32_t capacity, uint32_t *out_count);
+/* pieces -> text through the spm's decoder, U+2581 left as a space, ends stripped. */
+vkf_status vkf_spm_text(const vkf_spm *spm, const char *const *pieces, size_t n, char *out_text, size_t capacity);
+/* pieces -> text as tokenizers' Metaspace decoder joins them (what transformers
+ * 5.12's NllbTokenizer and MBart50Tokenizer run over an spm's pieces): U+2581
+ * becomes a space, a leading one of the first piece is dropped, nothing else. */
+vkf_status vkf_spm_text_metaspace(const char *const *pieces, size_t n, char *out_text, size_t capacity);
+
+/* ------------------------------------------------------------------ the folder's files (folder.c) */
+
+/* Whether dir/name is a regular file; *what (if not NULL): "missing" or "not a
+ * regular file" when it is not, NULL when it is. */
+bool vkf_tok_file(const char *dir, const char *name, const char **what);
+/* dir/name parsed as JSON (any value; flags for jansson), *out NULL with VKF_OK
+ * when the file is absent; BAD_MODEL naming the file past max bytes, when it is
+ * no regular file or no valid JSON. */
+vkf_status vkf_tok_read_json(const char *dir, const char *name, size_t max, size_t flags, struct json_t **out);
+/* A list of token strings (owned). */
+typedef struct vkf_tok_names {
+    char **name;                        /* (n) owned */
+    uint32_t n;
+} vkf_tok_names;
+void vkf_tok_names_free(vkf_tok_names *l);
+bool vkf_tok_names_has(const vkf_tok_names *l, const char *name);
+/* The extra special tokens a folder of a slow SentencePiece tokenizer declares
+ * (M2M100Tokenizer's language tokens: the hub's special_tokens_map.json lists
+ * them), as transformers 5.12's from_pretrained resolves them: tc's
+ * (tokenizer_config.json, or NULL) extra_special_tokens, else its
+ * additional_special_tokens; where tc has neither and no added_tokens_decoder (a
+ * save_pretrained config), dir/special_tokens_map.json's extra_special_tokens,
+ * else its additional_special_tokens; else none. Items are strings or objects
+ * with a "content" string. *out is emptied first; free it with vkf_tok_names_free. */
+vkf_status vkf_tok_extra_specials(const char *dir, const struct json_t *tc, vkf_tok_names *out);
+
+/* ------------------------------------------------------------------ byte-level BPE (bytelevel_bpe.c) */
 
 /* GPT-2-style byte-level BPE as Hugging Face transformers 5.12 builds it for BART
  * (BartTokenizer, an alias of RobertaTokenizer) and Whisper (WhisperTokenizer),

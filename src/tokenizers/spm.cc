@@ -1,4 +1,4 @@
-// The SentencePiece shim of src/tokenizer.h: the C interface over Debian's
+// The SentencePiece shim of tokenizer.h: the C interface over Debian's
 // libsentencepiece (0.1.97) for the source.spm / target.spm of Hugging Face Marian
 // models. The only C++ in the library; every entry point catches every exception
 // (std::bad_alloc included) and turns it into -1 / NULL with a message.
@@ -32,8 +32,8 @@
 #pragma clang attribute push(__attribute__((no_sanitize("function", "vptr"))), apply_to = function)
 #endif
 
-#include "families/tokenizer.h"
-#include "families/charsmap.h"
+#include "tokenizers/tokenizer.h"
+#include "tokenizers/charsmap.h"
 
 #include <sentencepiece_processor.h>
 
@@ -300,7 +300,7 @@ bool scan_model(const std::string &bytes, std::string *types, char *why, size_t 
 }
 
 // Reads a whole regular file; false with a reason.
-bool read_file(const char *path, std::string *out, char *why, size_t why_size) {
+bool read_model_file(const char *path, std::string *out, char *why, size_t why_size) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(why, why_size, "%s", strerror(errno));
@@ -430,7 +430,7 @@ vkf_spm *vkf_spm_load(const char *path, char *err, size_t err_size) {
         quiet_sentencepiece();
         std::string bytes;
         char why[160];
-        if (!read_file(path, &bytes, why, sizeof(why))) {
+        if (!read_model_file(path, &bytes, why, sizeof(why))) {
             set_err(err, err_size, "SentencePiece model %s: %s", path, why);
             return nullptr;
         }

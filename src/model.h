@@ -1,6 +1,7 @@
-/* The model layer's own calls between its files (src/model.c, src/transcribe.c). */
-#ifndef VKF_TRANSCRIBE_H
-#define VKF_TRANSCRIBE_H
+/* The model layer's own calls between its files: what src/model.c (the public
+ * model object) lends to src/transcribe.c, which drives a loaded Whisper model. */
+#ifndef VKF_MODEL_H
+#define VKF_MODEL_H
 
 #include "decode/decode.h"
 #include "families/family.h"

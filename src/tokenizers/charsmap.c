@@ -1,7 +1,7 @@
 /* The precompiled character map of SentencePiece normalization: the check that
  * proves a blob safe to walk, and the prefix lookup (charsmap.h describes the
  * format and what is checked). */
-#include "families/charsmap.h"
+#include "tokenizers/charsmap.h"
 
 #include "runtime/runtime.h"
 

@@ -2,8 +2,11 @@
  * vocab.json): pieces by id and a sorted index for lookups by piece, and the
  * pieces-to-ids step that SentencePiece-based tokenizers share: text through an
  * spm, each piece looked up (unknown: the unk id). */
-#include "families/family.h"
-#include "families/tokenizer.h"
+#include "tokenizers/tokenizer.h"
+
+#include "runtime/runtime.h"
+
+#include <jansson.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,7 +103,7 @@ vkf_status vkf_spm_open(const char *dir, const char *name, vkf_spm **out)
     char path[4096], err[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     const char *what = NULL;
-    if (!vkf_hf_file(dir, name, &what)) return vkf_fail(VKF_ERROR_BAD_MODEL, "%s is %s (the SentencePiece model)", name, what);
+    if (!vkf_tok_file(dir, name, &what)) return vkf_fail(VKF_ERROR_BAD_MODEL, "%s is %s (the SentencePiece model)", name, what);
     *out = vkf_spm_load(path, err, sizeof err);
     if (!*out) return vkf_fail(VKF_ERROR_BAD_MODEL, "%s", err);
     return VKF_OK;
@@ -139,6 +142,26 @@ vkf_status vkf_spm_ids(const vkf_spm *spm, const vkf_vocab *vocab, int32_t unk_i
     if (rc < 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "tokenizing: %s", err);
     if (rc > 0) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text has more than %u tokens", capacity);
     *out_count = e.n;
+    return VKF_OK;
+}
+
+vkf_status vkf_spm_text_metaspace(const char *const *pieces, size_t n, char *out_text, size_t capacity)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *p = pieces[i];
+        for (size_t r = 0; p[r];) {
+            bool meta = (unsigned char)p[r] == 0xe2 && (unsigned char)p[r + 1] == 0x96 && (unsigned char)p[r + 2] == 0x81;
+            size_t k = meta ? 3 : 1;
+            if (!(meta && i == 0 && r == 0)) { /* the first piece's leading space is dropped */
+                if (w + 2 > capacity)
+                    return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "the text needs more than %zu bytes", capacity);
+                out_text[w++] = meta ? ' ' : p[r];
+            }
+            r += k;
+        }
+    }
+    if (capacity) out_text[w] = '\0';
     return VKF_OK;
 }
 
