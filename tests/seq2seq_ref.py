@@ -31,11 +31,14 @@ Tokenizers (slow-file conventions; tokenizer.json carries the same ids):
   - NLLB (NllbTokenizer): sentencepiece.bpe.model under fairseq's offset: <s> 0, <pad> 1, </s> 2,
     <unk> 3, spm piece i (i >= 3) -> i + 1, spm's unknown -> 3; the 202 language codes after the pieces
     (n_spm + 1 + k), <mask> after them; source = [src_lang] pieces </s> (legacy_behaviour false);
-    decoding skips specials and languages, joins pieces, U+2581 -> space, strips.
+    decoding skips specials and languages and joins the pieces as tokenizers' Metaspace decoder does
+    (what transformers 5.12's NllbTokenizer runs): U+2581 -> space, the first piece's leading one
+    dropped, nothing else stripped.
   - mBART-50 (MBart50Tokenizer): the same with mBART-50's 52 codes (en_XX).
   - M2M-100 (M2M100Tokenizer): spm pieces looked up in vocab.json (unknown -> <unk>), languages
     __xx__ after vocab.json's entries; source = [__src__] pieces </s>; decoding skips <s> <pad> </s>
-    <unk> but keeps language tokens, as transformers 5.12 does, and decodes through the spm.
+    <unk> but keeps language tokens, as transformers 5.12 does where the folder does not declare them
+    special (these folders do not), and decodes through the spm, ends stripped.
 """
 import json
 import math
@@ -259,6 +262,9 @@ class Tokenizer:
                     pieces.append(self.inv[i])
             elif 4 <= i and i - 1 < self.n_spm:
                 pieces.append(self.sp.id_to_piece(i - 1))
+        if self.vocab is None:                  # Metaspace: each U+2581 a space, but the first piece's leading one
+            text = "".join(pieces)
+            return (text[1:] if text.startswith("\u2581") else text).replace("\u2581", " ")
         return self.sp.decode_pieces(pieces).replace("\u2581", " ").strip()
 
 

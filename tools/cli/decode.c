@@ -20,10 +20,20 @@ static void print_timing(const options *o, const vkf_model *model, uint32_t sour
             t.total_ms > 0 ? 1e3 * (double)t.tokens / t.total_ms : 0.0, t.first_token_ms);
 }
 
+int32_t forced_lead(const vkf_model *model, const decode_setup *s)
+{
+    vkf_generate_options g;
+    if (s->with) g = s->g;
+    else if (vkf_model_generate_defaults(model, &g) != VKF_OK) return -1;
+    return g.forced_bos ? g.forced_bos_id : -1;
+}
+
+uint32_t lead_of(int32_t lead, const int32_t *row, uint32_t n) { return lead >= 0 && n && row[0] == lead; }
+
 static decode_json json_for(const options *o, vkf_context *ctx, vkf_model *model, const decode_setup *s,
                             uint32_t sources)
 {
-    decode_json d = {o, ctx, model, "greedy", 1, s->max_new, sources, s->n_prefix + s->max_new, {0}, NULL};
+    decode_json d = {o, ctx, model, "greedy", 1, s->max_new, sources, s->n_prefix + s->max_new, {0}, NULL, -1};
     if (s->with) {
         d.mode = s->g.sample ? "sample" : s->g.beams > 1 ? "beam" : "greedy";
         d.beams = s->g.beams ? s->g.beams : 1;
@@ -65,6 +75,8 @@ static void decoded_fill(decoded *r, const decode_setup *s, const int32_t *out, 
 typedef struct stream_state {
     vkf_model *model;
     bool as_text;
+    int32_t lead;                       /* ids: a forced first token left unprinted (forced_lead), or -1 */
+    uint32_t shown;                     /* ids: how many were printed */
     int32_t *ids;                       /* (cap) the prefix and the ids so far */
     uint32_t n, cap;
     char *printed;                      /* what was printed (text) */
@@ -93,7 +105,7 @@ static bool on_stream(void *user, uint32_t source, const int32_t *ids, uint32_t 
     (void)source;
     stream_state *s = user;
     for (uint32_t i = 0; i < count && s->n < s->cap; i++) {
-        if (!s->as_text) printf("%s%d", s->n ? "," : "", ids[i]);
+        if (!s->as_text && !(s->n == 0 && ids[i] == s->lead)) printf("%s%d", s->shown++ ? "," : "", ids[i]);
         s->ids[s->n++] = ids[i];
     }
     if (!s->as_text) {
@@ -119,7 +131,8 @@ static int decode_and_print(const options *o, vkf_context *ctx, vkf_model *model
     r.scores = ds->with ? xmalloc((size_t)s->count * nb * sizeof *r.scores) : NULL;
     size_t cap = 64 + ((size_t)ds->n_prefix + max_new) * 64;
     char *text = xmalloc(cap);
-    stream_state ss = {model, as_text, NULL, 0, ds->n_prefix + max_new, NULL, 0, NULL, cap};
+    int32_t lead = as_text ? -1 : forced_lead(model, ds);
+    stream_state ss = {model, as_text, lead, 0, NULL, 0, ds->n_prefix + max_new, NULL, 0, NULL, cap};
     vkf_generate_options g = ds->g;
     bool stream = o->stream && (g.sample || g.beams == 1);
     if (o->stream && !stream)
@@ -130,7 +143,8 @@ static int decode_and_print(const options *o, vkf_context *ctx, vkf_model *model
         ss.buf = text;
         if (ds->n_prefix) memcpy(ss.ids, ds->prefix, ds->n_prefix * sizeof *ss.ids);
         ss.n = ds->n_prefix;
-        for (uint32_t i = 0; !as_text && i < ds->n_prefix; i++) printf("%s%d", i ? "," : "", ds->prefix[i]);
+        for (uint32_t i = as_text ? ds->n_prefix : lead_of(lead, ds->prefix, ds->n_prefix); i < ds->n_prefix; i++)
+            printf("%s%d", ss.shown++ ? "," : "", ds->prefix[i]);
         if (as_text && ds->n_prefix && vkf_model_decode_text(model, ss.ids, ss.n, text, cap) == VKF_OK)
             stream_text(&ss, text, false);
         g.on_tokens = on_stream, g.on_tokens_user = &ss;
@@ -145,7 +159,8 @@ static int decode_and_print(const options *o, vkf_context *ctx, vkf_model *model
     if (code == 0 && stream) {
         /* the rest of the output; the text printed so far is a beginning of it */
         if (!as_text) {
-            for (uint32_t i = ss.n; i < r.lens[0]; i++) printf("%s%d", i ? "," : "", r.ids[i]);
+            for (uint32_t i = ss.n; i < r.lens[0]; i++)
+                if (i > 0 || r.ids[i] != lead) printf("%s%d", ss.shown++ ? "," : "", r.ids[i]);
         } else if ((st = vkf_model_decode_text(model, r.ids, r.lens[0], text, cap)) != VKF_OK) {
             code = fail(st);
         } else if (!stream_text(&ss, text, true)) {
@@ -155,6 +170,7 @@ static int decode_and_print(const options *o, vkf_context *ctx, vkf_model *model
         printf("\n");
     } else if (code == 0 && o->json) {
         decode_json d = json_for(o, ctx, model, ds, s->count);
+        d.lead = lead;
         for (uint32_t i = 0; code == 0 && i < s->count; i++) {
             st = print_decode_record(&d, i, s->ids[i], s->lengths[i], r.ids + (size_t)i * nb * r.stride,
                                      r.lens + i * nb, r.scores ? r.scores + i * nb : NULL, nb, input_text, as_text, NULL,
@@ -172,7 +188,8 @@ static int decode_and_print(const options *o, vkf_context *ctx, vkf_model *model
                 }
                 printf("%s", text);
             } else {
-                for (uint32_t i = 0; i < r.lens[h]; i++) printf("%s%d", i ? "," : "", ids[i]);
+                uint32_t skip = lead_of(lead, ids, r.lens[h]);
+                for (uint32_t i = skip; i < r.lens[h]; i++) printf("%s%d", i > skip ? "," : "", ids[i]);
             }
             if (nb > 1) printf("\t%.6f", r.scores[h]);
             printf("\n");
@@ -594,8 +611,9 @@ int cmd_generate(int argc, char **argv)
         "generate", "--model MODEL --src IDS [--src IDS ...] [options]\n--model MODEL --input FILE|- [options]\n"
         "--model MODEL - [options]",
         "decodes every source as one batch (greedy; beam search with --beam, sampling with --temperature,\n"
-        "--top-k, --top-p) and prints a line of ids per source, without bos and eos; eos_id is appended\n"
-        "to each source unless it ends with it (--raw-ids: as given); - reads the sources from stdin", table};
+        "--top-k, --top-p) and prints a line of ids per source: the ids chosen after the decoder start,\n"
+        "without a forced first token (bos, target language) and without eos; eos_id is appended to each\n"
+        "source unless it ends with it (--raw-ids: as given); - reads the sources from stdin", table};
     options o = {0};
     decode_defaults(&o);
     int code = cli_parse(&cmd, argc, argv, &o);

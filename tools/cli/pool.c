@@ -152,7 +152,7 @@ static int pool_decode_setup(const options *o, const vkf_model *model, bool text
 static decode_json pool_json(const options *o, const vkf_model *model, const vkf_generate_options *g, bool with,
                              uint32_t max_new, uint32_t sources, const vkf_pool_batch *b, const vkf_device_info *device)
 {
-    decode_json d = {o, NULL, (vkf_model *)model, "greedy", 1, max_new, sources, max_new, {0}, device};
+    decode_json d = {o, NULL, (vkf_model *)model, "greedy", 1, max_new, sources, max_new, {0}, device, -1};
     if (with) {
         d.mode = g->sample ? "sample" : g->beams > 1 ? "beam" : "greedy";
         d.beams = g->beams ? g->beams : 1;
@@ -379,6 +379,7 @@ int pool_generate(const options *o, int32_t **ids, uint32_t *lens, const unsigne
     bool with = ds.with;
     const vkf_generate_options g = ds.g;
     uint32_t nb = with && g.n_best ? g.n_best : 1;
+    int32_t lead = forced_lead(model, &ds);
     uint32_t batches = (n + B - 1) / B;
     uint64_t *tickets = xmalloc(batches * sizeof *tickets);
     vkf_status st = VKF_OK;
@@ -407,6 +408,7 @@ int pool_generate(const options *o, int32_t **ids, uint32_t *lens, const unsigne
         uint32_t at = k * B, count = n - at < B ? n - at : B;
         if (o->json) {
             decode_json d = pool_json(o, model, &g, with, max_new, count, &info, &devices[info.device]);
+            d.lead = lead;
             for (uint32_t i = 0; code == 0 && i < count; i++) {
                 bst = print_decode_record(&d, at + i, ids[at + i], lens[at + i], out + (size_t)i * nb * max_new,
                                           out_lens + i * nb, with ? scores + i * nb : NULL, nb, NULL, false, NULL, NULL,
@@ -417,7 +419,8 @@ int pool_generate(const options *o, int32_t **ids, uint32_t *lens, const unsigne
         }
         for (uint32_t h = 0; h < count * nb; h++) {
             const int32_t *row = out + (size_t)h * max_new;
-            for (uint32_t i = 0; i < out_lens[h]; i++) printf("%s%d", i ? "," : "", row[i]);
+            uint32_t skip = lead_of(lead, row, out_lens[h]);
+            for (uint32_t i = skip; i < out_lens[h]; i++) printf("%s%d", i > skip ? "," : "", row[i]);
             if (nb > 1) printf("\t%.6f", scores[h]);
             printf("\n");
         }

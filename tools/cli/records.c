@@ -31,8 +31,14 @@ vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32
     if (translate) jsonl_string("text", text);
     printf(",\"src\":");
     jsonl_ids(src, src_len);
+    /* generate's ids leave out a forced first token (d->lead); "sequence" has it */
+    uint32_t skip = !translate && nb && d->lead >= 0 && lens[0] && out[0] == d->lead;
     printf(",\"ids\":");
-    jsonl_ids(out, nb ? lens[0] : 0);
+    jsonl_ids(out + skip, nb ? lens[0] - skip : 0);
+    if (!translate) {
+        printf(",\"sequence\":");
+        jsonl_ids(out, nb ? lens[0] : 0);
+    }
     if (translate) {
         jsonl_string("translation", best);
         jsonl_string("expected", expected);
@@ -40,8 +46,10 @@ vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32
     }
     printf(",\"hypotheses\":[");
     for (uint32_t h = 0; h < nb; h++) {
+        const int32_t *row = out + (size_t)h * d->stride;
+        uint32_t lead = !translate && d->lead >= 0 && lens[h] && row[0] == d->lead;
         printf("%s{\"ids\":", h ? "," : "");
-        jsonl_ids(out + (size_t)h * d->stride, lens[h]);
+        jsonl_ids(row + lead, lens[h] - lead);
         if (translate && h > 0) {
             if (vkf_model_decode_text(d->model, out + (size_t)h * d->stride, lens[h], text_buf, cap) != VKF_OK)
                 text_buf[0] = '\0'; /* decoded once already */
