@@ -29,16 +29,15 @@ model again, and the scheduler runs the lost partitions again (up to
 distributed.scheduler.allowed-failures times; docs/scaling.md).
 
 Needs dask and distributed (Debian 12: python3-dask, python3-distributed; for
-dataframes python3-pandas) and python/vkformer.py importable on every worker.
+dataframes python3-pandas) and the vkformer package on every worker (pip install ./python
+or meson install: docs/python.md).
 """
 import os
-import sys
 import threading
 
 from distributed import WorkerPlugin, get_worker
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import vkformer  # noqa: E402
+import vkformer
 
 __all__ = ["VkformerPlugin", "register", "translate_partition", "translate_bag", "translate_series", "worker_stats"]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Sound files through vkf_audio_read (python/vkformer.py's read_audio), no device.
+"""Sound files through vkf_audio_read (the Python package's vkformer.read_audio), no device.
 
 usage: test_audio.py LIBVKFORMER.so OUT_DIR
 

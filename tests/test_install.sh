@@ -7,7 +7,10 @@
 # the shared library and once with the static one (`pkg-config --static`, which
 # must name everything libvkformer.a needs); with --run it also translates with
 # both on the Vulkan driver of the environment (VK_ICD_FILENAMES). The installed
-# vkformer tool must be built on the shared library's exported API alone.
+# vkformer tool must be built on the shared library's exported API alone. The Python
+# package, as meson install puts it into site-packages and as `pip install ./python`
+# puts it into a fresh virtual environment, must import and find its library by
+# itself; with --run both translate with the demo model.
 #
 # usage: test_install.sh [--run] MESON BUILD_DIR SOURCE_DIR
 # Environment: VKF_TEST_CC (default cc) and VKF_TEST_CFLAGS (the build's
@@ -161,6 +164,64 @@ else
     [ -n "$own$private" ] || echo "tool: calls $(wc -l <"$TMP/tool_calls") exported functions, nothing else of the library"
 fi
 
+# ------------------------------------------------------------------ Python
+# The package as Python users get it (docs/python.md), two ways: `meson install` put
+# it into site-packages with the library's folder recorded (vkformer/_install.py),
+# and `pip install ./python` into a fresh virtual environment (with the system's
+# site packages, for numpy) copies the build's libvkformer.so into it. Either way
+# `import vkformer` must find that library itself: no sys.path edit, no
+# VKFORMER_LIBRARY, no library= argument. --no-index only makes sure pip fetches
+# nothing; the package needs nothing from the network to build. Run from $TMP so
+# that the current folder holds no vkformer to import.
+PY=/usr/bin/python3
+ask='import vkformer; print(vkformer.__file__); print(vkformer.library_path())'
+SITE=$(find "$ROOT" -type f -path '*-packages/vkformer/__init__.py' | head -n 1)
+if [ -z "$SITE" ]; then
+    fail "meson install put no vkformer/__init__.py into a site-packages folder"
+else
+    SITE=$(dirname "$(dirname "$SITE")")
+    [ -f "$SITE/vkformer/_install.py" ] || fail "meson install wrote no vkformer/_install.py (the library's folder)"
+    [ -f "$SITE/vkformer_dask.py" ] || fail "meson install put no vkformer_dask.py beside the package"
+    for f in "$SRC"/python/vkformer/*.py; do
+        [ -f "$SITE/vkformer/${f##*/}" ] || fail "meson install left out python/vkformer/${f##*/} (meson.build's list)"
+    done
+    before=$failures
+    if found=$(cd "$TMP" && env -u VKFORMER_LIBRARY PYTHONPATH="$SITE" "$PY" -c "$ask" 2>"$TMP/py.err"); then
+        want=$LIBDIR/libvkformer.so.$major
+        [ "$(printf '%s\n' "$found" | sed -n 1p)" = "$SITE/vkformer/__init__.py" ] ||
+            fail "import vkformer with the installed site-packages imported $(printf '%s\n' "$found" | sed -n 1p)"
+        [ "$(printf '%s\n' "$found" | sed -n 2p)" = "$want" ] ||
+            fail "the meson-installed package finds '$(printf '%s\n' "$found" | sed -n 2p)', not $want"
+        [ "$failures" -ne "$before" ] || echo "python: meson install: $SITE/vkformer, $(printf '%s\n' "$found" | sed -n 2p)"
+    else
+        fail "the meson-installed package does not import: $(tail -n 3 "$TMP/py.err")"
+    fi
+fi
+VENV=$TMP/venv
+before=$failures
+if ! "$PY" -m venv --system-site-packages "$VENV" >"$TMP/venv.log" 2>&1; then
+    fail "$PY -m venv failed (Debian: python3-venv, which tools/setup.sh installs): $(tail -n 3 "$TMP/venv.log")"
+elif ! (cd "$TMP" && VKFORMER_BUILD_DIR=$BUILD "$VENV/bin/pip" install --no-index --no-cache-dir \
+        --disable-pip-version-check "$SRC/python") >"$TMP/pip.log" 2>&1; then
+    fail "pip install ./python into a fresh venv failed: $(tail -n 5 "$TMP/pip.log")"
+elif ! found=$(cd "$TMP" && env -u VKFORMER_LIBRARY "$VENV/bin/python" -c "$ask" 2>"$TMP/py.err"); then
+    fail "the pip-installed package does not import: $(tail -n 3 "$TMP/py.err")"
+else
+    pkg=$(dirname "$(printf '%s\n' "$found" | sed -n 1p)")
+    case $pkg in
+    "$VENV"/*) ;;
+    *) fail "import vkformer in the venv imported $pkg, not the venv's package" ;;
+    esac
+    [ "$(printf '%s\n' "$found" | sed -n 2p)" = "$pkg/libvkformer.so" ] ||
+        fail "the pip-installed package finds '$(printf '%s\n' "$found" | sed -n 2p)', not its own $pkg/libvkformer.so"
+    cmp -s "$pkg/libvkformer.so" "$BUILD/libvkformer.so" ||
+        fail "the venv's $pkg/libvkformer.so is not the build's libvkformer.so"
+    pyversion=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("vkformer"))' 2>&1)
+    [ "$pyversion" = "$version" ] ||
+        fail "the Python package is version '$pyversion' (python/pyproject.toml), the library $version (meson.build)"
+    [ "$failures" -ne "$before" ] || echo "python: pip install ./python into a venv: vkformer $pyversion, $pkg/libvkformer.so"
+fi
+
 # ------------------------------------------------------------------ running it
 if [ "$run" = 1 ]; then
     MODEL=$SRC/models/demo.safetensors
@@ -180,6 +241,23 @@ if [ "$run" = 1 ]; then
         { [ "$code" = 1 ] && grep -q "zillion" "$TMP/run.err"; } ||
             fail "$kind example on an unknown word: exit $code, stderr: $(cat "$TMP/run.err")"
     done
+    # Both Python installs translate with the demo model, the library found by itself.
+    translate='import sys, vkformer
+with vkformer.load(sys.argv[1]) as m:
+    print(m.translate("three hundred forty two"))'
+    if [ -n "$CFLAGS" ]; then
+        echo "NOTE: the Python installs are not run: a sanitized libvkformer.so ($CFLAGS) cannot be loaded into an uninstrumented python3"
+    else
+        if [ -n "${SITE:-}" ]; then
+            out=$(cd "$TMP" && env -u VKFORMER_LIBRARY PYTHONPATH="$SITE" "$PY" -c "$translate" "$MODEL" 2>"$TMP/run.err")
+            [ "$out" = 342 ] || fail "the meson-installed package translated to '$out': $(tail -n 3 "$TMP/run.err")"
+        fi
+        if [ -x "$VENV/bin/python" ]; then
+            out=$(cd "$TMP" && env -u VKFORMER_LIBRARY "$VENV/bin/python" -c "$translate" "$MODEL" 2>"$TMP/run.err")
+            [ "$out" = 342 ] || fail "the pip-installed package translated to '$out': $(tail -n 3 "$TMP/run.err")"
+            echo "python: both installs translate 'three hundred forty two' to $out"
+        fi
+    fi
 fi
 
 if [ "$failures" -ne 0 ]; then

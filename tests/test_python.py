@@ -1,9 +1,14 @@
-"""python/vkformer.py on the build tree's shared library, against the CLI on the
-same driver: translations of held-out lines, generated ids, forward logits
-(single and batched), the decoding options (repetition penalty, n-grams,
-suppressed ids and sequences, end ids, target prefixes, sorted batches), score()
-and stream(), the ways of finding the library, and errors (exceptions carrying
-the library's message). Run with Debian's /usr/bin/python3 (numpy).
+"""The vkformer Python package as a user installs it, against the CLI on the same
+driver: `pip install ./python` into a fresh virtual environment (with the
+system's site packages, for numpy; the build's libvkformer.so copied into the
+package), then this script runs again in that environment and imports the
+installed package, which finds its library itself (no sys.path edit, no
+library= argument, no VKFORMER_LIBRARY). Checked: translations of held-out
+lines, generated ids, forward logits (single and batched), the decoding options
+(repetition penalty, n-grams, suppressed ids and sequences, end ids, target
+prefixes, sorted batches), score() and stream(), the ways of finding the
+library, and errors (exceptions carrying the library's message). Run with
+Debian's /usr/bin/python3 (numpy; python3-venv).
 
 usage: test_python.py LIBVKFORMER.so VKFORMER MODEL HELDOUT.tsv
 """
@@ -13,12 +18,33 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
+LIB, CLI, MODEL, HELDOUT = sys.argv[1:5]
+HERE = os.path.dirname(os.path.abspath(__file__))
+VENV = os.environ.get("VKF_TEST_PYTHON_VENV")
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+if VENV is None:
+    # First run: install the package into a fresh venv and run again in it. cwd is
+    # the temporary folder, so that no vkformer is importable from the current folder.
+    with tempfile.TemporaryDirectory(prefix="vkformer-python-") as tmp:
+        venv = os.path.join(tmp, "venv")
+        if subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv]).returncode != 0:
+            sys.exit("FAIL: %s -m venv failed (Debian: python3-venv, which tools/setup.sh installs)" % sys.executable)
+        env = dict(os.environ, VKFORMER_BUILD_DIR=os.path.dirname(os.path.abspath(LIB)))
+        env.pop("VKFORMER_LIBRARY", None)
+        # --no-index: nothing fetched (the package needs nothing from the network).
+        if subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "--no-index", "--no-cache-dir",
+                           "--disable-pip-version-check", os.path.join(HERE, "..", "python")],
+                          cwd=tmp, env=env).returncode != 0:
+            sys.exit("FAIL: pip install ./python into a fresh venv failed")
+        env["VKF_TEST_PYTHON_VENV"] = venv
+        del env["VKFORMER_BUILD_DIR"]
+        sys.exit(subprocess.run([os.path.join(venv, "bin", "python"), os.path.abspath(__file__)] + sys.argv[1:],
+                                cwd=tmp, env=env).returncode)
+
+import numpy as np  # noqa: E402
+
 import vkformer  # noqa: E402
 
-LIB, CLI, MODEL, HELDOUT = sys.argv[1:5]
 failures = []
 
 
@@ -49,6 +75,15 @@ def expect_error(fn, status_name, *fragments):
 
 
 # ---------------------------------------------------------------- finding the library
+package = os.path.dirname(os.path.abspath(vkformer.__file__))
+check(package.startswith(os.path.realpath(VENV) + os.sep) or package.startswith(VENV + os.sep),
+      "import vkformer imports the venv's installed package, not %s" % package)
+bundled = os.path.join(package, "libvkformer.so")
+check(vkformer.library_path() == bundled, "the installed package finds its own library, not %s"
+      % vkformer.library_path())
+with open(bundled, "rb") as a, open(LIB, "rb") as b:
+    check(a.read() == b.read(), "the package's libvkformer.so is the build's %s" % LIB)
+check(vkformer.library_path(LIB) == LIB, "library= comes first")
 e = None
 try:
     vkformer.load(MODEL, library="/nonexistent/libvkformer.so")
@@ -57,15 +92,35 @@ except vkformer.VkformerError as err:
 check(e is not None and e.status is None and "/nonexistent/libvkformer.so" in str(e),
       "a missing library is a VkformerError naming its path: %r" % e)
 os.environ["VKFORMER_LIBRARY"] = LIB
-check(vkformer.library_version() == vkformer.library_version(LIB), "VKFORMER_LIBRARY finds the library")
+check(vkformer.library_path() == LIB and vkformer.library_version() == vkformer.library_version(bundled),
+      "VKFORMER_LIBRARY comes before the package's own library")
 del os.environ["VKFORMER_LIBRARY"]
+# The package with no library beside it, none recorded by meson install, and a
+# dynamic linker that finds none (LD_LIBRARY_PATH off): one error naming what to do.
+with tempfile.TemporaryDirectory() as tmp:
+    os.mkdir(os.path.join(tmp, "vkformer"))
+    with open(os.path.join(package, "__init__.py")) as f, open(os.path.join(tmp, "vkformer", "__init__.py"), "w") as g:
+        g.write(f.read())
+    env = {k: v for k, v in os.environ.items() if k not in ("VKFORMER_LIBRARY", "LD_LIBRARY_PATH")}
+    env["PYTHONPATH"] = tmp
+    r = subprocess.run([sys.executable, "-c", "import ctypes.util, sys, vkformer\n"
+                        "if ctypes.util.find_library('vkformer'): print('installed'); sys.exit(0)\n"
+                        "try: vkformer.load(sys.argv[1])\n"
+                        "except vkformer.VkformerError as e: print(e)", MODEL],
+                       capture_output=True, text=True, cwd=tmp, env=env)
+    if r.stdout.strip() == "installed":
+        print("NOTE: a libvkformer is installed system-wide: the error for no library at all is not checked")
+    else:
+        check(r.returncode == 0 and r.stdout.startswith("libvkformer not found") and "VKFORMER_LIBRARY" in r.stdout
+              and "docs/python.md" in r.stdout and r.stdout.count("\n") == 1,
+              "no library anywhere: one line naming the search and the fix: %r %r" % (r.stdout, r.stderr))
 
 messages = []
-ctx = vkformer.Context(library=LIB, log=lambda level, message: messages.append((level, message)))
+ctx = vkformer.Context(log=lambda level, message: messages.append((level, message)))
 model = ctx.load(MODEL)
 cfg = model.config
-print("library %s on %s; model d_model %d, max_len %d" % (vkformer.library_version(LIB), ctx.device_name,
-                                                          cfg.d_model, cfg.max_len))
+print("vkformer %s (%s) on %s; model d_model %d, max_len %d" % (vkformer.library_version(), vkformer.library_path(),
+                                                                ctx.device_name, cfg.d_model, cfg.max_len))
 check(cfg.has_vocab and cfg.activation in ("relu", "gelu"), "config: %s" % (cfg,))
 
 # ---------------------------------------------------------------- translate vs the CLI
@@ -176,7 +231,7 @@ print("decoding options, score and stream as the CLI's")
 # ---------------------------------------------------------------- errors
 missing = os.path.join(tempfile.gettempdir(), "no-such-vkformer-model.safetensors")
 expect_error(lambda: ctx.load(missing), "VKF_ERROR_IO", missing)
-expect_error(lambda: vkformer.load(missing, library=LIB), "VKF_ERROR_IO", missing)
+expect_error(lambda: vkformer.load(missing), "VKF_ERROR_IO", missing)
 expect_error(lambda: model.translate("three zillion"), "VKF_ERROR_INVALID_ARGUMENT", "zillion")
 expect_error(lambda: model.generate([1, cfg.src_vocab_size + 5]), "VKF_ERROR_INVALID_ARGUMENT",
              str(cfg.src_vocab_size + 5))
@@ -210,7 +265,7 @@ if os.environ.get("VKFORMER_VALIDATE") == "1":
     check(on, "VKFORMER_VALIDATE=1 but the validation layer is off")
 ctx.close()
 expect_error(lambda: model.translate("two"), "VKF_ERROR_STATE", "closed")
-with vkformer.load(MODEL, library=LIB, attention="local:2", seed=3) as m2:
+with vkformer.load(MODEL, attention="local:2", seed=3) as m2:
     check(m2.translate("two") == "2", "load() with attention and seed")
 
 if failures:

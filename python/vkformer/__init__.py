@@ -8,10 +8,17 @@
         model.generate(src)                                      # int32 ids, without bos and eos
         model.forward(src, [model.config.bos_id, 7])             # float32 (len(tgt), tgt_vocab_size)
 
-The library is libvkformer.so (the installed one, or build/libvkformer.so from
-the build tree): the `library` argument of load() / Context() names its path;
-without it, the VKFORMER_LIBRARY environment variable, else
-ctypes.util.find_library("vkformer") (the system's library path).
+Install it with `pip install ./python` (into a virtual environment; the build
+tree's libvkformer.so is copied into the package) or `meson install` (the
+package goes into site-packages and remembers where the library went). The
+library is found, first match wins (library_path() says which):
+  1. the `library` argument of load() / Context() / Pool(), a path;
+  2. the VKFORMER_LIBRARY environment variable;
+  3. libvkformer.so in this package's own folder (what pip install bundles);
+  4. the library folder that `meson install` recorded in vkformer/_install.py
+     (relative to the package, so a DESTDIR or a moved prefix still works);
+  5. the dynamic linker's search path (ctypes.util.find_library, then
+     libvkformer.so.MAJOR: LD_LIBRARY_PATH, the ldconfig cache).
 
 Every failing library call raises VkformerError carrying the library's message
 (vkf_last_error) and status. Ids go in as anything numpy turns into integers
@@ -28,8 +35,8 @@ import weakref
 
 import numpy as np
 
-__all__ = ["VkformerError", "Context", "Model", "ModelConfig", "Pool", "Score", "load", "library_version",
-           "read_audio", "resample"]
+__all__ = ["VkformerError", "Context", "Model", "ModelConfig", "Pool", "Score", "load", "library_path",
+           "library_version", "read_audio", "resample"]
 
 # The C API this module was written against (include/vkformer.h).
 _API_MAJOR = 0
@@ -368,15 +375,49 @@ def _transcript(lib, t):
 _libraries = {}
 
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_SONAME = "libvkformer.so.%d" % _API_MAJOR
+
+
+def _installed_library():
+    """The library that `meson install` put beside this package, or None. The
+    recorded folders are absolute; the library is looked for at the same place
+    relative to where this package really is (a DESTDIR or a moved prefix), then
+    at the recorded one."""
+    try:
+        from . import _install
+    except ImportError:
+        return None
+    places = [os.path.normpath(os.path.join(_HERE, os.path.relpath(_install.LIBDIR, _install.PACKAGE_DIR))),
+              _install.LIBDIR]
+    for folder in places:
+        candidate = os.path.join(folder, _SONAME)
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
 def _find_library(path):
-    if path is None:
-        path = os.environ.get("VKFORMER_LIBRARY") or None
-    if path is None:
-        path = ctypes.util.find_library("vkformer")
-        if path is None:
-            raise VkformerError("libvkformer not found: pass library=PATH, set VKFORMER_LIBRARY, "
-                                "or install vkformer where the dynamic linker finds it")
-    return os.fspath(path)
+    if path is not None:
+        return os.fspath(path)
+    path = os.environ.get("VKFORMER_LIBRARY") or None
+    if path is not None:
+        return path
+    bundled = os.path.join(_HERE, "libvkformer.so")
+    if os.path.exists(bundled):
+        return bundled
+    installed = _installed_library()
+    if installed is not None:
+        return installed
+    # The dynamic linker's own search (LD_LIBRARY_PATH, the ldconfig cache, /usr/lib):
+    # find_library returns a name that dlopen resolves; else the SONAME itself.
+    return ctypes.util.find_library("vkformer") or _SONAME
+
+
+def library_path(library=None):
+    """The path (or, for the dynamic linker's search, the name) of the library
+    that load() would use, given `library` as for load(); nothing is loaded."""
+    return _find_library(library)
 
 
 def _library(path=None):
@@ -388,6 +429,11 @@ def _library(path=None):
     try:
         lib = ctypes.CDLL(path)
     except OSError as e:
+        if path == _SONAME:
+            raise VkformerError("libvkformer not found: VKFORMER_LIBRARY is unset, %s holds no libvkformer.so, "
+                                "no meson-installed one is recorded and the dynamic linker finds no %s; pass "
+                                "library=PATH, set VKFORMER_LIBRARY, or install vkformer (docs/python.md)"
+                                % (_HERE, _SONAME)) from None
         raise VkformerError("cannot load the vkformer library %s: %s" % (path, e)) from None
     for name, (restype, argtypes) in _SIGNATURES.items():
         try:
