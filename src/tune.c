@@ -703,6 +703,9 @@ vkf_status vkf_tune_run(vkf_context *ctx, const vkf_tune_options *o, char *out_p
     if (!ctx || !o) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_tune_run: NULL argument");
     if (out_path && capacity) out_path[0] = '\0';
     if (ctx->lost) return vkf_fail(VKF_ERROR_DEVICE_LOST, "the device was lost; destroy and recreate the context");
+    if (ctx->compile_only)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "tune: \"%s\" is a compile-only device (it executes nothing), so no "
+                        "candidate can be timed or checked", ctx->info.name);
     char path[1024];
     if (o->path) {
         if (snprintf(path, sizeof path, "%s", o->path) >= (int)sizeof path)

@@ -15,6 +15,12 @@
 #                                   VK_NV_cooperative_matrix2), its Vulkan loader and the
 #                                   validation layer of the same suite (FOLDER/icd.json;
 #                                   FOLDER/run sets VK_LAYER_PATH to that layer)
+#   tools/fetch_newer.sh drm-shim   unstable's Mesa Vulkan drivers with mesa-drm-shim: RADV and NVK
+#                                   run on virtual AMD and NVIDIA GPUs whose compilers (ACO, NAK)
+#                                   build real pipelines while submissions do nothing
+#                                   (FOLDER/radeon_icd.json, FOLDER/nouveau_icd.json, and the
+#                                   shims FOLDER/usr/lib/x86_64-linux-gnu/lib*_noop_drm_shim.so;
+#                                   tools/vgpu.sh runs a program on one of them)
 #   tools/fetch_newer.sh lavapipe-bpo  bookworm-backports' Mesa lavapipe (25.0): one package,
 #                                   built for Debian 12's libraries (LLVM 15 included), so it
 #                                   runs with the system's loader and layer: FOLDER/icd.json
@@ -29,7 +35,9 @@ case $what in
     compiler) suite=trixie; packages=(glslc glslang-tools spirv-tools) ;;
     lavapipe) suite=unstable; packages=(mesa-vulkan-drivers libvulkan1 vulkan-validationlayers) ;;
     lavapipe-bpo) suite=bookworm-backports; packages=(mesa-vulkan-drivers) ;;
-    *) echo "usage: fetch_newer.sh compiler|lavapipe|lavapipe-bpo" >&2; exit 2 ;;
+    # One folder of its own, so the shims and the drivers come from one Mesa release.
+    drm-shim) suite=unstable; packages=(mesa-drm-shim mesa-vulkan-drivers libvulkan1 vulkan-validationlayers) ;;
+    *) echo "usage: fetch_newer.sh compiler|lavapipe|lavapipe-bpo|drm-shim" >&2; exit 2 ;;
 esac
 cache=${VKFORMER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vkformer}
 dest=$cache/$what-$suite
@@ -133,11 +141,24 @@ ldso=$(cd "$tmp" && ls usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 usr/lib64/l
 [ -n "$ldso" ] || die "Debian $suite's libc6 has no ld-linux-x86-64.so.2"
 libpath=$dest/usr/lib/x86_64-linux-gnu:$dest/lib/x86_64-linux-gnu
 
-if [ "$what" = lavapipe ]; then
+if [ "$what" = lavapipe ] || [ "$what" = drm-shim ]; then
     # Only lavapipe's ICD, pointed at the unpacked driver by absolute path; the
     # validation layer's manifest likewise.
     lavapipe_manifests "$tmp" "$dest"
     layer_line="export VK_LAYER_PATH=$dest/usr/share/vulkan/explicit_layer.d"
+    if [ "$what" = drm-shim ]; then
+        # RADV's and NVK's manifests, by absolute path, beside the shims that give
+        # them a device (tools/vgpu.sh).
+        for pair in radeon:amdgpu nouveau:nouveau; do
+            driver=${pair%%:*} shim=${pair##*:}
+            [ -f "$tmp/usr/lib/x86_64-linux-gnu/libvulkan_$driver.so" ] ||
+                die "Debian $suite's mesa-vulkan-drivers has no libvulkan_$driver.so"
+            [ -f "$tmp/usr/lib/x86_64-linux-gnu/lib${shim}_noop_drm_shim.so" ] ||
+                die "Debian $suite's mesa-drm-shim has no lib${shim}_noop_drm_shim.so"
+            printf '{"file_format_version": "1.0.1", "ICD": {"library_path": "%s", "api_version": "1.4.0"}}\n' \
+                "$dest/usr/lib/x86_64-linux-gnu/libvulkan_$driver.so" >"$tmp/${driver}_icd.json"
+        done
+    fi
 else
     layer_line=""
 fi

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: set up (packages, SwiftShader, Mesa lavapipe from Debian
-# unstable, build), then every test on the three software Vulkan drivers
+# The whole test suite: set up (packages, SwiftShader, Mesa lavapipe and drm-shim
+# from Debian unstable, build), then every test on the three software Vulkan drivers
 # (SwiftShader, Debian 12's lavapipe, and unstable's lavapipe, which has
-# cooperative matrix) with the validation layer on; any validation message fails
+# cooperative matrix) with the validation layer on, and the virtual GPUs' pipeline
+# builds (suite vgpu: RADV and NVK over drm-shim); any validation message fails
 # a test. If unstable's lavapipe could not be fetched (the archive moved), its
 # tests are reported as skipped and one loud line says so. Extra arguments go to
 # meson test.
@@ -26,6 +27,11 @@ unstable=$(meson introspect --buildoptions "$build_dir" |
            python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "lavapipe_unstable"))')
 if [ -z "$unstable" ]; then
     echo "test: WARNING: Mesa lavapipe from Debian unstable is missing (see tools/fetch_newer.sh lavapipe): its tests, and every cooperative-matrix test, are reported as SKIPPED" >&2
+fi
+drm_shim=$(meson introspect --buildoptions "$build_dir" |
+           python3 -c 'import json,sys; print(next((o["value"] for o in json.load(sys.stdin) if o["name"] == "drm_shim"), ""))')
+if [ -z "$drm_shim" ]; then
+    echo "test: WARNING: Mesa drm-shim from Debian unstable is missing (see tools/fetch_newer.sh drm-shim): the virtual-GPU test (suite vgpu) is reported as SKIPPED" >&2
 fi
 
 status=0

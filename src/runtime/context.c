@@ -17,6 +17,7 @@ void vkf_context_options_init(vkf_context_options *o)
     o->pipeline_cache = -1;
     o->tune = -1;
     o->coopmat = -1;
+    o->compile_only = -1;
 }
 
 /* A -1/0/1 option: -1 reads the environment variable (on unless it is "0"). */
@@ -45,6 +46,10 @@ vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_create: coopmat must be -1, 0 or 1, not %d",
                         options->coopmat);
 
+    if (options->compile_only < -1 || options->compile_only > 1)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_context_create: compile_only must be -1, 0 or 1, not %d",
+                        options->compile_only);
+
     vkf_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating a context");
     ctx->coopmat_request = options->coopmat;
@@ -54,6 +59,13 @@ vkf_status vkf_context_create(const vkf_context_options *options, vkf_context **
         else if (env && strcmp(env, "1") == 0) ctx->coopmat_request = 1;
         else if (env && strcmp(env, "everywhere") == 0) ctx->coopmat_request = 1, ctx->coopmat_everywhere = true;
     }
+    if (options->compile_only == -1) {
+        const char *env = getenv("VKFORMER_COMPILE_ONLY");
+        ctx->compile_only = env && strcmp(env, "1") == 0;
+    } else {
+        ctx->compile_only = options->compile_only == 1;
+    }
+    ctx->statistics_requested = options->shader_statistics;
     ctx->log = options->log;
     ctx->log_user = options->log_user;
     ctx->max_device_memory = options->max_device_memory;

@@ -627,6 +627,28 @@ static vkf_status load_device_table(vkf_context *ctx)
     return VKF_OK;
 }
 
+/* Whether the physical device offers VK_KHR_pipeline_executable_properties with its
+ * pipelineExecutableInfo feature (shader statistics, shader_stats.c). */
+static bool has_executable_properties(VkPhysicalDevice physical)
+{
+    uint32_t count = 0;
+    if (vkEnumerateDeviceExtensionProperties(physical, NULL, &count, NULL) != VK_SUCCESS || count == 0) return false;
+    VkExtensionProperties *exts = calloc(count, sizeof *exts);
+    if (!exts) return false;
+    bool found = false;
+    if (vkEnumerateDeviceExtensionProperties(physical, NULL, &count, exts) == VK_SUCCESS)
+        for (uint32_t i = 0; i < count && !found; i++)
+            found = strcmp(exts[i].extensionName, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) == 0;
+    free(exts);
+    if (!found) return false;
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+    };
+    VkPhysicalDeviceFeatures2 feats = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &exec};
+    vkGetPhysicalDeviceFeatures2(physical, &feats);
+    return exec.pipelineExecutableInfo == VK_TRUE;
+}
+
 static vkf_status device_create(vkf_context *ctx)
 {
     uint32_t ts_bits;
@@ -674,7 +696,7 @@ static vkf_status device_create(vkf_context *ctx)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES,
         .maintenance4 = VK_TRUE,
     };
-    const char *extensions[2];
+    const char *extensions[3];
     uint32_t extension_count = 0;
     if (ctx->coopmat) {
         s16.pNext = &f16i8;
@@ -689,6 +711,19 @@ static vkf_status device_create(vkf_context *ctx)
     }
     ctx->info.coopmat_in_use = ctx->coopmat;
     ctx->info.coopmat2_in_use = ctx->coopmat2;
+    /* Shader statistics (shader_stats.c): the extension and its feature, at the end of
+     * the chain, when the context asked for them and the device has them. */
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_info = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pipelineExecutableInfo = VK_TRUE,
+    };
+    ctx->capture_statistics = ctx->statistics_requested && has_executable_properties(ctx->physical);
+    if (ctx->capture_statistics) {
+        VkBaseOutStructure *last = (VkBaseOutStructure *)&s16;
+        while (last->pNext) last = last->pNext;
+        last->pNext = (VkBaseOutStructure *)&executable_info;
+        extensions[extension_count++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+    }
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = &s16,
