@@ -5,9 +5,17 @@
 // position read from GPU memory) or n_b = lengths[b] (cross-attention over the
 // encoder memory of each source). bias: T5's relative position bias (rel_bias 1),
 // rel_table[h][clamp(j - i, -R, R) + R] with i = state[0], the query's position.
-// Two forms, chosen by specialization:
-//  - split (ROWS 0, GPUs): one workgroup per (b, h), its invocations sharing the
-//    keys; the scores go to a scratch row so keys of any count fit;
+// Three forms, chosen by specialization:
+//  - split (ROWS 0, CHUNK 0, GPUs with few keys): one workgroup per (b, h), its
+//    invocations sharing the keys; the scores go to a scratch row so keys of any
+//    count fit;
+//  - split-K (ROWS 0, CHUNK > 0, GPUs; flash decoding): SPLITS workgroups per
+//    (b, h), workgroup s taking keys [s·CHUNK, (s+1)·CHUNK) ∩ [0, n): scores in
+//    shared memory, then its partial (m, l, o[head_dim]): the chunk's max score, the
+//    sum of exp(score − m) and the unnormalised output, into the scratch row of (b, h)
+//    at s·(head_dim + 2) (the host makes SPLITS·(head_dim + 2) <= max_keys);
+//    attention_decode_reduce.comp combines them. A chunk past n writes m = −inf,
+//    l = 0, so the key count may change between submissions (state);
 //  - rows (ROWS 1, CPU drivers): one invocation per (b, h), WG of them per
 //    workgroup, each with its query and accumulator in registers (HD = head_dim
 //    elements) and an online softmax over the keys: no barrier, no scratch, and
@@ -19,7 +27,9 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint ROWS = 0;    // 1: the rows form
-layout(constant_id = 2) const uint HD = 1;      // rows form: head_dim
+layout(constant_id = 2) const uint HD = 1;      // rows and split-K forms: head_dim
+layout(constant_id = 3) const uint CHUNK = 0;   // split-K form: keys per workgroup (0: another form)
+layout(constant_id = 4) const uint SPLITS = 1;  // split-K form: workgroups per (b, h)
 #include "reduce.glsl"
 
 // Mirrored by vkf_push_attention_decode in push.h. Element (b, j, h, c) of K is
@@ -120,10 +130,85 @@ void rows_main()
     for (uint c = 0u; c < HD; c++) outv[ob + c] = ACT_T(acc[c] * inv);
 }
 
+shared float chunk_p[CHUNK > 0u ? CHUNK : 1u];     // split-K: the chunk's scores, then exp(score − m)
+shared float chunk_q[CHUNK > 0u ? HD : 1u];        // split-K: the query
+shared float chunk_o[CHUNK > 0u ? WG : 1u];        // split-K: per-group sums of the output
+
+void split_k_main()
+{
+    const uint w = linear_workgroup();
+    const uint bh = w / SPLITS, s = w % SPLITS;
+    if (bh >= pc.rows) return;          // padding of the 2-D grid: whole workgroup
+    const uint b = bh / pc.heads, h = bh % pc.heads, tid = gl_LocalInvocationID.x;
+    int n_signed = pc.length_from_state != 0u ? lengths[0] + 1 : lengths[b / pc.kv_div];
+    const uint n = uint(clamp(n_signed, 0, int(pc.max_keys)));
+    const uint j0 = s * CHUNK, j1 = min(n, j0 + CHUNK);     // j0 >= j1: an empty chunk
+    const uint qb = pc.q_offset + b * pc.q_batch + h * HD;
+    const uint kb = pc.k_offset + h * HD, vb = pc.v_offset + h * HD;
+    const uint i = uint(max(lengths[0], 0));    // the query's row for the patterns and the bias
+    for (uint c = tid; c < HD; c += WG) chunk_q[c] = float(q[qb + c]);
+    barrier();
+
+    float m = NEG_INF;
+    for (uint j = j0 + tid; j < j1; j += WG) {
+        float sc = NEG_INF;
+        if (pc.pattern == 0u || key_allowed(i, j)) {
+            const uint kr = kb + kv_row(b, j) * pc.k_batch + j * pc.k_row;
+            float dot = 0.0;
+            for (uint c = 0u; c < HD; c++) dot += chunk_q[c] * float(k[kr + c]);
+            sc = dot * pc.scale + score_bias(h, i, j);
+        }
+        chunk_p[j - j0] = sc;
+        m = max(m, sc);
+    }
+    m = workgroup_max(m);               // (its barriers publish chunk_p)
+    float sum = 0.0;
+    for (uint j = j0 + tid; j < j1; j += WG) {
+        float p = m == NEG_INF ? 0.0 : exp(chunk_p[j - j0] - m);
+        chunk_p[j - j0] = p;
+        sum += p;
+    }
+    sum = workgroup_sum(sum);
+
+    // o[c] = Σ_j p_j v[j, c]: `groups` invocations per column, each over every
+    // groups-th key, summed through shared memory.
+    const uint groups = WG >= HD ? WG / HD : 1u;
+    const uint part = bh * pc.max_keys + s * (HD + 2u);
+    const uint c = tid % HD, g = tid / HD;
+    float acc = 0.0;
+    if (WG >= HD && g < groups)
+        for (uint j = j0 + g; j < j1; j += groups)
+            acc += chunk_p[j - j0] * float(v[vb + kv_row(b, j) * pc.v_batch + j * pc.v_row + c]);
+    if (WG >= HD) {
+        if (g < groups) chunk_o[g * HD + c] = acc;
+        barrier();
+        if (tid < HD) {
+            float o = 0.0;
+            for (uint t = 0u; t < groups; t++) o += chunk_o[t * HD + tid];
+            scores[part + 2u + tid] = o;
+        }
+    } else {
+        for (uint cc = tid; cc < HD; cc += WG) {   // HD > WG: each invocation its columns, every key
+            float o = 0.0;
+            for (uint j = j0; j < j1; j++)
+                o += chunk_p[j - j0] * float(v[vb + kv_row(b, j) * pc.v_batch + j * pc.v_row + cc]);
+            scores[part + 2u + cc] = o;
+        }
+    }
+    if (tid == 0u) {
+        scores[part] = m;
+        scores[part + 1u] = sum;
+    }
+}
+
 void main()
 {
     if (ROWS != 0u) {
         rows_main();
+        return;
+    }
+    if (CHUNK != 0u) {
+        split_k_main();
         return;
     }
     const uint bh = linear_workgroup();

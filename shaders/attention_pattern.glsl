@@ -1,5 +1,5 @@
 // The masks and key lists of the fused attention kernels (attention_fused.comp,
-// attention_fused_coopmat.comp): the push constants, the exact mask allowed(),
+// attention_flash.comp): the push constants, the exact mask allowed(),
 // BigBird's table, the list of keys a workgroup of BQ queries visits, the
 // relative position bias (T5) and transient-global's global keys (LongT5).
 // The including shader defines BQ (a constant) and declares the buffers

@@ -5,7 +5,7 @@
  * global keys given, their count per key length) patterns, T5's relative position
  * bias (local and global tables), fused-QKV and cross-attention layouts,
  * and the CPU (one invocation per query) and GPU (several per query) forms of the
- * kernel with odd tile sizes; the cooperative-matrix kernel (attention_fused_coopmat.comp)
+ * kernel with odd tile sizes; the cooperative-matrix kernel (attention_flash.comp)
  * on the same masks where the context has coopmat (else: that forcing it fails).
  * Then: fused equals the dense-naive path (matmul → softmax with the same mask as
  * an additive tensor → matmul), and bad arguments fail with a status and a message. */
@@ -584,7 +584,7 @@ static void test_f16(vkf_context *ctx, const vkf_device_info *info)
 
 /* ------------------------------------------------------------------ cooperative matrix */
 
-/* The cooperative-matrix kernel (attention_fused_coopmat.comp, forced with
+/* The cooperative-matrix kernel (attention_flash.comp, FlashAttention-2 form, forced with
  * kernel = VKF_ATTENTION_KERNEL_COOPMAT) against the reference run on the same
  * f16-rounded q, k, v, with F32 and F16 storage. Q·Kᵀ of f16 values is exact in
  * fp32 products, and the softmax is fp32, so the differences are:

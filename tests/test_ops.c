@@ -752,7 +752,8 @@ static void round_f16(float *x, size_t n)
 
 /* One matmul on the coopmat kernel set on ctx: A F16 or F32 (act16: C and the
  * residual too), B F16 or F32, either layout, batches, every epilogue option. */
-static void run_coopmat(vkf_context *ctx, const char *family, const cm_case *c, bool act16, bool b16, uint64_t seed)
+static void run_coopmat(vkf_context *ctx, const char *family, const cm_case *c, bool act16, bool b16, uint64_t seed,
+                        const char *expect)
 {
     uint32_t b0 = c->b0 ? c->b0 : 1, b1 = c->b1 ? c->b1 : 1, items = b0 * b1;
     size_t na = (size_t)c->m * c->k, nb = (size_t)c->n * c->k, nc = (size_t)c->m * c->n;
@@ -781,7 +782,7 @@ static void run_coopmat(vkf_context *ctx, const char *family, const cm_case *c, 
     d.alpha = c->alpha;
     d.activation = c->act;
     const char *kernel = vkf_matmul_kernel_family(ctx, c->m, c->n, c->k, items, act16, b16);
-    CHECK(strncmp(kernel, "coopmat", 7) == 0);
+    CHECK(strncmp(kernel, expect, strlen(expect)) == 0);
     CHECK_OK(vkf_cmd_matmul(cmd, &d));
     CHECK_OK(vkf_cmd_submit(cmd));
     float *got = act16 ? download_f16(tc, cn) : harness_download(tc), *want = harness_alloc(cn * 4);
@@ -817,13 +818,106 @@ static void coopmat_cases(vkf_context *ctx, const char *family, bool act16, bool
         {.m = 1023, .n = 17, .k = 1000, .bias = true, .residual = true, .act = VKF_ACTIVATION_GELU, .alpha = 0.25f},
         {.m = 64, .n = 64, .k = 64, .alpha = 1.0f},                     /* whole tiles */
         {.m = 17, .n = 33, .k = 40, .b0 = 2, .b1 = 3, .bias = true, .alpha = 1.0f},   /* batched */
+        /* C rows 16-byte aligned: inner fragments stored straight to C with the whole epilogue */
+        {.m = 41, .n = 48, .k = 72, .bias = true, .residual = true, .act = VKF_ACTIVATION_GELU_TANH, .alpha = 0.5f},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int kn = 0; kn < 2; kn++) {
             cm_case c = shapes[i];
             c.b_kn = kn;
-            run_coopmat(ctx, family, &c, act16, b16, *seed += 4);
+            run_coopmat(ctx, family, &c, act16, b16, *seed += 4, "coopmat");
         }
+}
+
+static void split_k_int8_cases(vkf_context *ctx, const char *family, uint64_t *seed);
+static void gemv_int8_cases(vkf_context *ctx, const vkf_device_info *info, uint64_t *seed);
+
+/* Records one F16 x F16 matmul (m, n, k) on ctx and returns how many dispatches it took. */
+static uint32_t matmul_dispatches(vkf_context *ctx, uint32_t m, uint32_t n, uint32_t k)
+{
+    uint64_t na = (uint64_t)m * k, nb = (uint64_t)n * k, nc = (uint64_t)m * n;
+    vkf_tensor *a = NULL, *b = NULL, *c = NULL;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &na, &a));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &nb, &b));
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &nc, &c));
+    vkf_cmd *cmd;
+    CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
+    vkf_matmul_desc d;
+    vkf_matmul_desc_init(&d);
+    d.m = m, d.n = n, d.k = k;
+    d.a.tensor = a, d.b.tensor = b, d.c.tensor = c;
+    CHECK_OK(vkf_cmd_matmul(cmd, &d));
+    uint32_t ops = vkf_cmd_op_count(cmd);
+    vkf_cmd_destroy(cmd);
+    vkf_tensor_destroy(a), vkf_tensor_destroy(b), vkf_tensor_destroy(c);
+    return ops;
+}
+
+/* The KHR kernel's GPU form at small sizes: 2 x 2 subgroups of 2 x 2 fragments
+ * (several warp tiles, direct fragment stores, K stages of two fragments), then
+ * split-K (partial sums and the reduction pass) on the F16 and the int8 variants. */
+static void coopmat_fast_form_cases(vkf_context *ctx, const vkf_device_info *info, uint32_t fm, uint32_t fn,
+                                    uint32_t bk, uint64_t *seed)
+{
+    vkf_matmul_tiles warp;
+    char name[80];
+    if (vkf_matmul_coopmat_tiles(ctx, VKF_VARIANT_MATMUL_COOPMAT, 2, 2, 2 * fm, 2 * fn, 2 * bk, &warp)) {
+        CHECK_OK(vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_COOPMAT, &warp));
+        snprintf(name, sizeof name, "coopmat-%ux%u-warp%ux%u-bk%u", warp.bm, warp.bn, warp.tm, warp.tn, warp.bk);
+        coopmat_cases(ctx, name, true, true, seed);
+    } else {
+        fprintf(stderr, "coopmat: 2 x 2 warp tiles do not fit %s\n", info->name);
+        harness_failures++;
+        return;
+    }
+    /* split-K: forced (the rule splits only on GPUs); K of 1..N stages per split */
+    ctx->tuning.coopmat_split = 1;
+    CHECK(matmul_dispatches(ctx, 17, 40, 16 * warp.bk) == 1);
+    ctx->tuning.coopmat_split = 3;
+    CHECK(matmul_dispatches(ctx, 17, 40, 16 * warp.bk) == 2);
+    CHECK(matmul_dispatches(ctx, 17, 40, warp.bk) == 1);     /* one K stage: nothing to split */
+    snprintf(name, sizeof name, "coopmat-%ux%u split-K 3", warp.bm, warp.bn);
+    coopmat_cases(ctx, name, false, true, seed);
+    split_k_int8_cases(ctx, name, seed);
+    ctx->tuning.coopmat_split = 0;
+}
+
+/* matmul_gemv (decode steps on GPUs), set on ctx as the GPU rule sets it: up to
+ * 8 rows with vec4 views, every dtype variant, the epilogue, batches, and the
+ * views that must fall back to the other kernels (k not a multiple of 4, B (k, n)). */
+static void test_gemv(vkf_context *ctx, const vkf_device_info *info)
+{
+    vkf_tuning saved = ctx->tuning;
+    uint32_t wg = info->max_workgroup_invocations < 128 ? 64 : 128;
+    ctx->tuning.gemv = (vkf_matmul_tiles){.workgroup = wg, .bm = 8, .bn = 4};
+    ctx->tuning.coopmat_use = 0;
+    ctx->tuning.matmul_source = VKF_SOURCE_TABLE;
+    CHECK(strcmp(vkf_matmul_kernel_family(ctx, 1, 512, 512, 1, false, false), "gemv") == 0);
+    CHECK(strcmp(vkf_matmul_kernel_family(ctx, 8, 512, 512, 1, true, true), "gemv") == 0);
+    CHECK(strcmp(vkf_matmul_kernel_family(ctx, 9, 512, 512, 1, false, false), "gemv") != 0);
+    CHECK(strcmp(vkf_matmul_kernel_family(ctx, 1, 512, 511, 1, false, false), "gemv") != 0);
+    uint64_t seed = 21000;
+    static const mm_case f32[] = {
+        {.m = 1, .n = 17, .k = 64, .alpha = 1.0f},
+        {.m = 3, .n = 1000, .k = 100, .bias = true, .act = VKF_ACTIVATION_RELU, .alpha = 1.0f},
+        {.m = 8, .n = 33, .k = 4, .residual = true, .alpha = 0.5f},
+        {.m = 5, .n = 64, .k = 1028, .bias = true, .residual = true, .act = VKF_ACTIVATION_GELU, .alpha = 0.25f},
+        {.m = 4, .n = 17, .k = 100, .pad = 4, .bias = true, .alpha = 1.0f},     /* aligned with padding */
+        {.m = 2, .n = 17, .k = 7, .alpha = 1.0f},                                /* k % 4: another kernel */
+        {.m = 3, .n = 257, .k = 16, .b_kn = true, .residual = true, .alpha = 1.0f}, /* B (k, n): another kernel */
+    };
+    for (size_t i = 0; i < sizeof f32 / sizeof f32[0]; i++) run_matmul(ctx, "gemv", &f32[i], seed++);
+    if (info->storage_16bit) {
+        static const cm_case f16[] = {
+            {.m = 1, .n = 17, .k = 64, .alpha = 1.0f},
+            {.m = 7, .n = 100, .k = 40, .bias = true, .residual = true, .act = VKF_ACTIVATION_SILU, .alpha = 1.0f},
+            {.m = 3, .n = 24, .k = 16, .b0 = 2, .b1 = 3, .bias = true, .alpha = 1.0f},   /* batched */
+        };
+        for (size_t i = 0; i < sizeof f16 / sizeof f16[0]; i++)
+            for (int v = 0; v < 3; v++) run_coopmat(ctx, "gemv", &f16[i], v != 1, v != 0, seed += 4, "gemv");
+    }
+    gemv_int8_cases(ctx, info, &seed);
+    ctx->tuning = saved;
 }
 
 /* Why ctx has no coopmat kernels, for the line that says so. */
@@ -913,6 +1007,7 @@ static void test_coopmat(vkf_context *ctx, const vkf_device_info *info)
             fprintf(stderr, "%s: small tiles do not fit %s\n", families[f].name, info->name);
             harness_failures++;
         }
+        if (families[f].variant == VKF_VARIANT_MATMUL_COOPMAT) coopmat_fast_form_cases(ctx, info, fm, fn, bk, &seed);
         CHECK_OK(vkf_tune_force_matmul(ctx, families[f].name));
         const vkf_matmul_tiles *t = &ctx->tuning.coopmat;
         fprintf(stderr, "%s tiles: workgroup %u, %ux%u, %ux%u per subgroup, bk %u\n", families[f].name, t->workgroup,
@@ -1017,7 +1112,7 @@ static void test_coopmat_tune_file(const vkf_device_info *info)
         CHECK(strcmp(vkf_matmul_kernel_family(on, 256, 256, 256, 1, false, true), want) == 0);
         uint64_t seed = 9900;
         cm_case c = {.m = 17, .n = 33, .k = 40, .bias = true, .act = VKF_ACTIVATION_RELU, .alpha = 1.0f};
-        run_coopmat(on, "coopmat from a tune file", &c, true, true, seed);
+        run_coopmat(on, "coopmat from a tune file", &c, true, true, seed, "coopmat");
     } else {
         CHECK(strcmp(vkf_matmul_kernel_family(on, 256, 256, 256, 1, true, true), "direct") == 0);
     }
@@ -1043,12 +1138,12 @@ static void test_tuning_choices(vkf_context *ctx)
         bool shuffle;
         vkf_variant_id want;
     } devices[] = {
-        {"NVIDIA H100-like", VKF_DEVICE_DISCRETE_GPU, 0x10de, 32, 49152, 1024, true, VKF_VARIANT_MATMUL_TILED},
+        {"NVIDIA H100-like", VKF_DEVICE_DISCRETE_GPU, 0x10de, 32, 49152, 1024, true, VKF_VARIANT_MATMUL_SUBGROUP},
         {"AMD RDNA-like", VKF_DEVICE_DISCRETE_GPU, 0x1002, 64, 65536, 1024, true, VKF_VARIANT_MATMUL_TILED},
         {"Intel Xe-like", VKF_DEVICE_INTEGRATED_GPU, 0x8086, 16, 65536, 1024, true, VKF_VARIANT_MATMUL_TILED},
         {"small GPU", VKF_DEVICE_INTEGRATED_GPU, 0x13b5, 16, 16384, 128, false, VKF_VARIANT_MATMUL_TILED},
         {"minimal limits", VKF_DEVICE_OTHER, 0x1234, 4, 16384, 128, false, VKF_VARIANT_MATMUL_TILED},
-        {"NVIDIA with little shared memory", VKF_DEVICE_DISCRETE_GPU, 0x10de, 32, 16384, 256, true, VKF_VARIANT_MATMUL_TILED},
+        {"NVIDIA with little shared memory", VKF_DEVICE_DISCRETE_GPU, 0x10de, 32, 16384, 256, true, VKF_VARIANT_MATMUL_SUBGROUP},
         {"lavapipe-like", VKF_DEVICE_CPU, 0x10005, 8, 32768, 1024, true, VKF_VARIANT_MATMUL_SUBGROUP},
         {"lavapipe-like, AVX-512 lanes", VKF_DEVICE_CPU, 0x10005, 16, 32768, 1024, true, VKF_VARIANT_MATMUL_SUBGROUP},
         {"Mesa CPU driver without shuffles", VKF_DEVICE_CPU, 0x10005, 8, 32768, 1024, false, VKF_VARIANT_MATMUL_DIRECT},
@@ -1277,6 +1372,29 @@ static void int8_cases(vkf_context *ctx, const char *family, bool act16, uint64_
             c.b_kn = kn;
             run_matmul_i8(ctx, family, &c, act16, *seed += 8);
         }
+}
+
+/* The int8 variants of both split-K passes (split set on ctx): odd sizes, C F16,
+ * the whole epilogue, a batch, aligned rows with padding. */
+static void split_k_int8_cases(vkf_context *ctx, const char *family, uint64_t *seed)
+{
+    static const i8_case shapes[] = {
+        {.m = 17, .n = 33, .k = 100, .b0 = 2, .bias = true, .residual = true, .act = VKF_ACTIVATION_GELU, .alpha = 0.5f},
+        {.m = 40, .n = 48, .k = 72, .pad = 8, .bias = true, .alpha = 1.0f},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) run_matmul_i8(ctx, family, &shapes[i], true, *seed += 8);
+}
+
+/* matmul_gemv's int8 variants (gemv set on ctx): few rows, odd n, the epilogue, a batch. */
+static void gemv_int8_cases(vkf_context *ctx, const vkf_device_info *info, uint64_t *seed)
+{
+    static const i8_case shapes[] = {
+        {.m = 3, .n = 1023, .k = 64, .bias = true, .alpha = 1.0f},
+        {.m = 1, .n = 17, .k = 100, .b0 = 3, .residual = true, .act = VKF_ACTIVATION_GELU, .alpha = 0.5f},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int act16 = 0; act16 < (info->storage_16bit ? 2 : 1); act16++)
+            run_matmul_i8(ctx, "gemv", &shapes[i], act16, *seed += 8);
 }
 
 /* vkf_quantize_int8_rows: scale max|w| / 127, round to nearest, zero rows. */
@@ -1518,6 +1636,7 @@ int main(void)
         CHECK(strcmp(vkf_matmul_kernel_family(ctx, 16, 64, 64, 1, false, false), "direct") == 0);
     }
     test_coopmat(ctx, &info);
+    test_gemv(ctx, &info);
     test_coopmat_switch(&info);
     test_coopmat_tune_file(&info);
     test_tuning_choices(ctx);

@@ -4,7 +4,7 @@
  * so no (lq, lk) score matrix is ever written — with key-length padding, causal
  * masking and the local / strided sparsity patterns, whose excluded key blocks are
  * skipped. The same attention runs on cooperative matrices (tensor cores,
- * shaders/attention_fused_coopmat.comp) for F16 inputs on GPUs with them. This file
+ * shaders/attention_flash.comp, FlashAttention-2 form) for F16 inputs on GPUs with them. This file
  * chooses the kernel and its tiles for the device, checks the arguments against the
  * tensors and limits, and records the dispatch. */
 #include "attention/attention.h"
@@ -97,35 +97,36 @@ vkf_status vkf_attention_fused_choice(const vkf_context *ctx, uint32_t head_dim,
 
 /* ------------------------------------------------------------------ coopmat tiles */
 
-/* Specialization constants of attention_fused_coopmat.comp, in constant_id order. */
+/* Specialization constants of attention_flash.comp (the fused coopmat kernel), in
+ * constant_id order. */
 typedef struct coopmat_tiles {
     uint32_t workgroup;                 /* id 0: invocations, whole subgroups */
-    uint32_t bq;                        /* id 1: queries per workgroup, a multiple of cm */
-    uint32_t bk;                        /* id 2: keys per tile, a multiple of cn and ck */
-    uint32_t dp;                        /* id 3: head_dim rounded up to a multiple of ck and cn */
+    uint32_t bq;                        /* id 1: queries per workgroup, a multiple of cm * rb */
+    uint32_t bk;                        /* id 2: keys per tile, a multiple of cn, ck and 4 */
+    uint32_t dp;                        /* id 3: head_dim rounded up to a multiple of ck, cn and 8 */
     uint32_t cm, cn, ck;                /* id 4-6: the fragment shape, ctx->coopmat_shape */
+    uint32_t rb;                        /* id 7: row fragments per subgroup */
 } coopmat_tiles;
 
-/* Mirrors the shared arrays of attention_fused_coopmat.comp. */
+/* Host-only flags of attention_flash.comp, on top of VKF_ATTENTION_FLAG_*. */
+#define FLASH_FLAG_VEC4 16u             /* q, k, v offsets, strides and head_dim multiples of 4 */
+#define FLASH_FLAG_DIRECT 32u           /* head_dim == dp, out rows aligned for fragment stores */
+
+/* Mirrors the shared arrays of attention_flash.comp. */
 static uint64_t coopmat_shared_bytes(const coopmat_tiles *t)
 {
-    uint64_t bq = t->bq, bk = t->bk, dp = t->dp;
-    return bq * dp * 2                  /* q_sh (f16) */
-           + 2 * bk * dp * 2            /* k_sh, v_sh (f16) */
-           + bq * bk * (4 + 2)          /* s_sh (fp32), p_sh (f16) */
-           + bq * dp * 4                /* o_sh (fp32) */
+    uint64_t bq = t->bq, bk = t->bk, dps = t->dp + 8;
+    uint64_t kv_rows = 2 * bk > bq ? 2 * bk : bq;
+    return kv_rows * dps * 2            /* kv_sh (f16): K, V tiles, or the Q block */
+           + bq * (bk + 4) * 4          /* s_sh (fp32) */
+           + bq * (bk + 8) * 2          /* p_sh (f16) */
+           + bq * t->cn * 4             /* a_sh (fp32) */
            + bq * 2 * 4                 /* m_sh, l_sh */
            + bk * 2 * 4;                /* key_slot, slot_bits */
 }
 
-static uint32_t gcd32(uint32_t a, uint32_t b)
-{
-    while (b) {
-        uint32_t t = a % b;
-        a = b, b = t;
-    }
-    return a;
-}
+static uint64_t bigbird_span(uint32_t bq, uint32_t block);
+#define BIGBIRD_MAX_SPAN 32u
 
 /* v halved, rounded down to a multiple of step, at least step. */
 static uint32_t halve_multiple(uint32_t v, uint32_t step)
@@ -133,13 +134,21 @@ static uint32_t halve_multiple(uint32_t v, uint32_t step)
     return v / 2 >= step ? v / 2 / step * step : step;
 }
 
-static uint64_t bigbird_span(uint32_t bq, uint32_t block);
-#define BIGBIRD_MAX_SPAN 32u
+static uint32_t lcm32(uint32_t a, uint32_t b)
+{
+    uint32_t x = a, y = b;
+    while (y) {
+        uint32_t t = x % y;
+        x = y, y = t;
+    }
+    return a / x * b;
+}
 
 /* The coopmat kernel's tiles for head_dim on ctx (bigbird_block: BigBird's B, or 0),
- * or false with the reason in why ("needs ..."). 64 queries and 64 keys per tile on
- * GPUs, 32 on CPU drivers, halved (keys first) until shared memory fits; one
- * subgroup per cm queries, which it owns through scores, softmax and output. */
+ * or false with the reason in why ("needs ..."). GPUs: 4 subgroups of one row
+ * fragment each (64 queries with 16-row fragments) and 64 keys per tile, halved
+ * (keys first, down to 16) until shared memory fits; CPU drivers (where coopmat is
+ * a test bed): 4 subgroups, 32 keys. */
 static bool coopmat_tiles_choose(const vkf_context *ctx, uint32_t head_dim, uint32_t bigbird_block, coopmat_tiles *out,
                                  char *why, size_t why_size)
 {
@@ -152,27 +161,36 @@ static bool coopmat_tiles_choose(const vkf_context *ctx, uint32_t head_dim, uint
         snprintf(why, why_size, "is not in this build (its glslc could not compile cooperative-matrix shaders)");
         return false;
     }
+    if (!info->subgroup_shuffle) {
+        snprintf(why, why_size, "needs subgroup shuffles, which \"%.150s\" lacks", info->name);
+        return false;
+    }
     const vkf_coopmat_shape *sh = &ctx->coopmat_shape;
     uint32_t max_wg = info->max_workgroup_invocations < info->max_workgroup_size[0] ? info->max_workgroup_invocations
                                                                                    : info->max_workgroup_size[0];
     uint32_t sg = info->subgroup_size ? info->subgroup_size : 32;
-    if (!sh->m || !sh->n || !sh->k || sg > max_wg || sh->m > 64 || sh->n > 64 || sh->k > 64) {
-        snprintf(why, why_size, "needs a fragment shape of at most 64 (device: %ux%ux%u, subgroup %u)", sh->m, sh->n,
-                 sh->k, sg);
+    bool pow2 = sh->m && !(sh->m & (sh->m - 1)) && !(sg & (sg - 1));
+    if (!sh->m || !sh->n || !sh->k || !pow2 || sg > max_wg || sh->m > 64 || sh->n > 64 || sh->k > 64) {
+        snprintf(why, why_size, "needs a fragment shape of at most 64 with power-of-two rows and subgroup (device: "
+                 "%ux%ux%u, subgroup %u)", sh->m, sh->n, sh->k, sg);
         return false;
     }
-    uint32_t key_step = sh->n / gcd32(sh->n, sh->k) * sh->k; /* lcm(n, k): bk and dp steps */
+    uint32_t key_step = lcm32(lcm32(sh->n, sh->k), 4); /* bk steps */
+    uint32_t dim_step = lcm32(key_step, 8);             /* dp steps */
     uint32_t h = head_dim ? head_dim : 1;
-    coopmat_tiles t = {.cm = sh->m, .cn = sh->n, .ck = sh->k};
-    t.dp = (uint32_t)vkf_div_up(h, key_step) * key_step;
+    coopmat_tiles t = {.cm = sh->m, .cn = sh->n, .ck = sh->k, .rb = 1};
+    t.dp = (uint32_t)vkf_div_up(h, dim_step) * dim_step;
+    uint32_t subgroups = 4;
+    while (subgroups > 1 && subgroups * sg > max_wg) subgroups /= 2;
+    t.bq = subgroups * t.rb * t.cm;
     uint32_t start = info->type == VKF_DEVICE_CPU ? 32 : 64;
-    t.bq = (uint32_t)vkf_div_up(start, t.cm) * t.cm;
     t.bk = (uint32_t)vkf_div_up(start, key_step) * key_step;
     while (bigbird_block && t.bq > t.cm && bigbird_span(t.bq, bigbird_block) > BIGBIRD_MAX_SPAN)
         t.bq = halve_multiple(t.bq, t.cm);
     while (coopmat_shared_bytes(&t) > info->max_shared_memory) {
-        if (t.bk > key_step) t.bk = halve_multiple(t.bk, key_step);
+        if (t.bk > 16 && t.bk > key_step) t.bk = halve_multiple(t.bk, key_step);
         else if (t.bq > t.cm) t.bq = halve_multiple(t.bq, t.cm);
+        else if (t.bk > key_step) t.bk = halve_multiple(t.bk, key_step);
         else {
             snprintf(why, why_size, "needs %llu bytes of shared memory for head_dim %u at its smallest tiles (bq %u, "
                      "bk %u); the device has %u", (unsigned long long)coopmat_shared_bytes(&t), head_dim, t.bq, t.bk,
@@ -180,8 +198,7 @@ static bool coopmat_tiles_choose(const vkf_context *ctx, uint32_t head_dim, uint
             return false;
         }
     }
-    while (t.bq > t.cm && t.bq / t.cm * sg > max_wg) t.bq = halve_multiple(t.bq, t.cm);
-    t.workgroup = t.bq / t.cm * sg;
+    t.workgroup = t.bq / (t.cm * t.rb) * sg;
     if (bigbird_block && bigbird_span(t.bq, bigbird_block) > BIGBIRD_MAX_SPAN) {
         snprintf(why, why_size, "needs %u queries per workgroup, which span more than %u bigbird blocks of %u", t.bq,
                  BIGBIRD_MAX_SPAN, bigbird_block);
@@ -275,7 +292,7 @@ static void tiles_for(const vkf_context *ctx, const vkf_attention_desc *d, vkf_a
 
 /* The kernel of a desc and its tiles. */
 typedef struct fused_plan {
-    bool coopmat;                       /* attention_fused_coopmat.comp, else attention_fused.comp */
+    bool coopmat;                       /* attention_flash.comp, else attention_fused.comp */
     vkf_attention_tiles tiles;          /* scalar kernel */
     coopmat_tiles ct;                   /* coopmat kernel */
     uint32_t bq;                        /* queries per workgroup of the chosen one */
@@ -692,9 +709,18 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
     bool f16 = d->dtype == VKF_DTYPE_F16;
     if (plan.coopmat) {
         const coopmat_tiles *c = &plan.ct;
-        uint32_t spec[7] = {c->workgroup, c->bq, c->bk, c->dp, c->cm, c->cn, c->ck};
+        uint32_t spec[8] = {c->workgroup, c->bq, c->bk, c->dp, c->cm, c->cn, c->ck, c->rb};
         VKF_TRY(vkf_pipeline_get(ctx, f16 ? VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16 : VKF_VARIANT_ATTENTION_FUSED_COOPMAT,
-                                 spec, 7, &pipe));
+                                 spec, 8, &pipe));
+        /* vec4 loads where every row of q, k, v starts on 4 elements (binding
+         * offsets too); fragment stores into out where its rows start on 16 bytes */
+        uint32_t es = vkf_dtype_size(d->dtype);
+        bool vec4 = d->head_dim % 4 == 0 && d->q.tensor->offset % (4 * es) == 0 &&
+                    d->k.tensor->offset % (4 * es) == 0 && d->v.tensor->offset % (4 * es) == 0;
+        uint32_t words[9] = {p.q_offset, p.q_row, p.q_batch, p.k_offset, p.k_row, p.k_batch, p.v_offset, p.v_row, p.v_batch};
+        for (int w = 0; w < 9; w++) vec4 = vec4 && words[w] % 4 == 0;
+        if (vec4) p.flags |= FLASH_FLAG_VEC4;
+        if (d->head_dim == c->dp && d->head_dim % 8 == 0 && d->out->offset % 16 == 0) p.flags |= FLASH_FLAG_DIRECT;
     } else {
         const vkf_attention_tiles *t = &plan.tiles;
         uint32_t d4 = (uint32_t)vkf_div_up(d->head_dim, 4);

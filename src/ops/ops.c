@@ -208,11 +208,20 @@ void vkf_embed_desc_init(vkf_embed_desc *d)
 /* The kernel family and tiles of a matmul with m rows and macs multiply-adds
  * (batches included); f16_operand: A or B is F16. fragment: the coopmat fragment
  * shape (spec constants 6-8) when the family is a coopmat one. */
-static vkf_variant_id matmul_choose(const vkf_context *ctx, uint32_t m, double macs, bool f16_operand,
+static vkf_variant_id matmul_choose(const vkf_context *ctx, uint32_t m, double macs, bool f16_operand, bool vec4,
                                     const vkf_matmul_tiles **out_tiles, uint32_t fragment[3])
 {
     const vkf_matmul_tiles *t = &ctx->tuning.matmul;
     vkf_variant_id family = ctx->tuning.matmul_variant;
+    /* Decode steps on GPUs (at most gemv.bm rows, B (n, k) read with vec4 loads):
+     * matmul_gemv, shaped for bandwidth, unless a kernel was forced (tests,
+     * bench --kernel, tune candidates). */
+    fragment[0] = fragment[1] = fragment[2] = 0;
+    if (ctx->tuning.gemv.workgroup && m <= ctx->tuning.gemv.bm && vec4 &&
+        ctx->tuning.matmul_source != VKF_SOURCE_FORCED && ctx->tuning.coopmat_use != 2) {
+        *out_tiles = &ctx->tuning.gemv;
+        return VKF_VARIANT_MATMUL_GEMV;
+    }
     /* Fewer rows than one invocation's (decode steps: one per sequence) on a
      * CPU-driver kernel: the direct kernel with one block of 1, 2 or 4 rows (the
      * fewest that hold m, where that is fewer than the tile's) and more columns
@@ -276,7 +285,9 @@ const char *vkf_matmul_kernel_family(const vkf_context *ctx, uint32_t m, uint32_
     if (!ctx) return NULL;
     const vkf_matmul_tiles *t;
     uint32_t fragment[3];
-    switch (matmul_choose(ctx, m, (double)m * n * k * (double)(batch ? batch : 1), a_f16 || b_f16, &t, fragment)) {
+    switch (matmul_choose(ctx, m, (double)m * n * k * (double)(batch ? batch : 1), a_f16 || b_f16, k % 4 == 0, &t,
+                          fragment)) {
+    case VKF_VARIANT_MATMUL_GEMV: return "gemv";
     case VKF_VARIANT_MATMUL_COOPMAT: return "coopmat";
     case VKF_VARIANT_MATMUL_COOPMAT2: return "coopmat2";
     case VKF_VARIANT_MATMUL_TILED: return "tiled";
@@ -294,7 +305,7 @@ vkf_status vkf_matmul_choice(const vkf_context *ctx, uint32_t m, uint32_t n, uin
     const vkf_matmul_tiles *t;
     uint32_t fragment[3];
     vkf_variant_id family =
-        matmul_choose(ctx, m, (double)m * n * k * (double)(batch ? batch : 1), a_f16 || b_f16, &t, fragment);
+        matmul_choose(ctx, m, (double)m * n * k * (double)(batch ? batch : 1), a_f16 || b_f16, k % 4 == 0, &t, fragment);
     memset(out, 0, sizeof *out);
     out->kernel = vkf_matmul_kernel_family(ctx, m, n, k, batch, a_f16, b_f16);
     memcpy(out->tiles, t, sizeof(uint32_t) * 6);
@@ -316,6 +327,133 @@ vkf_status vkf_decode_form_choice(const vkf_context *ctx, vkf_kernel_choice *out
     out->source = vkf_choice_source_name(ctx->tuning.decode_source);
     out->table_entry = ctx->tuning.table_entry;
     return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ decode steps */
+
+/* A matmul of at most t->bm rows on matmul_gemv: t->bn columns per workgroup, the
+ * workgroups laid out in 2-D past the grid's x limit, z the batch item. */
+static vkf_status matmul_gemv(vkf_cmd *cmd, const vkf_matmul_desc *d, const vkf_push_matmul *p,
+                              const vkf_matmul_tiles *t, bool b_i8, vkf_dtype act, uint64_t items)
+{
+    static const char fn[] = "vkf_cmd_matmul";
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    static const vkf_variant_id variants[2][3] = {
+        {VKF_VARIANT_MATMUL_GEMV, VKF_VARIANT_MATMUL_GEMV_F16B, VKF_VARIANT_MATMUL_GEMV_I8B},
+        {VKF_VARIANT_MATMUL_GEMV_ACT16, VKF_VARIANT_MATMUL_GEMV_ACT16_F16B, VKF_VARIANT_MATMUL_GEMV_ACT16_I8B},
+    };
+    const vkf_pipeline *pipe;
+    /* spec constants 0-2: workgroup, rows, columns per workgroup */
+    VKF_TRY(vkf_pipeline_get(ctx, variants[act == VKF_DTYPE_F16][b_i8 ? 2 : d->b.tensor->dtype == VKF_DTYPE_F16],
+                             (const uint32_t *)t, 3, &pipe));
+    uint32_t groups[3];
+    VKF_TRY(linear_grid(ctx, vkf_div_up(d->n, t->bn), groups, fn));
+    groups[2] = (uint32_t)items;
+    VKF_TRY(check_grid(ctx, groups, fn));
+    vkf_binding b[6] = {
+        {d->a.tensor, VKF_READ}, {d->b.tensor, VKF_READ}, {d->bias, VKF_READ},
+        {d->residual.tensor, VKF_READ}, {d->c.tensor, VKF_WRITE}, {d->b_scale, VKF_READ},
+    };
+    return vkf_cmd_dispatch(cmd, pipe, b, b_i8 ? 6 : 5, p, sizeof *p, groups, "matmul");
+}
+
+/* ------------------------------------------------------------------ split-K */
+
+/* How many K ranges a KHR coopmat matmul splits into (1: none). The rule, on
+ * GPUs: when the output has fewer workgroup tiles than twice the compute units
+ * (decode-sized and narrow matmuls with long K), as many splits as fill twice the
+ * units, at most 16, each of at least 4 K stages. tuning.coopmat_split 1: never;
+ * N >= 2: N (tests, bench), as K allows. None where the fp32 partial sums
+ * (splits x batch x m x n) would pass a binding, 256 MiB or the grid. */
+static uint32_t coopmat_splits(const vkf_context *ctx, const vkf_matmul_tiles *t, uint32_t m, uint32_t n, uint32_t k,
+                               uint64_t items, const uint32_t groups[3])
+{
+    uint32_t mode = ctx->tuning.coopmat_split, slices = (uint32_t)vkf_div_up(k, t->bk), want;
+    uint64_t tiles = (uint64_t)groups[0] * groups[1] * groups[2];
+    if (mode == 1) return 1;
+    if (mode >= 2) {
+        want = mode;
+    } else {
+        uint64_t target = 2ull * ctx->tuning.compute_units;
+        if (ctx->info.type == VKF_DEVICE_CPU || tiles >= target) return 1;
+        uint64_t fill = vkf_div_up(target, tiles);
+        want = fill > 16 ? 16 : (uint32_t)fill;
+        if (want > slices / 4) want = slices / 4;
+    }
+    if (want > slices) want = slices;
+    if (want < 2) return 1;
+    uint32_t k_split = (uint32_t)vkf_div_up(slices, want) * t->bk;
+    uint32_t splits = (uint32_t)vkf_div_up(k, k_split);
+    uint64_t elements = (uint64_t)splits * items * m * n;
+    if (splits < 2 || elements > UINT32_MAX || elements * 4 > ctx->info.max_storage_buffer_range ||
+        elements * 4 > ctx->info.max_memory_allocation_size || elements * 4 > (256ull << 20) ||
+        items * splits > ctx->info.max_workgroup_count[2])
+        return 1;
+    return splits;
+}
+
+static void destroy_tensor(void *t) { vkf_tensor_destroy(t); }
+
+/* The matmul in two dispatches: matmul_coopmat -DSPLIT_K writes the fp32 partial
+ * sums of `splits` K ranges to a tensor the command list owns, (splits, batch,
+ * m, n); matmul_splitk adds them and applies the epilogue. p: the push
+ * constants the one-pass kernel would get. */
+static vkf_status matmul_split_k(vkf_cmd *cmd, const vkf_matmul_desc *d, const vkf_push_matmul *p,
+                                 const vkf_matmul_tiles *t, const uint32_t fragment[3], uint32_t splits, uint64_t b0,
+                                 uint64_t b1, bool b_i8, vkf_dtype act, const uint32_t groups[3])
+{
+    static const char fn[] = "vkf_cmd_matmul";
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    uint32_t slices = (uint32_t)vkf_div_up(d->k, t->bk);
+    uint32_t k_split = (uint32_t)vkf_div_up(slices, splits) * t->bk;
+    uint64_t items = b0 * b1, elements = (uint64_t)vkf_div_up(d->k, k_split) * items * d->m * d->n;
+    vkf_tensor *part;
+    VKF_TRY(vkf_tensor_create(ctx, VKF_DTYPE_F32, 1, &elements, &part));
+    vkf_status st = vkf_cmd_own(cmd, part, destroy_tensor, vkf_tensor_bytes(part));
+    if (st != VKF_OK) {
+        vkf_tensor_destroy(part);
+        return st;
+    }
+    /* pass 1: partial sums; their rows (n floats) take whole fragments where n is a multiple of 4 */
+    vkf_push_matmul p1 = *p;
+    p1.k_split = k_split;
+    p1.flags = (p->flags & ~(uint32_t)VKF_MATMUL_FLAG_C_ALIGNED) | (d->n % 4 == 0 ? VKF_MATMUL_FLAG_C_ALIGNED : 0);
+    static const vkf_variant_id split_variants[2][3] = {
+        {VKF_VARIANT_MATMUL_COOPMAT_SPLITK, VKF_VARIANT_MATMUL_COOPMAT_SPLITK_F16B, VKF_VARIANT_MATMUL_COOPMAT_SPLITK_I8B},
+        {VKF_VARIANT_MATMUL_COOPMAT_SPLITK_ACT16, VKF_VARIANT_MATMUL_COOPMAT_SPLITK_ACT16_F16B,
+         VKF_VARIANT_MATMUL_COOPMAT_SPLITK_ACT16_I8B},
+    };
+    uint32_t spec[9];
+    memcpy(spec, t, sizeof *t);
+    memcpy(spec + 6, fragment, 3 * sizeof *fragment);
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, split_variants[act == VKF_DTYPE_F16][b_i8 ? 2 : d->b.tensor->dtype == VKF_DTYPE_F16],
+                             spec, 9, &pipe));
+    uint32_t g1[3] = {groups[0], groups[1], (uint32_t)(items * splits)};
+    VKF_TRY(check_grid(ctx, g1, fn));
+    vkf_binding b1s[6] = {
+        {d->a.tensor, VKF_READ}, {d->b.tensor, VKF_READ}, {d->bias, VKF_READ},
+        {d->residual.tensor, VKF_READ}, {part, VKF_WRITE}, {d->b_scale, VKF_READ},
+    };
+    VKF_TRY(vkf_cmd_dispatch(cmd, pipe, b1s, b_i8 ? 6 : 5, &p1, sizeof p1, g1, "matmul_coopmat_splitk"));
+    /* pass 2: one invocation per element of C; z is the outer batch index */
+    vkf_push_matmul p2 = *p;
+    p2.k_split = k_split;
+    static const vkf_variant_id reduce_variants[2][2] = {
+        {VKF_VARIANT_MATMUL_SPLITK_REDUCE, VKF_VARIANT_MATMUL_SPLITK_REDUCE_I8B},
+        {VKF_VARIANT_MATMUL_SPLITK_REDUCE_ACT16, VKF_VARIANT_MATMUL_SPLITK_REDUCE_ACT16_I8B},
+    };
+    uint32_t wg = ctx->tuning.elementwise_workgroup;
+    VKF_TRY(vkf_pipeline_get(ctx, reduce_variants[act == VKF_DTYPE_F16][b_i8], &wg, 1, &pipe));
+    uint32_t g2[3];
+    VKF_TRY(linear_grid(ctx, vkf_div_up(b1 * d->m * d->n, wg), g2, fn));
+    g2[2] = (uint32_t)b0;
+    VKF_TRY(check_grid(ctx, g2, fn));
+    vkf_binding b2s[6] = {
+        {part, VKF_READ}, {d->b.tensor, VKF_READ}, {d->bias, VKF_READ},
+        {d->residual.tensor, VKF_READ}, {d->c.tensor, VKF_WRITE}, {d->b_scale, VKF_READ},
+    };
+    return vkf_cmd_dispatch(cmd, pipe, b2s, b_i8 ? 6 : 5, &p2, sizeof p2, g2, "matmul_splitk");
 }
 
 vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
@@ -377,10 +515,22 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     uint32_t fragment[3];
     /* I8 B counts as no F16 operand: with F32 activations, F32 matmul accuracy. */
     vkf_variant_id family = matmul_choose(ctx, d->m, (double)d->m * d->n * d->k * (double)(b0 * b1),
-                                          act == VKF_DTYPE_F16 || d->b.tensor->dtype == VKF_DTYPE_F16, &t, fragment);
+                                          act == VKF_DTYPE_F16 || d->b.tensor->dtype == VKF_DTYPE_F16,
+                                          (p.flags & VKF_MATMUL_FLAG_VEC4) != 0, &t, fragment);
+    if (family == VKF_VARIANT_MATMUL_GEMV) return matmul_gemv(cmd, d, &p, t, b_i8, act, b0 * b1);
     uint32_t groups[3] = {(uint32_t)vkf_div_up(d->n, t->bn), (uint32_t)vkf_div_up(d->m, t->bm), (uint32_t)(b0 * b1)};
     VKF_TRY(check_grid(ctx, groups, fn));
+    /* matmul_coopmat stores whole fragments straight to C (and reads R as
+     * fragments) where their rows start on 16 bytes: every offset and stride a
+     * multiple of 8 elements. */
+    bool c_aligned = (p.c.offset | p.c.row | p.c.batch0 | p.c.batch1) % 8 == 0 &&
+                     (!d->residual.tensor || (p.r.offset | p.r.row | p.r.batch0 | p.r.batch1) % 8 == 0);
+    if (c_aligned) p.flags |= VKF_MATMUL_FLAG_C_ALIGNED;
     const vkf_pipeline *pipe;
+    if (family == VKF_VARIANT_MATMUL_COOPMAT) {
+        uint32_t splits = coopmat_splits(ctx, t, d->m, d->n, d->k, b0 * b1, groups);
+        if (splits > 1) return matmul_split_k(cmd, d, &p, t, fragment, splits, b0, b1, b_i8, act, groups);
+    }
     if (family == VKF_VARIANT_MATMUL_COOPMAT || family == VKF_VARIANT_MATMUL_COOPMAT2) {
         static const vkf_variant_id coopmat_variants[2][2][2] = {
             {{VKF_VARIANT_MATMUL_COOPMAT, VKF_VARIANT_MATMUL_COOPMAT_F16B},
@@ -693,6 +843,30 @@ static vkf_status check_span(const vkf_tensor *t, uint64_t offset, uint64_t batc
 /* Invocations per workgroup of attention_decode's rows form. */
 #define VKF_DECODE_ROWS_WG 16u
 
+/* attention_decode's split-K form (flash decoding) for rows (b, h) pairs of up to
+ * max_keys keys: how many workgroups per pair (*splits >= 2) and keys each
+ * (*chunk), or false for the one-workgroup split form. Enough workgroups to give
+ * every compute unit four (rows x splits), chunks of 64 to 512 keys, and the
+ * partials (splits x (head_dim + 2) floats) inside the pair's scratch row. */
+static bool decode_split_k(const vkf_context *ctx, uint64_t rows, uint32_t max_keys, uint32_t head_dim,
+                           uint32_t *splits, uint32_t *chunk)
+{
+    uint64_t cu = ctx->tuning.compute_units ? ctx->tuning.compute_units : 64;
+    uint64_t want = vkf_div_up(4 * cu, rows);                  /* to fill the device */
+    uint64_t most = vkf_div_up(max_keys, 64);                  /* at least 64 keys each */
+    uint64_t least = vkf_div_up(max_keys, 512);                /* at most 512 keys each */
+    uint64_t p = want > least ? want : least;
+    if (p > most) p = most;
+    while (p >= 2 && p * (head_dim + 2ull) > max_keys) p--;    /* the partials fit the scratch row */
+    if (p < 2) return false;
+    uint64_t c = vkf_div_up(max_keys, p);
+    c = vkf_div_up(c, 4) * 4;
+    p = vkf_div_up(max_keys, c);                               /* every chunk holds a key below max_keys */
+    if (p < 2 || c > 4096) return false;
+    *splits = (uint32_t)p, *chunk = (uint32_t)c;
+    return true;
+}
+
 vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *d)
 {
     static const char fn[] = "attention_decode";
@@ -772,11 +946,35 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
         p.random_len = (uint32_t)d->random_blocks->elements;
     }
     /* the rows form (CPU drivers: one invocation per (b, h), VKF_DECODE_ROWS_WG per
-     * workgroup) where head_dim fits its registers; else a workgroup per (b, h) */
+     * workgroup) where head_dim fits its registers; else the split-K form where the
+     * keys are many (decode_split_k), else a workgroup per (b, h) */
     uint64_t rows = (uint64_t)d->batch * d->heads;
     bool rows_form = ctx->tuning.decode_rows && d->head_dim <= VKF_ATTENTION_MAX_HEAD_DIM;
     if (rows > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: batch x heads passes 2^32", fn);
     p.rows = (uint32_t)rows;
+    uint32_t splits = 0, chunk = 0;
+    if (!rows_form && d->head_dim <= VKF_ATTENTION_MAX_HEAD_DIM &&
+        decode_split_k(ctx, rows, d->max_keys, d->head_dim, &splits, &chunk)) {
+        uint32_t wg = ctx->tuning.row_workgroup;
+        uint32_t groups[3];
+        VKF_TRY(linear_grid(ctx, rows * splits, groups, fn));
+        uint32_t spec[5] = {wg, 0u, d->head_dim, chunk, splits};
+        const vkf_pipeline *pipe;
+        VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_ATTENTION_DECODE_ACT16 : VKF_VARIANT_ATTENTION_DECODE,
+                                 spec, 5, &pipe));
+        vkf_binding b[9] = {{d->q, VKF_READ},        {d->k, VKF_READ},
+                            {d->v, VKF_READ},        {d->lengths, VKF_READ},
+                            {d->scratch, VKF_WRITE}, {d->out, VKF_WRITE},
+                            {d->pattern == VKF_ATTENTION_BIGBIRD ? d->random_blocks : NULL, VKF_READ},
+                            {d->row_index, VKF_READ}, {d->rel_bias, VKF_READ}};
+        VKF_TRY(vkf_cmd_dispatch(cmd, pipe, b, 9, &p, sizeof p, groups, "attention_decode"));
+        VKF_TRY(linear_grid(ctx, rows, groups, fn));
+        uint32_t rspec[2] = {wg, splits};
+        VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_ATTENTION_DECODE_REDUCE_ACT16
+                                                           : VKF_VARIANT_ATTENTION_DECODE_REDUCE, rspec, 2, &pipe));
+        vkf_binding rb[2] = {{d->scratch, VKF_READ}, {d->out, VKF_WRITE}};
+        return vkf_cmd_dispatch(cmd, pipe, rb, 2, &p, sizeof p, groups, "attention_decode_reduce");
+    }
     uint32_t groups[3];
     VKF_TRY(linear_grid(ctx, rows_form ? vkf_div_up(rows, VKF_DECODE_ROWS_WG) : rows, groups, fn));
     uint32_t spec[3] = {rows_form ? VKF_DECODE_ROWS_WG : ctx->tuning.row_workgroup, rows_form ? 1u : 0u,

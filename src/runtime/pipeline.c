@@ -81,6 +81,12 @@ static const uint32_t spirv_embed_i8_act16[] =
 static const uint32_t spirv_attention_decode_act16[] =
 #include "attention_decode_act16.spv.h"
     ;
+static const uint32_t spirv_attention_decode_reduce[] =
+#include "attention_decode_reduce.spv.h"
+    ;
+static const uint32_t spirv_attention_decode_reduce_act16[] =
+#include "attention_decode_reduce_act16.spv.h"
+    ;
 static const uint32_t spirv_kv_append_act16[] =
 #include "kv_append_act16.spv.h"
     ;
@@ -140,6 +146,36 @@ static const uint32_t spirv_block_sum[] =
     ;
 static const uint32_t spirv_block_sum_act16[] =
 #include "block_sum_act16.spv.h"
+    ;
+static const uint32_t spirv_matmul_gemv[] =
+#include "matmul_gemv.spv.h"
+    ;
+static const uint32_t spirv_matmul_gemv_f16b[] =
+#include "matmul_gemv_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_gemv_act16[] =
+#include "matmul_gemv_act16.spv.h"
+    ;
+static const uint32_t spirv_matmul_gemv_act16_f16b[] =
+#include "matmul_gemv_act16_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_gemv_i8b[] =
+#include "matmul_gemv_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_gemv_act16_i8b[] =
+#include "matmul_gemv_act16_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_splitk[] =
+#include "matmul_splitk.spv.h"
+    ;
+static const uint32_t spirv_matmul_splitk_act16[] =
+#include "matmul_splitk_act16.spv.h"
+    ;
+static const uint32_t spirv_matmul_splitk_i8b[] =
+#include "matmul_splitk_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_splitk_act16_i8b[] =
+#include "matmul_splitk_act16_i8b.spv.h"
     ;
 
 static const uint32_t spirv_matmul_subgroup[] =
@@ -219,6 +255,24 @@ static const uint32_t spirv_matmul_coopmat_i8b[] =
 static const uint32_t spirv_matmul_coopmat_act16_i8b[] =
 #include "matmul_coopmat_act16_i8b.spv.h"
     ;
+static const uint32_t spirv_matmul_coopmat_splitk[] =
+#include "matmul_coopmat_splitk.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat_splitk_f16b[] =
+#include "matmul_coopmat_splitk_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat_splitk_act16[] =
+#include "matmul_coopmat_splitk_act16.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat_splitk_act16_f16b[] =
+#include "matmul_coopmat_splitk_act16_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat_splitk_i8b[] =
+#include "matmul_coopmat_splitk_i8b.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat_splitk_act16_i8b[] =
+#include "matmul_coopmat_splitk_act16_i8b.spv.h"
+    ;
 #define COOPMAT_SPIRV(name) name, sizeof name
 #define HAVE_MATMUL_COOPMAT 1
 #else
@@ -290,6 +344,8 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_EMBED_ACT16] = {"embed_act16", spirv_embed_act16, sizeof spirv_embed_act16, 7, sizeof(vkf_push_embed)},
     [VKF_VARIANT_EMBED_F16_ACT16] = {"embed_f16_act16", spirv_embed_f16_act16, sizeof spirv_embed_f16_act16, 7, sizeof(vkf_push_embed)},
     [VKF_VARIANT_ATTENTION_DECODE_ACT16] = {"attention_decode_act16", spirv_attention_decode_act16, sizeof spirv_attention_decode_act16, 9, sizeof(vkf_push_attention_decode)},
+    [VKF_VARIANT_ATTENTION_DECODE_REDUCE] = {"attention_decode_reduce", spirv_attention_decode_reduce, sizeof spirv_attention_decode_reduce, 2, sizeof(vkf_push_attention_decode)},
+    [VKF_VARIANT_ATTENTION_DECODE_REDUCE_ACT16] = {"attention_decode_reduce_act16", spirv_attention_decode_reduce_act16, sizeof spirv_attention_decode_reduce_act16, 2, sizeof(vkf_push_attention_decode)},
     [VKF_VARIANT_KV_APPEND_ACT16] = {"kv_append_act16", spirv_kv_append_act16, sizeof spirv_kv_append_act16, 4, sizeof(vkf_push_kv_append)},
     [VKF_VARIANT_ARGMAX_ACT16] = {"argmax_act16", spirv_argmax_act16, sizeof spirv_argmax_act16, 4, sizeof(vkf_push_argmax)},
     [VKF_VARIANT_LSH_HASH] = {"attention_lsh_hash", spirv_lsh_hash, sizeof spirv_lsh_hash, 5, sizeof(vkf_push_lsh_hash)},
@@ -342,9 +398,96 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_GLU_ACT16] = {"glu_act16", spirv_glu_act16, sizeof spirv_glu_act16, 1, sizeof(vkf_push_glu)},
     [VKF_VARIANT_BLOCK_SUM] = {"block_sum", spirv_block_sum, sizeof spirv_block_sum, 3, sizeof(vkf_push_block_sum)},
     [VKF_VARIANT_BLOCK_SUM_ACT16] = {"block_sum_act16", spirv_block_sum_act16, sizeof spirv_block_sum_act16, 3, sizeof(vkf_push_block_sum)},
+    [VKF_VARIANT_MATMUL_COOPMAT_SPLITK] = {"matmul_coopmat_splitk", COOPMAT_SPIRV(spirv_matmul_coopmat_splitk), 5, sizeof(vkf_push_matmul), 1},
+    [VKF_VARIANT_MATMUL_COOPMAT_SPLITK_F16B] = {"matmul_coopmat_splitk_f16b", COOPMAT_SPIRV(spirv_matmul_coopmat_splitk_f16b), 5, sizeof(vkf_push_matmul), 1},
+    [VKF_VARIANT_MATMUL_COOPMAT_SPLITK_ACT16] = {"matmul_coopmat_splitk_act16", COOPMAT_SPIRV(spirv_matmul_coopmat_splitk_act16), 5, sizeof(vkf_push_matmul), 1},
+    [VKF_VARIANT_MATMUL_COOPMAT_SPLITK_ACT16_F16B] = {"matmul_coopmat_splitk_act16_f16b", COOPMAT_SPIRV(spirv_matmul_coopmat_splitk_act16_f16b), 5, sizeof(vkf_push_matmul), 1},
+    [VKF_VARIANT_MATMUL_COOPMAT_SPLITK_I8B] = {"matmul_coopmat_splitk_i8b", COOPMAT_SPIRV(spirv_matmul_coopmat_splitk_i8b), 6, sizeof(vkf_push_matmul), 1},
+    [VKF_VARIANT_MATMUL_COOPMAT_SPLITK_ACT16_I8B] = {"matmul_coopmat_splitk_act16_i8b", COOPMAT_SPIRV(spirv_matmul_coopmat_splitk_act16_i8b), 6, sizeof(vkf_push_matmul), 1},
+    [VKF_VARIANT_MATMUL_SPLITK_REDUCE] = {"matmul_splitk", spirv_matmul_splitk, sizeof spirv_matmul_splitk, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_SPLITK_REDUCE_ACT16] = {"matmul_splitk_act16", spirv_matmul_splitk_act16, sizeof spirv_matmul_splitk_act16, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_SPLITK_REDUCE_I8B] = {"matmul_splitk_i8b", spirv_matmul_splitk_i8b, sizeof spirv_matmul_splitk_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_GEMV] = {"matmul_gemv", spirv_matmul_gemv, sizeof spirv_matmul_gemv, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_GEMV_F16B] = {"matmul_gemv_f16b", spirv_matmul_gemv_f16b, sizeof spirv_matmul_gemv_f16b, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_GEMV_ACT16] = {"matmul_gemv_act16", spirv_matmul_gemv_act16, sizeof spirv_matmul_gemv_act16, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_GEMV_ACT16_F16B] = {"matmul_gemv_act16_f16b", spirv_matmul_gemv_act16_f16b, sizeof spirv_matmul_gemv_act16_f16b, 5, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_GEMV_I8B] = {"matmul_gemv_i8b", spirv_matmul_gemv_i8b, sizeof spirv_matmul_gemv_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_GEMV_ACT16_I8B] = {"matmul_gemv_act16_i8b", spirv_matmul_gemv_act16_i8b, sizeof spirv_matmul_gemv_act16_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_SPLITK_REDUCE_ACT16_I8B] = {"matmul_splitk_act16_i8b", spirv_matmul_splitk_act16_i8b, sizeof spirv_matmul_splitk_act16_i8b, 6, sizeof(vkf_push_matmul)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }
+
+/* Occupancy floors, beside the table: the fewest AMD subgroups per SIMD (RADV's
+ * "Subgroups per SIMD") and NVIDIA warps per SM (NVK's occupancy) a kernel may
+ * compile to on a virtual GPU (tools/vgpu.sh, tests/test_vgpu.sh) without failing
+ * the test. Written from what today's kernels compile to (docs/performance.md,
+ * "Virtual GPUs (compile-only)"); 0: no floor. */
+typedef struct occupancy_floor {
+    uint8_t amd, nvidia;
+} occupancy_floor;
+/* GPU-class GEMM and attention (128 x 128 tiles, 64 x 64 per subgroup; a flash-attention
+ * block): at least 2 AMD subgroups per SIMD and 4 NVIDIA warps per SM, so one
+ * workgroup's loads overlap another's math. The scalar tiled kernels (decode
+ * steps, F32): twice that. Memory-bound row and element kernels: 8 and 16. */
+#define FLOOR_MATRIX {2, 4}
+#define FLOOR_SCALAR {4, 8}
+#define FLOOR_ROWS {8, 16}
+static const occupancy_floor occupancy_floors[VKF_VARIANT_COUNT] = {
+    [VKF_VARIANT_MATMUL_COOPMAT] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT_F16B] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT_ACT16] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT_ACT16_F16B] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT_I8B] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT_ACT16_I8B] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT2] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT2_F16B] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT2_ACT16] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT2_ACT16_F16B] = FLOOR_MATRIX,
+    [VKF_VARIANT_ATTENTION_FUSED_COOPMAT] = FLOOR_MATRIX,
+    [VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_TILED] = FLOOR_SCALAR,
+    [VKF_VARIANT_MATMUL_TILED_F16B] = FLOOR_SCALAR,
+    [VKF_VARIANT_MATMUL_TILED_ACT16] = FLOOR_SCALAR,
+    [VKF_VARIANT_MATMUL_TILED_ACT16_F16B] = FLOOR_SCALAR,
+    [VKF_VARIANT_MATMUL_TILED_I8B] = FLOOR_SCALAR,
+    [VKF_VARIANT_MATMUL_TILED_ACT16_I8B] = FLOOR_SCALAR,
+    [VKF_VARIANT_ATTENTION_FUSED] = FLOOR_SCALAR,
+    [VKF_VARIANT_ATTENTION_FUSED_F16] = FLOOR_SCALAR,
+    [VKF_VARIANT_SOFTMAX] = FLOOR_ROWS,
+    [VKF_VARIANT_LAYERNORM] = FLOOR_ROWS,
+    [VKF_VARIANT_LAYERNORM_ACT16] = FLOOR_ROWS,
+    [VKF_VARIANT_EMBED] = FLOOR_ROWS,
+    [VKF_VARIANT_EMBED_F16] = FLOOR_ROWS,
+    [VKF_VARIANT_EMBED_ACT16] = FLOOR_ROWS,
+    [VKF_VARIANT_EMBED_F16_ACT16] = FLOOR_ROWS,
+    [VKF_VARIANT_ATTENTION_DECODE] = FLOOR_ROWS,
+    [VKF_VARIANT_ATTENTION_DECODE_ACT16] = FLOOR_ROWS,
+    [VKF_VARIANT_ATTENTION_DECODE_REDUCE] = FLOOR_ROWS,
+    [VKF_VARIANT_ATTENTION_DECODE_REDUCE_ACT16] = FLOOR_ROWS,
+    [VKF_VARIANT_KV_APPEND] = FLOOR_ROWS,
+    [VKF_VARIANT_KV_APPEND_ACT16] = FLOOR_ROWS,
+    [VKF_VARIANT_ARGMAX] = FLOOR_ROWS,
+    [VKF_VARIANT_ARGMAX_ACT16] = FLOOR_ROWS,
+    [VKF_VARIANT_KV_GATHER] = FLOOR_ROWS,
+    [VKF_VARIANT_BEAM_PARTIAL] = FLOOR_ROWS,
+    [VKF_VARIANT_BEAM_PARTIAL_ACT16] = FLOOR_ROWS,
+    [VKF_VARIANT_BEAM_TOPK] = FLOOR_ROWS,
+    [VKF_VARIANT_SAMPLE] = FLOOR_ROWS,
+    [VKF_VARIANT_SAMPLE_ACT16] = FLOOR_ROWS,
+    [VKF_VARIANT_LOGITS_PROCESS] = FLOOR_ROWS,
+    [VKF_VARIANT_LOGITS_PROCESS_ACT16] = FLOOR_ROWS,
+    [VKF_VARIANT_LOGPROB_GATHER] = FLOOR_ROWS,
+    [VKF_VARIANT_LOGPROB_GATHER_ACT16] = FLOOR_ROWS,
+    [VKF_VARIANT_GLU] = FLOOR_ROWS,
+    [VKF_VARIANT_GLU_ACT16] = FLOOR_ROWS,
+};
+
+uint32_t vkf_variant_occupancy_floor(vkf_variant_id id, uint32_t vendor_id)
+{
+    if ((unsigned)id >= VKF_VARIANT_COUNT) return 0;
+    return vendor_id == 0x1002 ? occupancy_floors[id].amd : vendor_id == 0x10de ? occupancy_floors[id].nvidia : 0;
+}
 
 /* Module and layouts of one variant, made on first use. */
 static vkf_status variant_objects(vkf_context *ctx, vkf_variant_id id, const vkf_variant_objects **out)
@@ -446,11 +589,19 @@ vkf_status vkf_pipeline_get(vkf_context *ctx, vkf_variant_id variant, const uint
         },
         .layout = o->layout,
     };
+    /* Shader statistics asked for (shader_stats.c): the driver keeps them and its
+     * internal representations; the pipeline cache is left out so that every
+     * pipeline is compiled here and carries them. */
+    VkPipelineCache cache = ctx->pipeline_cache;
+    if (ctx->capture_statistics) {
+        ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR | VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
+        cache = VK_NULL_HANDLE;
+    }
     /* Each pipeline has its own allocation: pointers handed out stay valid while
      * the array of them grows. */
     vkf_pipeline *p = calloc(1, sizeof *p);
     if (!p) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a pipeline");
-    VkResult r = ctx->vk.vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &ci, NULL, &p->pipeline);
+    VkResult r = ctx->vk.vkCreateComputePipelines(ctx->device, cache, 1, &ci, NULL, &p->pipeline);
     if (r != VK_SUCCESS) {
         free(p);
         return vkf_context_vk_fail(ctx, r, "vkCreateComputePipelines");

@@ -17,14 +17,16 @@ typedef struct vkf_push_matmul {
     uint32_t batch_inner;
     float alpha;
     vkf_push_view a, b, c, r;           /* a_offset, a_row, ... in the GLSL block */
+    uint32_t k_split;                   /* split-K: K per split (a multiple of BK), else 0 */
 } vkf_push_matmul;
-_Static_assert(sizeof(vkf_push_matmul) == 22 * 4, "mirror of matmul_push.glsl");
+_Static_assert(sizeof(vkf_push_matmul) == 23 * 4, "mirror of matmul_push.glsl");
 
 enum {
     VKF_MATMUL_FLAG_BIAS = 1u,
     VKF_MATMUL_FLAG_RESIDUAL = 2u,
     VKF_MATMUL_FLAG_B_KN = 4u,
     VKF_MATMUL_FLAG_VEC4 = 8u,
+    VKF_MATMUL_FLAG_C_ALIGNED = 128u,   /* C and R rows 16-byte aligned: matmul_coopmat stores fragments directly */
 };
 
 /* shaders/softmax.comp */

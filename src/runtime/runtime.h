@@ -204,6 +204,28 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_GLU_ACT16,
     VKF_VARIANT_BLOCK_SUM,              /* transient-global's block sums / means */
     VKF_VARIANT_BLOCK_SUM_ACT16,
+    /* split-K matmuls (ops.c): matmul_coopmat (KHR) writing fp32 partial sums of
+     * K ranges, and the pass that adds them and applies the epilogue */
+    VKF_VARIANT_MATMUL_COOPMAT_SPLITK,
+    VKF_VARIANT_MATMUL_COOPMAT_SPLITK_F16B,
+    VKF_VARIANT_MATMUL_COOPMAT_SPLITK_ACT16,
+    VKF_VARIANT_MATMUL_COOPMAT_SPLITK_ACT16_F16B,
+    VKF_VARIANT_MATMUL_COOPMAT_SPLITK_I8B,
+    VKF_VARIANT_MATMUL_COOPMAT_SPLITK_ACT16_I8B,
+    VKF_VARIANT_MATMUL_SPLITK_REDUCE,
+    VKF_VARIANT_MATMUL_SPLITK_REDUCE_ACT16,
+    VKF_VARIANT_MATMUL_SPLITK_REDUCE_I8B,
+    VKF_VARIANT_MATMUL_SPLITK_REDUCE_ACT16_I8B,
+    /* decode-step matmuls of a few rows on GPUs (memory bound) */
+    VKF_VARIANT_MATMUL_GEMV,
+    VKF_VARIANT_MATMUL_GEMV_F16B,
+    VKF_VARIANT_MATMUL_GEMV_ACT16,
+    VKF_VARIANT_MATMUL_GEMV_ACT16_F16B,
+    VKF_VARIANT_MATMUL_GEMV_I8B,
+    VKF_VARIANT_MATMUL_GEMV_ACT16_I8B,
+    /* the decode step's split-K attention (attention_decode.comp, CHUNK > 0): its partials combined */
+    VKF_VARIANT_ATTENTION_DECODE_REDUCE,
+    VKF_VARIANT_ATTENTION_DECODE_REDUCE_ACT16,
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 
@@ -234,6 +256,10 @@ typedef struct vkf_variant_desc {
 } vkf_variant_desc;
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id);
+/* The occupancy floor written for a variant on a vendor's GPUs (PCI vendor id: AMD
+ * subgroups per SIMD, NVIDIA warps per SM, as their drivers report occupancy); 0:
+ * none. `vkformer bench shaders --check` (tests/test_vgpu.sh) fails below it. */
+uint32_t vkf_variant_occupancy_floor(vkf_variant_id id, uint32_t vendor_id);
 /* Returns the pipeline of `variant` with these specialization constants, creating
  * it on first use; the context owns it. */
 vkf_status vkf_pipeline_get(vkf_context *ctx, vkf_variant_id variant, const uint32_t *spec,
@@ -279,6 +305,18 @@ typedef struct vkf_tuning {
     vkf_variant_id coopmat_variant;
     vkf_matmul_tiles coopmat;
     uint8_t coopmat_use;
+    /* Split-K of KHR coopmat matmuls (ops.c): 0 the rule (GPUs: when the output
+     * has fewer workgroup tiles than twice the compute units), 1 never, N >= 2 at
+     * most N splits whenever K allows (tests, bench). compute_units: SMs / CUs
+     * (VK_NV_shader_sm_builtins, VK_AMD_shader_core_properties2, else a table),
+     * CPU drivers their threads (tuning.c). */
+    uint32_t coopmat_split;
+    uint32_t compute_units;
+    /* matmul_gemv for matmuls of at most gemv.bm rows (decode steps) whose views
+     * allow vec4 loads: workgroup, bm (rows at most), bn (columns per workgroup);
+     * workgroup 0: never (CPU drivers, where their direct kernel's skinny tiles
+     * measured well). */
+    vkf_matmul_tiles gemv;
     uint32_t row_workgroup;             /* softmax / layernorm invocations per row */
     uint32_t elementwise_workgroup;
     /* The decode step's attention_decode and beam_partial in their rows form (one
@@ -435,6 +473,14 @@ struct vkf_context {
      * path on lavapipe; off by default, where the scalar kernels are faster. */
     bool coopmat_everywhere;
     vkf_coopmat_shape coopmat_shape;
+    /* The device executes nothing (a virtual GPU over Mesa's drm-shim; options.compile_only
+     * or VKFORMER_COMPILE_ONLY=1): pipelines build, results are meaningless. */
+    bool compile_only;
+    /* options.shader_statistics: VK_KHR_pipeline_executable_properties is enabled and
+     * pipelines are created capturing statistics and internal representations
+     * (shader_stats.c reads them); false where asked but the device lacks it. */
+    bool capture_statistics;
+    bool statistics_requested;
 };
 
 /* Whether this build embeds the cooperative-matrix shaders (meson found a glslc

@@ -7,6 +7,7 @@
 #include "runtime/runtime.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <stdio.h>
@@ -194,6 +195,11 @@ void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
     t->row_workgroup = pow2_floor(max_wg < (cpu ? 64u : 256u) ? max_wg : (cpu ? 64u : 256u));
     t->elementwise_workgroup = pow2_floor(max_wg < 256u ? max_wg : 256u);
     t->decode_rows = cpu;
+    /* GPUs: decode-step matmuls (up to 8 rows) on matmul_gemv, 4 columns per
+     * workgroup of 128 (32 invocations along K per column): n / 4 workgroups.
+     * Not yet timed on a GPU; CPU drivers keep their measured direct kernel. */
+    if (!cpu && max_wg >= 32)
+        t->gemv = (vkf_matmul_tiles){.workgroup = max_wg < 128 ? pow2_floor(max_wg) : 128, .bm = 8, .bn = 4};
     if (cpu && d->vendor_id == VENDOR_MESA &&
         vkf_matmul_subgroup_tiles(d, 64, 128, 32 > d->subgroup_size ? 32 : d->subgroup_size, 4, &t->matmul)) {
         /* lavapipe: every non-uniform storage-buffer load is a loop over the SIMD
@@ -224,6 +230,19 @@ void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
          * (DESIGN.md). */
         t->matmul_variant = VKF_VARIANT_MATMUL_DIRECT;
         t->matmul = vkf_cpu_direct_tiles;
+    } else if (d->vendor_id == VENDOR_NVIDIA && d->subgroup_shuffle && d->subgroup_size == 32 &&
+               vkf_matmul_subgroup_tiles(d, 64, 128, 32, 4, &t->matmul)) {
+        /* NVIDIA: fp32 on matmul_subgroup, 32 rows x 4 columns per lane in 64 x 128
+         * tiles, rows shared by shuffles: on the H100 (2026-11, docs/performance.md
+         * "First light") it ran 4096^3 at 21.1 TFLOP/s against 15.97 for
+         * matmul_tiled 64 x 64 (what `tune --quick` kept) and 1.82 (cold) for
+         * the 128 x 128 tiled default this rule replaces. F16 operands take the
+         * coopmat kernel (coopmat_builtin). */
+        t->matmul_variant = VKF_VARIANT_MATMUL_SUBGROUP;
+        t->matmul_min_macs = VKF_SUBGROUP_MIN_MACS;
+        for (uint32_t i = 0; i < 3; i++)
+            if (!vkf_matmul_subgroup_tiles(d, 8u << i, 128, 8u << i, 4, &t->subgroup_skinny[i]))
+                t->subgroup_skinny[i].workgroup = 0;
     } else if ((d->vendor_id == VENDOR_NVIDIA || d->vendor_id == VENDOR_AMD) && d->max_shared_memory >= 32768 &&
                max_wg >= 256) {
         /* Desktop GPUs with large register files: 128x128 per workgroup, 8x8 per
@@ -267,11 +286,11 @@ void vkf_coopmat_fragment(const vkf_context *ctx, vkf_variant_id family, const v
 }
 
 /* Shared memory of matmul_coopmat: fp16 A and B stages with rows padded by 8
- * halves, and per subgroup tile one fp32 row of fragments (fragment rows x tn)
- * with rows padded by 4 floats (the shader's header). */
+ * halves, and per subgroup tile one fp32 fragment with rows padded by 4 floats
+ * (the edges' epilogue; the shader's header). */
 static uint64_t coopmat_shared_bytes(const vkf_matmul_tiles *t, const uint32_t fragment[3])
 {
-    return 2ull * (t->bm + t->bn) * (t->bk + 8) + 4ull * (t->bm / t->tm) * (t->bn / t->tn) * fragment[0] * (t->tn + 4);
+    return 2ull * (t->bm + t->bn) * (t->bk + 8) + 4ull * (t->bm / t->tm) * (t->bn / t->tn) * fragment[0] * (fragment[1] + 4);
 }
 
 /* Why coopmat tiles cannot run on ctx (a static string), or NULL. */
@@ -286,15 +305,16 @@ static const char *coopmat_tiles_problem(const vkf_context *ctx, vkf_variant_id 
         return "coopmat tiles must be positive";
     if (t->tm % f[0] || t->tn % f[1] || t->bk % f[2] || t->bk % 8 || t->bm % t->tm || t->bn % t->tn)
         return "coopmat tiles need tm, tn, bk multiples of the fragment, bk of 8, bm of tm and bn of tn";
+    if (f[2] % 4) return "matmul_coopmat needs a fragment depth that is a multiple of 4"; /* f16vec4 staging */
     if (family == VKF_VARIANT_MATMUL_COOPMAT2) {
         const uint32_t *g = ctx->info.coopmat2_granularity, max = ctx->info.coopmat2_max_dimension;
         if (!g[0] || !g[1] || !g[2] || t->tm % g[0] || t->tn % g[1] || t->bk % g[2])
             return "matmul_coopmat2 fragments must be multiples of the device's granularity";
         if (t->tm > max || t->tn > max || t->bk > max) return "matmul_coopmat2 fragments exceed the device's largest";
     }
-    /* Per-subgroup accumulators live in registers: more than 64 fragments would
-     * spill on any device (and take long to compile). */
-    if ((t->tm / f[0]) * (t->tn / f[1]) > 64) return "more than 64 accumulator fragments per subgroup";
+    /* Per-subgroup accumulators live in registers: more than 16 fragments (64
+     * to 128 fp32 registers per lane at 16 x 16) leave too few for the rest. */
+    if ((t->tm / f[0]) * (t->tn / f[1]) > 16) return "more than 16 accumulator fragments per subgroup";
     uint64_t wg = (uint64_t)(t->bm / t->tm) * (t->bn / t->tn) * ctx->info.subgroup_size;
     if (!ctx->info.subgroup_size || t->workgroup != wg) return "coopmat workgroup must be subgroup tiles x subgroup size";
     if (t->workgroup > ctx->info.max_workgroup_invocations || t->workgroup > ctx->info.max_workgroup_size[0])
@@ -314,10 +334,16 @@ bool vkf_matmul_coopmat_tiles(const vkf_context *ctx, vkf_variant_id family, uin
 /* The built-in coopmat kernel: NV2 where the context has flexible dimensions, else
  * KHR; the first of these shapes that fits the device, each rounded up to the
  * fragment (KHR: the device's shape; NV2: its granularity) and bk to 8:
- *  - GPUs: 2 x 2 subgroups of 64 x 64 (KHR; 16 accumulators of 16 x 16 per
- *    subgroup on NVIDIA and AMD), K stages of 32: each fp16 value staged feeds
- *    64 / fragment multiply-adds per subgroup; 37 KiB of shared memory with
- *    16 x 16 fragments (devices with 48 KiB). Not yet measured on a GPU.
+ *  - NVIDIA and AMD GPUs: 2 x 2 subgroups ("warps") of 64 x 64, a 128 x 128
+ *    workgroup tile, K stages of 32: 16 accumulators of 16 x 16 (16 x 8 on NVK:
+ *    32) per subgroup; each fp16 value staged in shared memory feeds 64 /
+ *    fragment multiply-adds per subgroup, each byte loaded from global memory
+ *    32 FLOPs. 128 invocations on NVIDIA (subgroups of 32), 256 on RADV
+ *    (subgroups of 64); shared memory 20 KiB of stages + 5 KiB of edge scratch
+ *    with 16 x 16 fragments. Not yet measured on a GPU (docs/performance.md,
+ *    "GPU-class matmul kernels": compiler statistics on virtual GPUs).
+ *  - Intel and other GPUs: 2 x 2 subgroups of 32 x 32 (Intel's 8 x 8 x 16
+ *    fragments: 16 accumulators per subgroup);
  *  - then 2 x 2 subgroups of 32 x 32 (NV2: one 32 x 32 x 32 fragment each; CPU
  *    drivers), 1 x 1 of 32 x 32, 1 x 1 of one fragment. */
 static void coopmat_builtin(vkf_context *ctx)
@@ -341,8 +367,18 @@ static void coopmat_builtin(vkf_context *ctx)
     while (kunit % 8) kunit += fk;
     bool cpu = ctx->info.type == VKF_DEVICE_CPU;
     static const uint32_t shapes[][5] = {/* wg_m, wg_n, tm, tn, bk */
-                                         {2, 2, 64, 64, 32}, {2, 2, 32, 32, 32}, {1, 1, 32, 32, 32}, {1, 1, 1, 1, 1}};
-    for (size_t i = cpu ? 1 : 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+                                         {2, 4, 64, 32, 32}, {2, 2, 64, 64, 32}, {2, 2, 32, 32, 32},
+                                         {1, 1, 32, 32, 32}, {1, 1, 1, 1, 1}};
+    size_t first = cpu ? 2 : ctx->info.vendor_id == VENDOR_NVIDIA ? 0 : ctx->info.vendor_id == VENDOR_AMD ? 1 : 2;
+    /* a GPU with coopmat2 still takes the KHR kernel: on the H100 KHR ran 19.6
+     * TFLOP/s against NV2's 16.6 (docs/performance.md, "First light"), and only
+     * the KHR kernel has the staged, double-buffered GPU form and split-K */
+    if (!cpu) family = VKF_VARIANT_MATMUL_COOPMAT, fm = ctx->coopmat_shape.m, fn = ctx->coopmat_shape.n,
+              fk = ctx->coopmat_shape.k;
+    if (!fm || !fn || !fk) return;
+    kunit = fk;
+    while (kunit % 8) kunit += fk;
+    for (size_t i = first; i < sizeof shapes / sizeof shapes[0]; i++) {
         const uint32_t *c = shapes[i];
         uint32_t tm = (c[2] + fm - 1) / fm * fm, tn = (c[3] + fn - 1) / fn * fn, bk = (c[4] + kunit - 1) / kunit * kunit;
         if (vkf_matmul_coopmat_tiles(ctx, family, c[0], c[1], tm, tn, bk, &t->coopmat)) {
@@ -358,9 +394,66 @@ static void coopmat_builtin(vkf_context *ctx)
     memset(&t->coopmat, 0, sizeof t->coopmat);
 }
 
+/* ------------------------------------------------------------------ compute units */
+
+/* Whether the physical device offers extension `name`. */
+static bool has_extension(VkPhysicalDevice pd, const char *name)
+{
+    uint32_t count = 0;
+    if (vkEnumerateDeviceExtensionProperties(pd, NULL, &count, NULL) != VK_SUCCESS || !count) return false;
+    VkExtensionProperties *e = malloc(count * sizeof *e);
+    bool found = false;
+    if (e && vkEnumerateDeviceExtensionProperties(pd, NULL, &count, e) == VK_SUCCESS)
+        for (uint32_t i = 0; i < count && !found; i++) found = strcmp(e[i].extensionName, name) == 0;
+    free(e);
+    return found;
+}
+
+/* Compute units by device name where the driver does not say (SMs, CUs, Xe
+ * cores); the first name contained in the device's wins. */
+static const struct {
+    const char *name;
+    uint32_t units;
+} compute_unit_table[] = {
+    {"H200", 132}, {"H100", 132}, {"A100", 108}, {"L40S", 142}, {"L4", 58}, {"RTX 4090", 128}, {"RTX 4080", 76},
+    {"RTX 3090", 82}, {"RTX 3080", 68}, {"A10", 72}, {"T4", 40}, {"NAVI31", 96}, {"7900 XTX", 96}, {"7900 XT", 84},
+    {"NAVI32", 60}, {"GFX1201", 64}, {"9070 XT", 64}, {"Arc(TM) A770", 32}, {"Arc(TM) A750", 28}, {"Arc(TM) B580", 20},
+};
+
+/* SMs (NVIDIA), CUs (AMD), Xe cores (Intel) of ctx's device: from
+ * VK_NV_shader_sm_builtins or VK_AMD_shader_core_properties2 where present, else
+ * the table by name, else a guess by device type; CPU drivers: the host's
+ * threads (lavapipe's LP_NUM_THREADS where set). Split-K (ops.c) sizes its
+ * splits to fill these. */
+static uint32_t compute_units(const vkf_context *ctx)
+{
+    const vkf_device_info *d = &ctx->info;
+    if (d->type == VKF_DEVICE_CPU) {
+        const char *env = getenv("LP_NUM_THREADS");
+        long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+        return n > 0 && n < 1024 ? (uint32_t)n : 1;
+    }
+    if (ctx->physical && vkGetPhysicalDeviceProperties2) {
+        VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+        VkPhysicalDeviceShaderCoreProperties2AMD amd = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD};
+        VkPhysicalDeviceProperties2 p = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+        if (has_extension(ctx->physical, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) sm.pNext = p.pNext, p.pNext = &sm;
+        if (has_extension(ctx->physical, VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME)) amd.pNext = p.pNext, p.pNext = &amd;
+        if (p.pNext) {
+            vkGetPhysicalDeviceProperties2(ctx->physical, &p);
+            if (sm.shaderSMCount) return sm.shaderSMCount;
+            if (amd.activeComputeUnitCount) return amd.activeComputeUnitCount;
+        }
+    }
+    for (size_t i = 0; i < sizeof compute_unit_table / sizeof compute_unit_table[0]; i++)
+        if (strstr(d->name, compute_unit_table[i].name)) return compute_unit_table[i].units;
+    return d->type == VKF_DEVICE_DISCRETE_GPU ? 32 : 8;
+}
+
 void vkf_tuning_choose(vkf_context *ctx)
 {
     vkf_tuning_for_device(&ctx->info, &ctx->tuning);
+    ctx->tuning.compute_units = compute_units(ctx);
     coopmat_builtin(ctx);
     const char *form = getenv("VKFORMER_DECODE_FORM");
     if (form && strcmp(form, "rows") == 0) ctx->tuning.decode_rows = true, ctx->tuning.decode_source = VKF_SOURCE_ENVIRONMENT;

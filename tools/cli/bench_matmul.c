@@ -91,8 +91,12 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
     for (unsigned long r = 0; st == VKF_OK && r < repeat; r++) {
         if (progress) fprintf(stderr, "bench matmul %lux%lux%lu: repeat %lu/%lu\n", m, n, k, r + 1, repeat);
         st = vkf_cmd_submit(cmd);
-        uint32_t count;
-        if (st == VKF_OK) st = vkf_cmd_timings(cmd, &ms[r], 1, &count);
+        /* every dispatch of the matmul (split-K: the partial sums and their reduction) */
+        double part[4] = {0};
+        uint32_t count = 0;
+        if (st == VKF_OK) st = vkf_cmd_timings(cmd, part, 4, &count);
+        ms[r] = 0;
+        for (uint32_t i = 0; i < count && i < 4; i++) ms[r] += part[i];
     }
     if (st == VKF_OK && f16) {
         uint16_t *h = xmalloc((size_t)m * n * 2);
@@ -106,6 +110,20 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
     if (st != VKF_OK) {
         fprintf(stderr, "vkformer: %s\n", vkf_last_error());
         code = exit_code_for(st);
+    } else if (vkf_context_compile_only(ctx)) {
+        /* a device that executes nothing (tools/vgpu.sh): the pipeline built, and
+         * there is neither a time nor a result to report */
+        if (json) {
+            jsonl_begin("bench matmul");
+            printf(",\"bench\":\"matmul\",\"m\":%lu,\"n\":%lu,\"k\":%lu,\"dtype\":\"%s\"", m, n, k,
+                   bench_dtype_names[dtype_id]);
+            jsonl_choice(&choice, 6);
+            printf(",\"ms\":null,\"gflops\":null,\"gbps\":null,\"repeat\":%lu,\"max_rel_err\":null", repeat);
+            jsonl_end(info);
+        } else {
+            printf("matmul %lux%lux%lu %s (%s): built on %s; compile-only device: result not checked, not timed\n", m, n,
+                   k, bench_dtype_names[dtype_id], kernel, info->name);
+        }
     } else {
         /* coopmat kernels round F32 inputs to f16 (their contract): the host does too */
         bool rounds = strncmp(kernel, "coopmat", 7) == 0 && !f16;
@@ -123,17 +141,24 @@ static int bench_matmul_one(vkf_context *ctx, const vkf_device_info *info, unsig
         qsort(ms, repeat, sizeof *ms, compare_doubles);
         double median = repeat % 2 ? ms[repeat / 2] : 0.5 * (ms[repeat / 2 - 1] + ms[repeat / 2]);
         double gflops = 2.0 * m * n * k / (median * 1e-3) / 1e9;
+        /* Achieved bandwidth: the bytes a matmul must move at least (A and B read
+         * once, C written once; int8 weights with their scales) over the time.
+         * Decode-step matmuls (few rows) are bound by it, not by FLOPs. */
+        double a_bytes = f16 ? 2 : 4, b_bytes = b_i8 ? 1 : dtype_id == BENCH_F16 ? 2 : 4;
+        double bytes = a_bytes * m * k + b_bytes * n * k + a_bytes * m * n + (b_i8 ? 4.0 * n : 0);
+        double gbps = bytes / (median * 1e-3) / 1e9;
         const char *dtype = bench_dtype_names[dtype_id];
         if (json) {
             jsonl_begin("bench matmul");
             printf(",\"bench\":\"matmul\",\"m\":%lu,\"n\":%lu,\"k\":%lu,\"dtype\":\"%s\"", m, n, k, dtype);
             jsonl_choice(&choice, 6);
-            printf(",\"ms\":%.4f,\"gflops\":%.3f,\"repeat\":%lu,\"max_rel_err\":", median, gflops, repeat);
+            printf(",\"ms\":%.4f,\"gflops\":%.3f,\"gbps\":%.3f,\"repeat\":%lu,\"max_rel_err\":", median, gflops, gbps,
+                   repeat);
             jsonl_number(max_err, 3);
             jsonl_end(info);
         } else {
-            printf("matmul %lux%lux%lu %s (%s): %.3f ms median of %lu, %.2f GFLOP/s on %s (sampled error %.2g)\n", m, n,
-                   k, dtype, kernel, median, repeat, gflops, info->name, max_err);
+            printf("matmul %lux%lux%lu %s (%s): %.3f ms median of %lu, %.2f GFLOP/s, %.2f GB/s on %s (sampled error "
+                   "%.2g)\n", m, n, k, dtype, kernel, median, repeat, gflops, gbps, info->name, max_err);
             printf("  kernel %s, workgroup %u, tiles %ux%u, bk %u, %ux%u per lane/invocation; from %s%s%s\n", kernel,
                    choice.tiles[0], choice.tiles[1], choice.tiles[2], choice.tiles[3], choice.tiles[4], choice.tiles[5],
                    choice.source, choice.table_entry ? ": " : "", choice.table_entry ? choice.table_entry : "");
