@@ -1,0 +1,306 @@
+/* The serving scheduler (src/serve/scheduler.c, issue 37) on the demo model:
+ * requests submitted from several threads at once are each answered exactly
+ * once with the ids vkf_model_generate gives the source alone, in batched
+ * encoder passes (fewer than the requests), groups moved into plans of their
+ * live rows on the way (compaction); a short request submitted while a
+ * long one runs is answered first; per-request max_new and target prefixes in
+ * one group; beam search as a whole run; cancel (queued and running), a full
+ * queue, bad input, and destroy with requests left (each cancelled once).
+ * usage: test_serve_scheduler MODEL.safetensors HELDOUT.tsv */
+#include "harness.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define MAX_SOURCES 48
+#define THREADS 4
+
+typedef struct answer_slot {
+    int calls;                          /* done calls: must end at 1 */
+    vkf_status status;
+    int32_t ids[64];
+    uint32_t len;
+    int order;                          /* answer order, from 1 */
+} answer_slot;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int answered_total;
+
+static void on_done(void *user, const vkf_scheduler_result *r)
+{
+    answer_slot *a = user;
+    pthread_mutex_lock(&mu);
+    a->calls++;
+    a->status = r->status;
+    a->len = 0;
+    if (r->status == VKF_OK && r->n_best >= 1 && r->lengths[0] <= 64) {
+        a->len = r->lengths[0];
+        memcpy(a->ids, r->ids, a->len * sizeof *a->ids);
+    }
+    a->order = ++answered_total;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
+/* Waits until `n` answers have come in all (or 60 s pass). */
+static void wait_answers(int n)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 60;
+    pthread_mutex_lock(&mu);
+    while (answered_total < n)
+        if (pthread_cond_timedwait(&cv, &mu, &until) != 0) break;
+    pthread_mutex_unlock(&mu);
+}
+
+typedef struct submitter {
+    vkf_scheduler *s;
+    int first, count;
+    int32_t (*ids)[64];
+    uint32_t *lens;
+    answer_slot *slots;
+    int failures;
+} submitter;
+
+static void *submit_thread(void *arg)
+{
+    submitter *t = arg;
+    for (int i = t->first; i < t->first + t->count; i++)
+        if (vkf_scheduler_submit(t->s, t->ids[i], t->lens[i], NULL, on_done, &t->slots[i], NULL) != VKF_OK)
+            t->failures++;
+    return NULL;
+}
+
+/* A streaming callback that holds the scheduler's thread until released. */
+static bool hold;
+static bool holding_stream(void *user, uint32_t source, const int32_t *ids, uint32_t count)
+{
+    (void)user, (void)source, (void)ids, (void)count;
+    pthread_mutex_lock(&mu);
+    while (hold) pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s MODEL.safetensors HELDOUT.tsv\n", argv[0]);
+        return 2;
+    }
+    vkf_context *ctx = harness_context();
+    vkf_model *m = NULL;
+    CHECK_OK(vkf_model_load(ctx, argv[1], &m));
+    FILE *f = fopen(argv[2], "r");
+    CHECK(f != NULL);
+    if (!m || !f) {
+        harness_close(ctx);
+        return harness_result("serve-scheduler");
+    }
+    vkf_model_config cfg;
+    CHECK_OK(vkf_model_get_config(m, &cfg));
+    static int32_t ids[MAX_SOURCES][64];
+    static uint32_t lens[MAX_SOURCES];
+    char line[512];
+    int n = 0;
+    while (n < MAX_SOURCES && fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t');
+        if (tab) *tab = 0;
+        CHECK_OK(vkf_model_encode_text(m, line, ids[n], 64, &lens[n]));
+        n++;
+    }
+    fclose(f);
+    CHECK(n == MAX_SOURCES);
+    /* the reference: each source alone, greedy, as far as max_len goes */
+    const uint32_t max_new = cfg.max_len;
+    int32_t *want = harness_alloc((size_t)n * max_new * sizeof *want);
+    uint32_t want_len[MAX_SOURCES];
+    for (int i = 0; i < n; i++) {
+        const int32_t *p = ids[i];
+        vkf_sequences one = {1, &p, &lens[i]};
+        CHECK_OK(vkf_model_generate(m, &one, max_new, want + (size_t)i * max_new, &want_len[i]));
+    }
+
+    vkf_scheduler_options so;
+    vkf_scheduler_options_init(&so);
+    CHECK(so.max_batch == 32 && so.max_groups == 4 && so.max_queue == 256);
+    so.max_batch = 16, so.max_groups = 3;
+    vkf_scheduler *s = NULL;
+    CHECK_OK(vkf_scheduler_create(m, &so, &s));
+    if (!s) {
+        vkf_model_destroy(m);
+        harness_close(ctx);
+        return harness_result("serve-scheduler");
+    }
+
+    /* 1. many requests from several threads at once: each answered once, as alone */
+    static answer_slot slots[MAX_SOURCES];
+    submitter th[THREADS];
+    pthread_t tid[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        th[t] = (submitter){s, t * n / THREADS, n / THREADS, ids, lens, slots, 0};
+        CHECK(pthread_create(&tid[t], NULL, submit_thread, &th[t]) == 0);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(tid[t], NULL);
+        CHECK(th[t].failures == 0);
+    }
+    wait_answers(n);
+    int wrong = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(slots[i].calls == 1 && slots[i].status == VKF_OK);
+        if (slots[i].len != want_len[i] || memcmp(slots[i].ids, want + (size_t)i * max_new, want_len[i] * 4)) wrong++;
+    }
+    if (wrong) fprintf(stderr, "%d of %d answers differ from the source decoded alone\n", wrong, n);
+    CHECK(wrong == 0);
+    vkf_scheduler_stats st;
+    CHECK_OK(vkf_scheduler_get_stats(s, &st));
+    fprintf(stderr, "batching: %d requests in %llu encoder passes, %llu steps, %llu compactions\n", n,
+            (unsigned long long)st.encoder_passes, (unsigned long long)st.steps, (unsigned long long)st.compactions);
+    /* outputs of 3..7 ids under a limit of max_len: groups shrink to their live rows */
+    CHECK(st.compactions >= 1 && st.compaction_failures == 0);
+    CHECK(st.answered == (uint64_t)n && st.failed == 0 && st.admitted == (uint64_t)n);
+    CHECK(st.encoder_passes >= 1 && st.encoder_passes < (uint64_t)n); /* arrivals were batched */
+    CHECK(st.tokens > 0 && st.active == 0 && st.queued == 0);
+
+    /* 2. a long request (eos suppressed: it runs to max_new), then a short one
+     * once the long one runs: the short one is answered first, the long one
+     * still right */
+    answer_slot longer = {0}, shorter = {0};
+    vkf_generate_options lo;
+    vkf_generate_options_init(&lo);
+    int32_t eos = cfg.eos_id;
+    lo.max_new = cfg.max_len, lo.suppress_ids = &eos, lo.n_suppress = 1;
+    CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &lo, on_done, &longer, NULL));
+    for (int spin = 0; spin < 2000; spin++) {
+        CHECK_OK(vkf_scheduler_get_stats(s, &st));
+        if (st.active == 1 && st.queued == 0) break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    CHECK_OK(vkf_scheduler_submit(s, ids[1], lens[1], NULL, on_done, &shorter, NULL));
+    wait_answers(n + 2);
+    CHECK(longer.calls == 1 && shorter.calls == 1 && longer.status == VKF_OK && shorter.status == VKF_OK);
+    CHECK(shorter.order < longer.order);
+    CHECK(shorter.len == want_len[1] && memcmp(shorter.ids, want + max_new, want_len[1] * 4) == 0);
+    {
+        int32_t got[256];
+        uint32_t got_len;
+        float score;
+        const int32_t *p = ids[0];
+        vkf_sequences one = {1, &p, &lens[0]};
+        CHECK_OK(vkf_model_generate_with(m, &one, &lo, got, &got_len, &score));
+        CHECK(longer.len == got_len && longer.len == lo.max_new && memcmp(longer.ids, got, got_len * 4) == 0);
+    }
+
+    /* 3. per-request max_new and a target prefix in one batch of submits */
+    answer_slot cut = {0}, pre = {0};
+    vkf_generate_options co;
+    vkf_generate_options_init(&co);
+    co.max_new = 1;
+    int base = answered_total;
+    CHECK_OK(vkf_scheduler_submit(s, ids[2], lens[2], &co, on_done, &cut, NULL));
+    vkf_generate_options po;
+    vkf_generate_options_init(&po);
+    const int32_t *pp = want + 3 * (size_t)max_new;
+    uint32_t plen = 1;
+    vkf_sequences prefix = {1, &pp, &plen};
+    po.target_prefix = &prefix;
+    CHECK(want_len[3] >= 2);
+    CHECK_OK(vkf_scheduler_submit(s, ids[3], lens[3], &po, on_done, &pre, NULL));
+    wait_answers(base + 2);
+    CHECK(cut.calls == 1 && cut.status == VKF_OK && cut.len == 1 && cut.ids[0] == want[2 * (size_t)max_new]);
+    /* the greedy continuation of its own first id: the rest of its greedy output */
+    CHECK(pre.calls == 1 && pre.status == VKF_OK && pre.len == want_len[3] - 1 &&
+          memcmp(pre.ids, want + 3 * (size_t)max_new + 1, pre.len * 4) == 0);
+
+    /* 4. beam search as a whole run equals vkf_model_generate_with */
+    answer_slot beam = {0};
+    vkf_generate_options bo;
+    vkf_generate_options_init(&bo);
+    bo.beams = 3, bo.max_new = 12;
+    base = answered_total;
+    CHECK_OK(vkf_scheduler_submit(s, ids[4], lens[4], &bo, on_done, &beam, NULL));
+    wait_answers(base + 1);
+    {
+        int32_t got[12];
+        uint32_t got_len;
+        float score;
+        const int32_t *p = ids[4];
+        vkf_sequences one = {1, &p, &lens[4]};
+        CHECK_OK(vkf_model_generate_with(m, &one, &bo, got, &got_len, &score));
+        CHECK(beam.calls == 1 && beam.status == VKF_OK && beam.len == got_len && !memcmp(beam.ids, got, got_len * 4));
+    }
+
+    /* 5. bad input: refused at once, no done call */
+    answer_slot never = {0};
+    int32_t bad_id = (int32_t)cfg.src_vocab_size;
+    CHECK_STATUS(vkf_scheduler_submit(s, &bad_id, 1, NULL, on_done, &never, NULL), VKF_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkf_scheduler_submit(s, ids[0], 0, NULL, on_done, &never, NULL), VKF_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkf_scheduler_submit(s, ids[0], lens[0], NULL, NULL, &never, NULL), VKF_ERROR_INVALID_ARGUMENT);
+    float silence[16] = {0};
+    CHECK_STATUS(vkf_scheduler_submit_audio(s, silence, 16, NULL, on_done, &never, NULL), VKF_ERROR_STATE);
+    vkf_generate_options big;
+    vkf_generate_options_init(&big);
+    big.max_new = cfg.max_len + 1;
+    CHECK_STATUS(vkf_scheduler_submit(s, ids[0], lens[0], &big, on_done, &never, NULL), VKF_ERROR_INVALID_ARGUMENT);
+    CHECK(never.calls == 0);
+    vkf_scheduler_destroy(s);
+    s = NULL;
+
+    /* 6. a held scheduler: the queue fills, cancel of a queued and a running
+     * request, destroy with requests left: every done call exactly once */
+    so.max_queue = 2, so.max_batch = 1, so.max_groups = 1;
+    CHECK_OK(vkf_scheduler_create(m, &so, &s));
+    answer_slot held = {0}, q1 = {0}, q2 = {0}, q3 = {0};
+    vkf_generate_options ho;
+    vkf_generate_options_init(&ho);
+    ho.on_tokens = holding_stream;
+    hold = true;
+    uint64_t held_id = 0, q1_id = 0;
+    CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &ho, on_done, &held, &held_id));
+    for (int spin = 0; spin < 2000; spin++) { /* until the held request runs */
+        CHECK_OK(vkf_scheduler_get_stats(s, &st));
+        if (st.active == 1 && st.queued == 0) break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    CHECK_OK(vkf_scheduler_submit(s, ids[1], lens[1], NULL, on_done, &q1, &q1_id));
+    CHECK_OK(vkf_scheduler_submit(s, ids[2], lens[2], NULL, on_done, &q2, NULL));
+    CHECK_STATUS(vkf_scheduler_submit(s, ids[3], lens[3], NULL, on_done, &q3, NULL), VKF_ERROR_STATE);
+    CHECK(strstr(vkf_last_error(), "queue full") != NULL);
+    vkf_scheduler_cancel(s, q1_id);
+    vkf_scheduler_cancel(s, held_id);
+    vkf_scheduler_cancel(s, 999999); /* unknown: ignored */
+    base = answered_total;
+    pthread_mutex_lock(&mu);
+    hold = false;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    wait_answers(base + 3);
+    if (held.status != VKF_ERROR_STATE) fprintf(stderr, "held: %d calls, status %d, %u ids\n", held.calls, held.status, held.len);
+    CHECK(held.calls == 1 && held.status == VKF_ERROR_STATE);
+    CHECK(q1.calls == 1 && q1.status == VKF_ERROR_STATE);
+    CHECK(q2.calls == 1 && q2.status == VKF_OK && q2.len == want_len[2]);
+    CHECK(q3.calls == 0);
+    /* destroy with requests queued: each cancelled, once */
+    hold = true;
+    answer_slot left[3] = {{0}};
+    CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &ho, on_done, &left[0], NULL));
+    CHECK_OK(vkf_scheduler_submit(s, ids[1], lens[1], NULL, on_done, &left[1], NULL));
+    pthread_mutex_lock(&mu);
+    hold = false;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    vkf_scheduler_destroy(s);
+    for (int i = 0; i < 2; i++) CHECK(left[i].calls == 1);
+    vkf_scheduler_destroy(NULL);
+    CHECK_STATUS(vkf_scheduler_create(NULL, NULL, &s), VKF_ERROR_INVALID_ARGUMENT);
+
+    free(want);
+    vkf_model_destroy(m);
+    harness_close(ctx);
+    return harness_result("serve-scheduler");
+}
