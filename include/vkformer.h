@@ -185,6 +185,16 @@ typedef struct vkf_device_info {
      * and when turned off by the context option or VKFORMER_COOPMAT=0). */
     bool coopmat_in_use;
     bool coopmat2_in_use;
+    /* VK_NV_cooperative_matrix2 at workgroup scope (matmul_coopmat2_wg): the
+     * device's features, and its f16 x f16 -> f32 flexible-dimensions entry of
+     * workgroup scope (granularity M, N, K and invocations per workgroup; zeros
+     * where it lists none). coopmat2_wg_in_use: from vkf_context_device_info only. */
+    bool coopmat2_workgroup_scope;      /* cooperativeMatrixWorkgroupScope */
+    bool coopmat2_tensor_addressing;    /* cooperativeMatrixTensorAddressing */
+    bool coopmat2_per_element;          /* cooperativeMatrixPerElementOperations */
+    uint32_t coopmat2_wg_granularity[3];
+    uint32_t coopmat2_wg_invocations;
+    bool coopmat2_wg_in_use;
 } vkf_device_info;
 
 /* Lists every Vulkan device. Fills at most `capacity` entries of out_infos (which
@@ -248,6 +258,16 @@ typedef struct vkf_context_options {
      * VKFORMER_COOPMAT=0 (VKFORMER_COOPMAT=1 acts as 1; VKFORMER_COOPMAT=everywhere
      * also uses the kernels on CPU drivers wherever a GPU would, for tests). */
     int coopmat;
+    /* 1: the device executes nothing (a virtual GPU: Mesa's drm-shim, tools/vgpu.sh):
+     * pipelines are built and their statistics are real, but every result read back
+     * is meaningless, so callers must not check or report one
+     * (vkf_context_compile_only); 0: a real device; -1 (default): 1 iff
+     * VKFORMER_COMPILE_ONLY=1. */
+    int compile_only;
+    /* true: pipelines keep the driver's statistics and internal representations
+     * (VK_KHR_pipeline_executable_properties, where the device has it) for
+     * vkf_context_pipeline_report; they then bypass the pipeline cache. Default false. */
+    bool shader_statistics;
 } vkf_context_options;
 
 /* Fills the defaults. Call before setting fields. */
@@ -1288,6 +1308,197 @@ VKF_API vkf_status vkf_pool_submit_transcribe(vkf_pool *pool, const float *sampl
  * ticket of vkf_pool_submit fails with VKF_ERROR_INVALID_ARGUMENT. */
 VKF_API vkf_status vkf_pool_collect_transcript(vkf_pool *pool, uint64_t ticket, vkf_transcript **out_transcript,
                                                vkf_pool_batch *out_batch);
+
+/* ------------------------------------------------------------------ serving scheduler (issue 37) */
+
+/* A scheduler runs requests that arrive one at a time on one model, from a
+ * thread of its own (src/serve/scheduler.c; `vkformer serve` is its HTTP front
+ * end, docs/serving.md). It batches across requests:
+ *  - requests wait in a queue; at each decode-step boundary the scheduler admits
+ *    waiting requests into free slots: the ones with compatible options (all but
+ *    max_new and the target prefix equal) form a group, whose sources run
+ *    through the encoder in one batched pass; the group keeps its own
+ *    cross-attention keys/values and self-attention KV caches, one row a slot;
+ *  - every step decodes one step of each running group (a group's rows in one
+ *    recorded decode step; the groups' steps one after another), so a request
+ *    admitted while others run starts at once and never waits for them to end;
+ *  - a request whose row ends (an end id, its max_new, a stop from its
+ *    streaming callback, a cancel) is answered at that step and its slot is
+ *    free again for admission; once half a group's rows have ended, its live
+ *    rows move (caches and keys/values byte for byte) into a plan of their own
+ *    size, so ended rows stop costing work (dense attention; other variants keep
+ *    computing them until the group ends); plans are kept for reuse by later
+ *    groups of the same shape;
+ *  - the rows of one group share the decode step's position (the recorded step
+ *    reads one position for all its rows), which is why a request that arrives
+ *    while a group runs starts a group of its own instead of joining it;
+ *  - requests with beam search (beams > 1), sampling, min_new or renormalize
+ *    (which the greedy step leaves to beam search), and transcriptions run
+ *    whole, one at a time, between rounds (each holds the groups while it runs);
+ *  - beside running groups, arrivals gather for up to four rounds' time
+ *    (1..50 ms) or until max_batch / 8 of them wait, so that a busy scheduler
+ *    does not run one-row groups.
+ * Threads: every call may be made from any thread; `done` and streaming
+ * callbacks are called from the scheduler's thread and must not call the
+ * scheduler. The model belongs to the scheduler while it exists: other threads
+ * may only read its configuration and tokenizers (as vkf_pool_model's). */
+typedef struct vkf_scheduler vkf_scheduler;
+
+typedef struct vkf_scheduler_options {
+    uint32_t max_batch;                 /* slots: rows of running groups at most (init 32; 1..1024) */
+    uint32_t max_groups;                /* groups running at once (init 4; 1..64) */
+    uint32_t max_queue;                 /* requests waiting for a slot at most (init 256); past it submit
+                                           fails with VKF_ERROR_STATE, "queue full" */
+} vkf_scheduler_options;
+VKF_API void vkf_scheduler_options_init(vkf_scheduler_options *options);
+
+/* How one request ended, handed to its `done` callback (valid during the call). */
+typedef struct vkf_scheduler_result {
+    vkf_status status;                  /* VKF_OK, the failing call's status, or VKF_ERROR_STATE when cancelled */
+    const char *message;                /* "" on success, else one line */
+    /* text requests: n_best hypotheses, each `stride` ids apart, lengths[i] ids
+     * each (without end token and prefix), scores (NaN for greedy and sampling) */
+    const int32_t *ids;
+    const uint32_t *lengths;
+    const float *scores;
+    uint32_t n_best, stride;
+    /* audio requests: the transcript, owned by the callee (free it with
+     * vkf_transcript_free), or NULL */
+    vkf_transcript *transcript;
+    double queued_ms;                   /* from submit to admission */
+    double run_ms;                      /* from admission to the answer */
+    uint32_t group_rows;                /* rows of the group that decoded it (1 for a whole run) */
+} vkf_scheduler_result;
+typedef void (*vkf_scheduler_done_fn)(void *user, const vkf_scheduler_result *result);
+
+/* Counters since create (vkf_scheduler_stats). */
+typedef struct vkf_scheduler_stats {
+    uint32_t queued;                    /* requests waiting now */
+    uint32_t active;                    /* slots answering requests now */
+    uint32_t groups;                    /* groups running now */
+    uint64_t admitted, answered, failed, cancelled;
+    uint64_t steps;                     /* decode steps submitted (one per group and step) */
+    uint64_t encoder_passes;            /* batched encoder passes (one per group) */
+    uint64_t tokens;                    /* ids answered */
+    uint64_t batch_hist[8];             /* groups by rows: 1, 2, 3-4, 5-8, 9-16, 17-32, 33-64, more
+                                           (a whole run counts as a group of 1) */
+    uint64_t batch_rows;                /* rows of every group so far (their sum) */
+    uint64_t compactions;               /* groups moved into a plan of their live rows only */
+    uint64_t compaction_failures;       /* compactions that failed (the group went on as it was) */
+    double busy_ms;                     /* host wall time spent running the model (encoder passes,
+                                           steps, whole runs), the device's work included */
+} vkf_scheduler_stats;
+
+/* Starts the scheduler's thread on `model` (borrowed: it must outlive the
+ * scheduler). options NULL: the defaults. */
+VKF_API vkf_status vkf_scheduler_create(vkf_model *model, const vkf_scheduler_options *options,
+                                        vkf_scheduler **out_scheduler);
+/* Cancels every request still queued or running (each gets its `done` call
+ * with VKF_ERROR_STATE), stops the thread and frees the scheduler (not the
+ * model). Call it after the requests you want answered are answered. */
+VKF_API void vkf_scheduler_destroy(vkf_scheduler *scheduler);
+
+/* Queues a text request: `count` source ids (1..max_len, in the source
+ * vocabulary; copied) decoded with options (NULL: vkf_model_generate_defaults;
+ * copied with every list they point to; on_tokens is called with source 0 and
+ * the request's new ids as vkf_model_generate_with calls it; on_progress is
+ * ignored; target_prefix holds one prefix). max_new 0 in options: the model's
+ * max_len after the prefix. `done` is called exactly once for an accepted
+ * request (never for a refused one), with `user`. *out_id (may be NULL) names it
+ * for vkf_scheduler_cancel. Fails at once on bad ids or options, and with
+ * VKF_ERROR_STATE when the queue is full or the scheduler has failed. */
+VKF_API vkf_status vkf_scheduler_submit(vkf_scheduler *scheduler, const int32_t *ids, uint32_t count,
+                                        const vkf_generate_options *options, vkf_scheduler_done_fn done, void *user,
+                                        uint64_t *out_id);
+/* Queues a transcription of `count` samples (copied) as vkf_model_transcribe
+ * runs it (options copied; its on_progress is ignored). */
+VKF_API vkf_status vkf_scheduler_submit_audio(vkf_scheduler *scheduler, const float *samples, uint64_t count,
+                                              const vkf_transcribe_options *options, vkf_scheduler_done_fn done,
+                                              void *user, uint64_t *out_id);
+/* Cancels a request: its `done` is called (with VKF_ERROR_STATE) at the next
+ * step boundary, or at the end of a whole run (beams, sampling, audio) that
+ * has started; its slot is freed. An unknown or answered id is ignored. */
+VKF_API void vkf_scheduler_cancel(vkf_scheduler *scheduler, uint64_t id);
+VKF_API vkf_status vkf_scheduler_get_stats(vkf_scheduler *scheduler, vkf_scheduler_stats *out_stats);
+
+/* ------------------------------------------------------------------ compile-only devices and shader statistics */
+
+/* Whether the context's device executes nothing (vkf_context_options.compile_only):
+ * results read back from it are meaningless. false for a NULL context. */
+VKF_API bool vkf_context_compile_only(const vkf_context *context);
+
+/* Pipelines the context has built so far, in the order they were built (each op
+ * builds the one its device's rules pick on first use). */
+VKF_API uint32_t vkf_context_pipeline_count(const vkf_context *context);
+
+#define VKF_MAX_SHADER_STATS 40
+/* One statistic of a pipeline as its driver names it (VkPipelineExecutableStatisticKHR). */
+typedef struct vkf_shader_stat {
+    char name[64];
+    char description[160];
+    double value;                       /* integers, floats and booleans alike */
+} vkf_shader_stat;
+
+/* What the driver says about one built pipeline. Numbers the driver does not give
+ * are -1. */
+typedef struct vkf_pipeline_report {
+    char variant[48];                   /* the shader variant (e.g. "matmul_coopmat_act16_f16b") */
+    uint32_t spec[12];                  /* its specialization constants by constant_id */
+    uint32_t spec_count;
+    bool statistics;                    /* the driver reported statistics (else only variant and spec) */
+    char executable[64];                /* the executable's name (compute: one) */
+    uint32_t subgroup_size;             /* as compiled; 0: not said */
+    uint32_t stat_count;
+    vkf_shader_stat stats[VKF_MAX_SHADER_STATS]; /* every statistic, in the driver's order */
+    /* The common ones, read from the driver's names (RADV, NVK, lavapipe, NVIDIA): */
+    int64_t registers;                  /* vector registers per invocation (RADV VGPRs, NVK/NVIDIA GPRs) */
+    int64_t scalar_registers;           /* RADV SGPRs */
+    int64_t spills;                     /* registers spilled to memory (RADV spilled VGPRs + SGPRs; NVK spills) */
+    int64_t shared_bytes;               /* shared memory (LDS) per workgroup (RADV; NVK does not say) */
+    int64_t scratch_bytes;              /* private memory per invocation: spills and dynamically indexed arrays
+                                           (RADV scratch, NVK local memory "SLM") */
+    int64_t waves;                      /* occupancy: RADV subgroups per SIMD, NVK warps per SM */
+    int64_t instructions;               /* instruction count */
+    int64_t cycles;                     /* the compiler's static cycle estimate (NVK), or RADV's latency */
+    int64_t code_bytes;                 /* binary size */
+    /* Matrix instructions in the final code (RADV v_wmma, NVK hmma/imma, counted
+     * in the internal representations), -1 where none were captured. */
+    int64_t matrix_instructions;
+    /* The occupancy floor written beside the kernel for this device's vendor
+     * (pipeline.c: AMD subgroups per SIMD, NVIDIA warps per SM); -1: none. */
+    int64_t waves_floor;
+} vkf_pipeline_report;
+
+/* The report of pipeline `index` (< vkf_context_pipeline_count). Statistics need
+ * shader_statistics in the context's options and a driver with
+ * VK_KHR_pipeline_executable_properties (vkf_context_shader_statistics). */
+VKF_API vkf_status vkf_context_pipeline_report(vkf_context *context, uint32_t index, vkf_pipeline_report *out_report);
+/* Whether the context captures statistics: asked for, and the device has the extension. */
+VKF_API bool vkf_context_shader_statistics(const vkf_context *context);
+
+/* The kernels a model runs that have no public op (the decode step's attention
+ * over its KV cache and over the memory, the cache's append and beam reorder,
+ * argmax, sampling, beam search's top-k, the logits processors, scoring's
+ * log-probability gather, the step's advance; and the gated FFN's GLU where
+ * d_ff > 0), recorded once each at this shape through the ops that generation
+ * itself calls, over scratch tensors the list owns. For shader statistics
+ * (`vkformer bench shaders`): the list builds the pipelines a real run would
+ * build; its results are meaningless, so do not read any. */
+typedef struct vkf_step_kernels_desc {
+    uint32_t rows;                      /* decode-step rows: sources x beams */
+    uint32_t beams;                     /* beams per source; 0 or 1: greedy */
+    uint32_t heads, head_dim;
+    uint32_t keys;                      /* self-attention: positions in the KV cache */
+    uint32_t cross_keys;                /* cross-attention: source positions */
+    uint32_t vocab;                     /* logits per row */
+    uint32_t d_ff;                      /* gated FFN width (GLU); 0: none */
+    vkf_activation glu_activation;
+    vkf_dtype dtype;                    /* activations: F32 or F16 (16-bit storage) */
+} vkf_step_kernels_desc;
+VKF_API vkf_status vkf_cmd_step_kernels(vkf_cmd *cmd, const vkf_step_kernels_desc *desc);
+/* Whether precision auto stores weights and activations as F16 on this context's
+ * device (GPUs with 16-bit storage), as vkf_model_load decides it. */
+VKF_API bool vkf_context_auto_f16(const vkf_context *context);
 
 #ifdef __cplusplus
 }

@@ -75,6 +75,23 @@ vkf_status vkf_tune_force_matmul(vkf_context *ctx, const char *family)
         return VKF_OK;
     }
     vkf_matmul_tiles t;
+    if (strcmp(family, "coopmat2wg") == 0) {
+        /* NV2 at workgroup scope (matmul_coopmat2_wg): no rule picks it; one
+         * 128 x 128 matrix per workgroup, 32 deep, rounded up to the device's
+         * workgroup-scope granularity, with that entry's workgroup size. */
+        if (!ctx->coopmat2_wg)
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "matmul_coopmat2_wg: \"%s\" has no VK_NV_cooperative_matrix2 %s",
+                            ctx->info.name, !ctx->coopmat2                           ? "(or cooperative matrix is off)"
+                                            : !ctx->info.coopmat2_workgroup_scope    ? "workgroup scope"
+                                            : !ctx->info.coopmat2_tensor_addressing  ? "tensor addressing"
+                                            : !ctx->info.coopmat2_per_element        ? "per-element operations"
+                                                                                     : "f16 workgroup-scope entry");
+        const uint32_t *g = ctx->info.coopmat2_wg_granularity;
+        uint32_t bm = round_up(128, g[0]), bn = round_up(128, g[1]), bk = round_up(32, g[2]);
+        t = (vkf_matmul_tiles){.workgroup = ctx->info.coopmat2_wg_invocations, .bm = bm, .bn = bn, .bk = bk,
+                               .tm = bm, .tn = bn};
+        return vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_COOPMAT2_WG, &t);
+    }
     if (strcmp(family, "coopmat") == 0 || strcmp(family, "coopmat2") == 0) {
         vkf_variant_id v = family[7] == '2' ? VKF_VARIANT_MATMUL_COOPMAT2 : VKF_VARIANT_MATMUL_COOPMAT;
         if (!ctx->coopmat || (v == VKF_VARIANT_MATMUL_COOPMAT2 && !ctx->coopmat2))
@@ -111,8 +128,8 @@ vkf_status vkf_tune_force_matmul(vkf_context *ctx, const char *family)
             return vkf_fail(VKF_ERROR_UNSUPPORTED, "matmul_subgroup does not run on \"%s\"", ctx->info.name);
         return vkf_tuning_set_matmul(ctx, VKF_VARIANT_MATMUL_SUBGROUP, &t);
     }
-    return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "unknown matmul kernel \"%s\" (auto, coopmat, coopmat2, tiled, "
-                    "direct, subgroup, broadcast)", family);
+    return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "unknown matmul kernel \"%s\" (auto, coopmat, coopmat2, coopmat2wg, "
+                    "tiled, direct, subgroup, broadcast)", family);
 }
 
 /* ------------------------------------------------------------------ measuring */
@@ -355,9 +372,13 @@ static const matmul_candidate gpu_matmul[] = {
     MM(TILED, 256, 128, 64, 16, 8, 4),  MM(TILED, 256, 64, 128, 16, 4, 8),  MM(TILED, 128, 64, 64, 16, 8, 4),
     MM(TILED, 64, 64, 64, 16, 8, 8),    MM(TILED, 256, 64, 64, 32, 4, 4),   MM(TILED, 128, 128, 64, 8, 8, 8),
     MM(DIRECT, 64, 64, 64, 1, 8, 8),    MM(DIRECT, 256, 64, 64, 1, 4, 4),
+    /* more shapes of matmul_tiled's GPU form (groups of 4x4, 16-byte loads); none past
+     * 8x8 per invocation: RADV keeps 8x16 accumulators in scratch memory */
+    MM(TILED, 256, 64, 128, 16, 8, 4),  MM(TILED, 256, 64, 128, 8, 8, 4),   MM(TILED, 256, 128, 64, 8, 4, 8),
 };
 static const matmul_candidate gpu_matmul_quick[] = {
     MM(TILED, 256, 64, 64, 16, 4, 4), MM(TILED, 64, 64, 64, 16, 8, 8), MM(DIRECT, 64, 64, 64, 1, 8, 8),
+    MM(TILED, 256, 128, 128, 8, 8, 8),  MM(TILED, 256, 64, 128, 16, 8, 4),
 };
 #undef MM
 #undef MMS

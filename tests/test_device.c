@@ -712,7 +712,8 @@ static void test_every_variant(vkf_context *ctx, const vkf_device_info *info)
             /* Cooperative-matrix variants: only in builds whose glslc compiles them,
              * and only on contexts with coopmat; their tile constants depend on the
              * device's shapes, so test_ops and test_attention build and run them. */
-            bool usable = ctx->coopmat && (v->coopmat == 1 || ctx->coopmat2);
+            bool usable = ctx->coopmat && (v->coopmat == 1 || (v->coopmat == 2 && ctx->coopmat2) ||
+                                           (v->coopmat == 3 && ctx->coopmat2_wg));
             if (!v->spirv) {
                 CHECK(vkf_pipeline_get(ctx, (vkf_variant_id)id, NULL, 0, &pipe) == VKF_ERROR_UNSUPPORTED && !pipe);
                 fprintf(stderr, "variant %s: not in this build (refused: %s)\n", v->name, vkf_last_error());

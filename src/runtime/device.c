@@ -269,14 +269,23 @@ static void fill_coopmat_info(VkInstance instance, VkPhysicalDevice pd, bool has
     if (r != VK_SUCCESS && r != VK_INCOMPLETE) count = 0;
     for (uint32_t i = 0; i < count; i++) {
         const vkf_vk_coopmat_flexible_properties *f = &flex[i];
-        if (f->AType == VKF_COMPONENT_F16 && f->BType == VKF_COMPONENT_F16 && f->CType == VKF_COMPONENT_F32 &&
-            f->ResultType == VKF_COMPONENT_F32 && !f->saturatingAccumulation && f->scope == VKF_VK_SCOPE_SUBGROUP) {
+        bool f16_f32 = f->AType == VKF_COMPONENT_F16 && f->BType == VKF_COMPONENT_F16 && f->CType == VKF_COMPONENT_F32 &&
+                       f->ResultType == VKF_COMPONENT_F32 && !f->saturatingAccumulation;
+        if (f16_f32 && f->scope == VKF_VK_SCOPE_SUBGROUP && !info->cooperative_matrix2) {
             info->cooperative_matrix2 = true;
             info->coopmat2_granularity[0] = f->MGranularity;
             info->coopmat2_granularity[1] = f->NGranularity;
             info->coopmat2_granularity[2] = f->KGranularity;
             info->coopmat2_max_dimension = nv2_max_dimension;
-            break;
+        }
+        /* workgroup scope (matmul_coopmat2_wg): the entry for 256 invocations where
+         * the device lists one (the kernel's default), else the first */
+        if (f16_f32 && f->scope == VKF_VK_SCOPE_WORKGROUP && f->workgroupInvocations &&
+            (!info->coopmat2_wg_invocations || f->workgroupInvocations == 256)) {
+            info->coopmat2_wg_granularity[0] = f->MGranularity;
+            info->coopmat2_wg_granularity[1] = f->NGranularity;
+            info->coopmat2_wg_granularity[2] = f->KGranularity;
+            info->coopmat2_wg_invocations = f->workgroupInvocations;
         }
     }
 }
@@ -327,6 +336,10 @@ static void fill_info(VkInstance instance, VkPhysicalDevice pd, uint32_t index, 
     /* Device scope too: once the memory model is on, every shader that uses Device
      * scope (memoryBarrierBuffer in the older kernels) needs it. */
     info->vulkan_memory_model = memory_model.vulkanMemoryModel && memory_model.vulkanMemoryModelDeviceScope;
+    bool nv2_queried = v12 && info->cooperative_matrix && has_nv2;
+    info->coopmat2_workgroup_scope = nv2_queried && coopmat2.cooperativeMatrixWorkgroupScope;
+    info->coopmat2_tensor_addressing = nv2_queried && coopmat2.cooperativeMatrixTensorAddressing;
+    info->coopmat2_per_element = nv2_queried && coopmat2.cooperativeMatrixPerElementOperations;
     fill_coopmat_info(instance, pd, v12 && info->cooperative_matrix, has_nv2, coopmat.cooperativeMatrix,
                       coopmat2.cooperativeMatrixFlexibleDimensions, nv2_props.cooperativeMatrixFlexibleDimensionsMaxDimension,
                       info);
@@ -549,13 +562,18 @@ static bool coopmat_vetted(uint32_t vendor_id)
 static void coopmat_decide(vkf_context *ctx)
 {
     const vkf_device_info *d = &ctx->info;
-    ctx->coopmat = ctx->coopmat2 = false;
+    ctx->coopmat = ctx->coopmat2 = ctx->coopmat2_wg = false;
     if (ctx->coopmat_request == 0) return; /* context.c sets 0 where the build has no coopmat kernels */
     if (ctx->coopmat_request == -1 && !coopmat_vetted(d->vendor_id)) return;
     if (d->api_version < VK_API_VERSION_1_2 || !d->vulkan_memory_model || !d->float16 || !d->storage_16bit) return;
     if (!vkf_coopmat_choose_shape(d, &ctx->coopmat_shape)) return;
     ctx->coopmat = true;
     ctx->coopmat2 = d->cooperative_matrix2 && d->api_version >= VK_API_VERSION_1_3;
+    /* matmul_coopmat2_wg: workgroup scope, tensor addressing and per-element
+     * operations, and a workgroup-scope f16 entry (Mesa 26's lavapipe and NVK have
+     * none of these: there the subgroup form, matmul_coopmat2, stays). */
+    ctx->coopmat2_wg = ctx->coopmat2 && d->coopmat2_workgroup_scope && d->coopmat2_tensor_addressing &&
+                       d->coopmat2_per_element && d->coopmat2_wg_invocations;
 }
 
 /* The device-level entry points vkformer calls, and only those, through
@@ -704,6 +722,11 @@ static vkf_status device_create(vkf_context *ctx)
         memory_model.pNext = &coopmat;
         extensions[extension_count++] = VKF_VK_KHR_COOPERATIVE_MATRIX;
         if (ctx->coopmat2) {
+            if (ctx->coopmat2_wg) {
+                coopmat2.cooperativeMatrixWorkgroupScope = VK_TRUE;
+                coopmat2.cooperativeMatrixTensorAddressing = VK_TRUE;
+                coopmat2.cooperativeMatrixPerElementOperations = VK_TRUE;
+            }
             coopmat.pNext = &coopmat2;
             coopmat2.pNext = &maintenance4;
             extensions[extension_count++] = VKF_VK_NV_COOPERATIVE_MATRIX_2;
@@ -711,6 +734,7 @@ static vkf_status device_create(vkf_context *ctx)
     }
     ctx->info.coopmat_in_use = ctx->coopmat;
     ctx->info.coopmat2_in_use = ctx->coopmat2;
+    ctx->info.coopmat2_wg_in_use = ctx->coopmat2_wg;
     /* Shader statistics (shader_stats.c): the extension and its feature, at the end of
      * the chain, when the context asked for them and the device has them. */
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_info = {

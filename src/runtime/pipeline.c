@@ -301,6 +301,23 @@ static const uint32_t spirv_matmul_coopmat2_act16_i8b[] =
 #else
 #define MATMUL_COOPMAT2_SPIRV(name) NULL, 0
 #endif
+#if defined(VKF_HAVE_COOPMAT) && __has_include("matmul_coopmat2_wg.spv.h")
+static const uint32_t spirv_matmul_coopmat2_wg[] =
+#include "matmul_coopmat2_wg.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat2_wg_f16b[] =
+#include "matmul_coopmat2_wg_f16b.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat2_wg_act16[] =
+#include "matmul_coopmat2_wg_act16.spv.h"
+    ;
+static const uint32_t spirv_matmul_coopmat2_wg_act16_f16b[] =
+#include "matmul_coopmat2_wg_act16_f16b.spv.h"
+    ;
+#define MATMUL_COOPMAT2_WG_SPIRV(name) name, sizeof name
+#else
+#define MATMUL_COOPMAT2_WG_SPIRV(name) NULL, 0
+#endif
 #if defined(VKF_HAVE_COOPMAT) && __has_include("attention_fused_coopmat.spv.h")
 static const uint32_t spirv_attention_fused_coopmat[] =
 #include "attention_fused_coopmat.spv.h"
@@ -414,6 +431,10 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_GEMV_I8B] = {"matmul_gemv_i8b", spirv_matmul_gemv_i8b, sizeof spirv_matmul_gemv_i8b, 6, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_GEMV_ACT16_I8B] = {"matmul_gemv_act16_i8b", spirv_matmul_gemv_act16_i8b, sizeof spirv_matmul_gemv_act16_i8b, 6, sizeof(vkf_push_matmul)},
     [VKF_VARIANT_MATMUL_SPLITK_REDUCE_ACT16_I8B] = {"matmul_splitk_act16_i8b", spirv_matmul_splitk_act16_i8b, sizeof spirv_matmul_splitk_act16_i8b, 6, sizeof(vkf_push_matmul)},
+    [VKF_VARIANT_MATMUL_COOPMAT2_WG] = {"matmul_coopmat2_wg", MATMUL_COOPMAT2_WG_SPIRV(spirv_matmul_coopmat2_wg), 5, sizeof(vkf_push_matmul), 3},
+    [VKF_VARIANT_MATMUL_COOPMAT2_WG_F16B] = {"matmul_coopmat2_wg_f16b", MATMUL_COOPMAT2_WG_SPIRV(spirv_matmul_coopmat2_wg_f16b), 5, sizeof(vkf_push_matmul), 3},
+    [VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16] = {"matmul_coopmat2_wg_act16", MATMUL_COOPMAT2_WG_SPIRV(spirv_matmul_coopmat2_wg_act16), 5, sizeof(vkf_push_matmul), 3},
+    [VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16_F16B] = {"matmul_coopmat2_wg_act16_f16b", MATMUL_COOPMAT2_WG_SPIRV(spirv_matmul_coopmat2_wg_act16_f16b), 5, sizeof(vkf_push_matmul), 3},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }
@@ -444,6 +465,10 @@ static const occupancy_floor occupancy_floors[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_COOPMAT2_F16B] = FLOOR_MATRIX,
     [VKF_VARIANT_MATMUL_COOPMAT2_ACT16] = FLOOR_MATRIX,
     [VKF_VARIANT_MATMUL_COOPMAT2_ACT16_F16B] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT2_WG] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT2_WG_F16B] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16_F16B] = FLOOR_MATRIX,
     [VKF_VARIANT_ATTENTION_FUSED_COOPMAT] = FLOOR_MATRIX,
     [VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16] = FLOOR_MATRIX,
     [VKF_VARIANT_MATMUL_TILED] = FLOOR_SCALAR,
@@ -499,9 +524,12 @@ static vkf_status variant_objects(vkf_context *ctx, vkf_variant_id id, const vkf
     if (!d->spirv)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "shader %s is not in this build (its glslc could not compile "
                         "cooperative-matrix shaders)", d->name);
-    if ((d->coopmat && !ctx->coopmat) || (d->coopmat == 2 && !ctx->coopmat2))
+    if ((d->coopmat && !ctx->coopmat) || (d->coopmat >= 2 && !ctx->coopmat2))
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "shader %s needs cooperative matrix, which is off or missing on \"%s\"",
                         d->name, ctx->info.name);
+    if (d->coopmat == 3 && !ctx->coopmat2_wg)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "shader %s needs VK_NV_cooperative_matrix2 workgroup scope, tensor "
+                        "addressing and per-element operations, which \"%s\" lacks", d->name, ctx->info.name);
     if (d->push_bytes > ctx->info.max_push_constants)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "shader %s needs %u bytes of push constants; the device allows %u",
                         d->name, d->push_bytes, ctx->info.max_push_constants);

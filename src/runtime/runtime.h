@@ -226,6 +226,12 @@ typedef enum vkf_variant_id {
     /* the decode step's split-K attention (attention_decode.comp, CHUNK > 0): its partials combined */
     VKF_VARIANT_ATTENTION_DECODE_REDUCE,
     VKF_VARIANT_ATTENTION_DECODE_REDUCE_ACT16,
+    /* NV2 matmul at workgroup scope with tensor layouts (matmul_coopmat2_wg.comp);
+     * only where ctx->coopmat2_wg; no default rule picks it (docs/performance.md) */
+    VKF_VARIANT_MATMUL_COOPMAT2_WG,
+    VKF_VARIANT_MATMUL_COOPMAT2_WG_F16B,
+    VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16,
+    VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16_F16B,
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 
@@ -252,7 +258,8 @@ typedef struct vkf_variant_desc {
     size_t spirv_bytes;
     uint32_t bindings;                  /* storage buffers at bindings 0..n-1 */
     uint32_t push_bytes;
-    uint8_t coopmat;                    /* 1: needs ctx->coopmat (KHR); 2: also ctx->coopmat2 (NV2) */
+    uint8_t coopmat;                    /* 1: needs ctx->coopmat (KHR); 2: also ctx->coopmat2 (NV2);
+                                         * 3: also ctx->coopmat2_wg (NV2 workgroup scope, tensor addressing) */
 } vkf_variant_desc;
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id);
@@ -465,9 +472,11 @@ struct vkf_context {
     bool storage_16bit;                 /* storageBuffer16BitAccess enabled on the device */
     /* Cooperative matrix: the request (0 off, 1 forced on, -1 vetted drivers only),
      * then what device_create enabled. coopmat: KHR kernels with f16 x f16 -> f32
-     * tiles of coopmat_shape (subgroup scope); coopmat2: NV2 flexible dimensions. */
+     * tiles of coopmat_shape (subgroup scope); coopmat2: NV2 flexible dimensions;
+     * coopmat2_wg: NV2 workgroup scope, tensor addressing and per-element
+     * operations too (matmul_coopmat2_wg), with info.coopmat2_wg_* describing it. */
     int coopmat_request;
-    bool coopmat, coopmat2;
+    bool coopmat, coopmat2, coopmat2_wg;
     /* VKFORMER_COOPMAT=everywhere: coopmat also where the GPU rule would use it on
      * CPU drivers (F16 matmuls and attention), so tests can run a model's coopmat
      * path on lavapipe; off by default, where the scalar kernels are faster. */

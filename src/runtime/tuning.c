@@ -183,6 +183,9 @@ static void apply_driver_entry(const vkf_device_info *d, const driver_entry *e, 
     t->decode_source = VKF_SOURCE_TABLE;
 }
 
+/* Shared memory of matmul_tiled: BK rows of A's and B's tiles, each padded by 4 floats. */
+static uint32_t tiled_shared_bytes(const vkf_matmul_tiles *t) { return (t->bm + t->bn + 8) * t->bk * 4; }
+
 void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
 {
     memset(t, 0, sizeof *t);
@@ -245,20 +248,30 @@ void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
                 t->subgroup_skinny[i].workgroup = 0;
     } else if ((d->vendor_id == VENDOR_NVIDIA || d->vendor_id == VENDOR_AMD) && d->max_shared_memory >= 32768 &&
                max_wg >= 256) {
-        /* Desktop GPUs with large register files: 128x128 per workgroup, 8x8 per
-         * invocation, 8 K-steps in shared memory (8 KiB): each value loaded from
-         * shared memory feeds 8 FMAs. Not yet measured on such a GPU. */
+        /* AMD (and NVIDIA without 32-lane shuffles): matmul_tiled in its GPU form,
+         * 128x128 per workgroup, 8x8 per invocation in 2x2 groups of 4x4 (wide,
+         * conflict-free shared reads), 16-byte global loads with the next K slice
+         * in registers, 8 K steps in padded shared rows (8.25 KiB): each value read
+         * from shared memory feeds 8 FMAs. RADV NAVI31 / GFX1201 compile it without
+         * spills (docs/performance.md "GPU-class matmul kernels"); not yet timed on
+         * such a GPU. */
         t->matmul_variant = VKF_VARIANT_MATMUL_TILED;
         t->matmul = (vkf_matmul_tiles){.workgroup = 256, .bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8};
+    } else if (d->vendor_id == VENDOR_INTEL && d->max_shared_memory >= 32768 && max_wg >= 256) {
+        /* Intel: the same GPU form with half the accumulators (8 rows x 4 columns
+         * per invocation, 64x128 per workgroup, 16 K steps): fewer registers per
+         * invocation than 8x8, for the wider SIMD modes. Not yet timed on an Intel GPU. */
+        t->matmul_variant = VKF_VARIANT_MATMUL_TILED;
+        t->matmul = (vkf_matmul_tiles){.workgroup = 256, .bm = 64, .bn = 128, .bk = 16, .tm = 8, .tn = 4};
     } else {
-        /* Other GPUs (Intel, mobile, unknown): a smaller register footprint. */
+        /* Other GPUs (mobile, unknown, small limits): a smaller register footprint. */
         t->matmul_variant = VKF_VARIANT_MATMUL_TILED;
         t->matmul = (vkf_matmul_tiles){.workgroup = 256, .bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
     }
     /* Fit the workgroup and the shared tiles into this device's limits. */
     while (t->matmul_variant != VKF_VARIANT_MATMUL_SUBGROUP &&
            (t->matmul.workgroup > max_wg || (t->matmul_variant == VKF_VARIANT_MATMUL_TILED &&
-                                            (t->matmul.bm + t->matmul.bn) * t->matmul.bk * 4 > d->max_shared_memory))) {
+                                            tiled_shared_bytes(&t->matmul) > d->max_shared_memory))) {
         if (t->matmul.bm > t->matmul.tm * 2) t->matmul.bm /= 2;
         else if (t->matmul.bn > t->matmul.tn) t->matmul.bn /= 2;
         else if (t->matmul.bk > 1) t->matmul.bk /= 2;
@@ -278,6 +291,10 @@ void vkf_tuning_for_device(const vkf_device_info *d, vkf_tuning *t)
  * fragment, tm x tn, bk deep. */
 void vkf_coopmat_fragment(const vkf_context *ctx, vkf_variant_id family, const vkf_matmul_tiles *t, uint32_t out[3])
 {
+    if (family == VKF_VARIANT_MATMUL_COOPMAT2_WG) { /* one workgroup matrix: the whole tile */
+        out[0] = t->bm, out[1] = t->bn, out[2] = t->bk;
+        return;
+    }
     if (family == VKF_VARIANT_MATMUL_COOPMAT2) {
         out[0] = t->tm, out[1] = t->tn, out[2] = t->bk;
     } else {
@@ -293,10 +310,35 @@ static uint64_t coopmat_shared_bytes(const vkf_matmul_tiles *t, const uint32_t f
     return 2ull * (t->bm + t->bn) * (t->bk + 8) + 4ull * (t->bm / t->tm) * (t->bn / t->tn) * fragment[0] * (fragment[1] + 4);
 }
 
+/* Why matmul_coopmat2_wg tiles cannot run on ctx, or NULL: one workgroup-scope
+ * matrix of bm x bn (tm = bm, tn = bn), bk deep, multiples of the device's
+ * workgroup-scope granularity, with the workgroup size that entry names. */
+static const char *coopmat2_wg_tiles_problem(const vkf_context *ctx, const vkf_matmul_tiles *t)
+{
+    const vkf_device_info *d = &ctx->info;
+    if (!ctx->coopmat2_wg)
+        return "matmul_coopmat2_wg needs VK_NV_cooperative_matrix2 workgroup scope, tensor addressing and per-element "
+               "operations";
+    const uint32_t *g = d->coopmat2_wg_granularity;
+    if (!t->bm || !t->bn || !t->bk || t->tm != t->bm || t->tn != t->bn)
+        return "matmul_coopmat2_wg tiles are one matrix: positive bm, bn, bk with tm = bm and tn = bn";
+    if (!g[0] || !g[1] || !g[2] || t->bm % g[0] || t->bn % g[1] || t->bk % g[2])
+        return "matmul_coopmat2_wg tiles must be multiples of the device's workgroup-scope granularity";
+    if (d->coopmat2_max_dimension && (t->bm > d->coopmat2_max_dimension || t->bn > d->coopmat2_max_dimension ||
+                                      t->bk > d->coopmat2_max_dimension))
+        return "matmul_coopmat2_wg tiles exceed the device's largest dimension";
+    if (t->workgroup != d->coopmat2_wg_invocations)
+        return "matmul_coopmat2_wg workgroup must be the invocations of the device's workgroup-scope entry";
+    if (t->workgroup > d->max_workgroup_invocations || t->workgroup > d->max_workgroup_size[0])
+        return "coopmat workgroup exceeds the device's limit";
+    return NULL;
+}
+
 /* Why coopmat tiles cannot run on ctx (a static string), or NULL. */
 static const char *coopmat_tiles_problem(const vkf_context *ctx, vkf_variant_id family, const vkf_matmul_tiles *t)
 {
     if (!ctx->coopmat) return "cooperative matrix is off or missing on this context";
+    if (family == VKF_VARIANT_MATMUL_COOPMAT2_WG) return coopmat2_wg_tiles_problem(ctx, t);
     if (family == VKF_VARIANT_MATMUL_COOPMAT2 && !ctx->coopmat2)
         return "matmul_coopmat2 needs VK_NV_cooperative_matrix2 flexible dimensions";
     uint32_t f[3];
@@ -465,11 +507,13 @@ void vkf_tuning_choose(vkf_context *ctx)
 
 vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const vkf_matmul_tiles *tiles)
 {
-    if (variant == VKF_VARIANT_MATMUL_COOPMAT || variant == VKF_VARIANT_MATMUL_COOPMAT2) {
+    if (variant == VKF_VARIANT_MATMUL_COOPMAT || variant == VKF_VARIANT_MATMUL_COOPMAT2 ||
+        variant == VKF_VARIANT_MATMUL_COOPMAT2_WG) {
         /* Every matmul on this context uses it from now on (F32 ones too). */
         const char *problem = coopmat_tiles_problem(ctx, variant, tiles);
         if (problem)
-            return vkf_fail(!ctx->coopmat || (variant == VKF_VARIANT_MATMUL_COOPMAT2 && !ctx->coopmat2)
+            return vkf_fail(!ctx->coopmat || (variant == VKF_VARIANT_MATMUL_COOPMAT2 && !ctx->coopmat2) ||
+                                    (variant == VKF_VARIANT_MATMUL_COOPMAT2_WG && !ctx->coopmat2_wg)
                                 ? VKF_ERROR_UNSUPPORTED : VKF_ERROR_INVALID_ARGUMENT,
                             "%s tiles %ux%u/%ux%u bk %u workgroup %u on \"%s\": %s", vkf_variant(variant)->name,
                             tiles->bm, tiles->bn, tiles->tm, tiles->tn, tiles->bk, tiles->workgroup, ctx->info.name,
@@ -513,9 +557,9 @@ vkf_status vkf_tuning_set_matmul(vkf_context *ctx, vkf_variant_id variant, const
     if (m->workgroup > ctx->info.max_workgroup_invocations)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "workgroup %u exceeds the device's %u invocations", m->workgroup,
                         ctx->info.max_workgroup_invocations);
-    if (variant == VKF_VARIANT_MATMUL_TILED && (m->bm + m->bn) * m->bk * 4 > ctx->info.max_shared_memory)
+    if (variant == VKF_VARIANT_MATMUL_TILED && tiled_shared_bytes(m) > ctx->info.max_shared_memory)
         return vkf_fail(VKF_ERROR_UNSUPPORTED, "tiles need %u bytes of shared memory; the device has %u",
-                        (m->bm + m->bn) * m->bk * 4, ctx->info.max_shared_memory);
+                        tiled_shared_bytes(m), ctx->info.max_shared_memory);
     ctx->tuning.matmul_variant = variant;
     ctx->tuning.matmul = *m;
     ctx->tuning.matmul_source = VKF_SOURCE_FORCED; /* vkf_tune_load says FILE */

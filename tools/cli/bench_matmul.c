@@ -254,8 +254,8 @@ int cmd_bench_matmul(int argc, char **argv)
          "(default 10)", NULL},
         {"--dtype", CLI_STRING, CLI_OFF(dtype), 0, 0, "f32|f16|i8w|i8w-f16", "f16: A, B, C as F16; i8w: B int8 "
          "with per-row scales (i8w-f16: A, C F16)", NULL},
-        {"--kernel", CLI_STRING, CLI_OFF(kernel), 0, 0, "FAMILY", "auto|coopmat|coopmat2|tiled|direct|subgroup|broadcast "
-         "(default auto: the library's choice)", NULL},
+        {"--kernel", CLI_STRING, CLI_OFF(kernel), 0, 0, "FAMILY", "auto|coopmat|coopmat2|coopmat2wg|tiled|direct|subgroup|"
+         "broadcast (default auto: the library's choice; coopmat2wg: NV2 at workgroup scope, never chosen by auto)", NULL},
         {"--json", CLI_FLAG, CLI_OFF(json), 0, 0, NULL, "one JSON line per case (docs/json.md)", NULL},
         CLI_COMMON_OPTIONS,
         CLI_END,
