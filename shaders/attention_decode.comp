@@ -19,8 +19,12 @@
 //  - rows (ROWS 1, CPU drivers): one invocation per (b, h), WG of them per
 //    workgroup, each with its query and accumulator in registers (HD = head_dim
 //    elements) and an online softmax over the keys: no barrier, no scratch, and
-//    WG times fewer workgroups, which is what a CPU driver pays for.
+//    WG times fewer workgroups, which is what a CPU driver pays for. Its head_dim
+//    loops are unrolled: llvmpipe (Mesa 22.3) cuts short every loop of an
+//    invocation after 65535 iterations in all, so only the key loop may count,
+//    and the host bounds the keys (VKF_DECODE_ROWS_MAX_ITERATIONS in ops.c).
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "act.glsl"
 
@@ -111,23 +115,23 @@ void rows_main()
     const uint kb = pc.k_offset + h * HD, vb = pc.v_offset + h * HD;
     const uint i = uint(max(lengths[0], 0));
     float qv[HD], acc[HD];
-    for (uint c = 0u; c < HD; c++) qv[c] = float(q[qb + c]), acc[c] = 0.0;
+    [[unroll]] for (uint c = 0u; c < HD; c++) qv[c] = float(q[qb + c]), acc[c] = 0.0;
     float m = NEG_INF, l = 0.0;
     for (uint j = 0u; j < n; j++) {
         if (pc.pattern != 0u && !key_allowed(i, j)) continue;
         const uint row = kv_row(b, j);
         const uint kr = kb + row * pc.k_batch + j * pc.k_row, vr = vb + row * pc.v_batch + j * pc.v_row;
         float s = 0.0;
-        for (uint c = 0u; c < HD; c++) s += qv[c] * float(k[kr + c]);
+        [[unroll]] for (uint c = 0u; c < HD; c++) s += qv[c] * float(k[kr + c]);
         s = s * pc.scale + score_bias(h, i, j);
         const float mn = max(m, s), corr = exp(m - mn), p = exp(s - mn);
         l = l * corr + p;
-        for (uint c = 0u; c < HD; c++) acc[c] = acc[c] * corr + p * float(v[vr + c]);
+        [[unroll]] for (uint c = 0u; c < HD; c++) acc[c] = acc[c] * corr + p * float(v[vr + c]);
         m = mn;
     }
     const float inv = l > 0.0 ? 1.0 / l : 0.0;
     const uint ob = b * pc.out_batch + h * HD;
-    for (uint c = 0u; c < HD; c++) outv[ob + c] = ACT_T(acc[c] * inv);
+    [[unroll]] for (uint c = 0u; c < HD; c++) outv[ob + c] = ACT_T(acc[c] * inv);
 }
 
 shared float chunk_p[CHUNK > 0u ? CHUNK : 1u];     // split-K: the chunk's scores, then exp(score − m)

@@ -290,6 +290,7 @@ const char *vkf_matmul_kernel_family(const vkf_context *ctx, uint32_t m, uint32_
     case VKF_VARIANT_MATMUL_GEMV: return "gemv";
     case VKF_VARIANT_MATMUL_COOPMAT: return "coopmat";
     case VKF_VARIANT_MATMUL_COOPMAT2: return "coopmat2";
+    case VKF_VARIANT_MATMUL_COOPMAT2_WG: return "coopmat2wg";
     case VKF_VARIANT_MATMUL_TILED: return "tiled";
     case VKF_VARIANT_MATMUL_SUBGROUP: return "subgroup";
     case VKF_VARIANT_MATMUL_BROADCAST: return "broadcast";
@@ -310,7 +311,8 @@ vkf_status vkf_matmul_choice(const vkf_context *ctx, uint32_t m, uint32_t n, uin
     out->kernel = vkf_matmul_kernel_family(ctx, m, n, k, batch, a_f16, b_f16);
     memcpy(out->tiles, t, sizeof(uint32_t) * 6);
     out->table_entry = tu->table_entry;
-    if (family == VKF_VARIANT_MATMUL_COOPMAT || family == VKF_VARIANT_MATMUL_COOPMAT2)
+    if (family == VKF_VARIANT_MATMUL_COOPMAT || family == VKF_VARIANT_MATMUL_COOPMAT2 ||
+        family == VKF_VARIANT_MATMUL_COOPMAT2_WG)
         out->source = vkf_choice_source_name(tu->coopmat_source);
     else if (family == tu->matmul_variant)
         out->source = vkf_choice_source_name(tu->matmul_source); /* the tiles or their one-row-block form */
@@ -531,7 +533,21 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
         uint32_t splits = coopmat_splits(ctx, t, d->m, d->n, d->k, b0 * b1, groups);
         if (splits > 1) return matmul_split_k(cmd, d, &p, t, fragment, splits, b0, b1, b_i8, act, groups);
     }
-    if (family == VKF_VARIANT_MATMUL_COOPMAT || family == VKF_VARIANT_MATMUL_COOPMAT2) {
+    if (family == VKF_VARIANT_MATMUL_COOPMAT2_WG) {
+        /* NV2 at workgroup scope (only when forced: no rule picks it yet). F32 or
+         * F16 activations and B; int8 weights would need a decode function. */
+        if (b_i8)
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: matmul_coopmat2_wg has no int8-weight form (use coopmat2 or "
+                            "coopmat for I8 B)", fn);
+        static const vkf_variant_id wg_variants[2][2] = {
+            {VKF_VARIANT_MATMUL_COOPMAT2_WG, VKF_VARIANT_MATMUL_COOPMAT2_WG_F16B},
+            {VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16, VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16_F16B},
+        };
+        /* spec constants: workgroup, BM, BN, BK */
+        uint32_t spec[4] = {t->workgroup, t->bm, t->bn, t->bk};
+        VKF_TRY(vkf_pipeline_get(ctx, wg_variants[act == VKF_DTYPE_F16][d->b.tensor->dtype == VKF_DTYPE_F16], spec, 4,
+                                 &pipe));
+    } else if (family == VKF_VARIANT_MATMUL_COOPMAT || family == VKF_VARIANT_MATMUL_COOPMAT2) {
         static const vkf_variant_id coopmat_variants[2][2][2] = {
             {{VKF_VARIANT_MATMUL_COOPMAT, VKF_VARIANT_MATMUL_COOPMAT_F16B},
              {VKF_VARIANT_MATMUL_COOPMAT_ACT16, VKF_VARIANT_MATMUL_COOPMAT_ACT16_F16B}},
@@ -842,6 +858,16 @@ static vkf_status check_span(const vkf_tensor *t, uint64_t offset, uint64_t batc
 
 /* Invocations per workgroup of attention_decode's rows form. */
 #define VKF_DECODE_ROWS_WG 16u
+/* The rows form's bound on max_keys x (1 + bigbird's random blocks). llvmpipe
+ * (Debian 12's lavapipe, Mesa 22.3) ends every loop of a shader invocation once
+ * 65535 iterations have run in all its loops together (gallivm's loop limiter,
+ * LP_MAX_TGSI_LOOP_ITERATIONS): past that the invocation runs on with its loops
+ * cut short and writes wrong values or none. The rows form runs all its keys in
+ * one invocation; its head_dim loops are unrolled, and measured there each key
+ * costs two counts (past 32768 keys the output is wrong, at any head_dim), so the
+ * bound keeps half the budget spare; beyond it the split forms (split-K, or a
+ * workgroup per (b, h)), a few keys per invocation, take over. */
+#define VKF_DECODE_ROWS_MAX_ITERATIONS 16384u
 
 /* attention_decode's split-K form (flash decoding) for rows (b, h) pairs of up to
  * max_keys keys: how many workgroups per pair (*splits >= 2) and keys each
@@ -946,10 +972,14 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
         p.random_len = (uint32_t)d->random_blocks->elements;
     }
     /* the rows form (CPU drivers: one invocation per (b, h), VKF_DECODE_ROWS_WG per
-     * workgroup) where head_dim fits its registers; else the split-K form where the
+     * workgroup) where head_dim fits its registers and the keys its loop budget
+     * (VKF_DECODE_ROWS_MAX_ITERATIONS); else the split-K form where the
      * keys are many (decode_split_k), else a workgroup per (b, h) */
     uint64_t rows = (uint64_t)d->batch * d->heads;
-    bool rows_form = ctx->tuning.decode_rows && d->head_dim <= VKF_ATTENTION_MAX_HEAD_DIM;
+    uint32_t per_key = 1u + (d->pattern == VKF_ATTENTION_BIGBIRD ? d->bigbird.random : 0u);
+    uint64_t rows_iterations = (uint64_t)d->max_keys * per_key;
+    bool rows_form = ctx->tuning.decode_rows && d->head_dim <= VKF_ATTENTION_MAX_HEAD_DIM &&
+                     rows_iterations <= VKF_DECODE_ROWS_MAX_ITERATIONS;
     if (rows > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: batch x heads passes 2^32", fn);
     p.rows = (uint32_t)rows;
     uint32_t splits = 0, chunk = 0;
