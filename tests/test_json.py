@@ -74,8 +74,15 @@ RECORDS = {
                                 "attention": Opt(ATTENTION_TILES)},
                      "coopmat_in_use": bool, "coopmat2_in_use": bool},
     ("tune", None): {"tune_file": str, "matmul": MATMUL_TILES, "attention": ATTENTION_TILES},
-    ("bench matmul", None): dict(CHOICE, bench=str, m=int, n=int, k=int, dtype=str, ms=NUM, gflops=NUM, repeat=int,
+    ("bench matmul", None): dict(CHOICE, bench=str, m=int, n=int, k=int, dtype=str, ms=NUM, gflops=NUM, gbps=NUM, repeat=int,
                                  max_rel_err=Opt(NUM)),
+    ("bench shaders", None): {"bench": str, "preset": str, "pipeline": str, "spec": [int], "first_use": str,
+                              "vgpu": Opt(str), "compile_only": bool, "statistics": bool, "registers": Opt(int),
+                              "scalar_registers": Opt(int), "spills": Opt(int), "shared_bytes": Opt(int),
+                              "scratch_bytes": Opt(int), "waves": Opt(int), "waves_floor": Opt(int),
+                              "instructions": Opt(int), "cycles": Opt(int), "code_bytes": Opt(int),
+                              "matrix_instructions": Opt(int), "subgroup_size": Opt(int),
+                              "flops_per_byte": Opt(NUM), "driver_statistics": MapOf(NUM)},
     ("bench model", None): {"bench": str, "preset": str, "batch": int, "src_len": int, "tgt_len": int,
                             "forward_ms": NUM, "encode_ms": NUM, "step_ms": NUM, "peak_bytes": int,
                             "model_bytes": int, "forward_ops": OPS, "step_ops": OPS,
@@ -104,7 +111,7 @@ RECORDS = {
     ("forward", None): {"src": [int], "tgt": [int], "argmax": [int], "out": Opt(str), "shape": [int],
                         "forward_ms": NUM, "attention": str, "cross_attention": str,
                         "attention_used": ATTENTION_USED, "activations": str},
-    ("generate", None): dict(DECODE, hypotheses=[{"ids": [int], "score": Opt(NUM)}]),
+    ("generate", None): dict(DECODE, sequence=[int], hypotheses=[{"ids": [int], "score": Opt(NUM)}]),
     ("translate", None): dict(DECODE, text=str, translation=str, expected=Opt(str), match=Opt(bool),
                               hypotheses=[{"ids": [int], "text": str, "score": Opt(NUM)}]),
     ("translate", "error"): {"record": str, "index": int, "text": str, "error": str},
@@ -243,6 +250,14 @@ def main():
     att = records(["bench", "attention", "--n", "8,16", "--variants", "dense,local:2,lsh:1:4", "--heads", "1",
                    "--head-dim", "4", "--repeat", "1", "--model", model],
                   [("bench attention", "case")] * 6 + [("bench attention", "agreement")] * 3)
+    # bench shaders: one record per pipeline built (how many depends on the driver's rules)
+    shaders = run(["bench", "shaders", "--preset", "base", "--batch", "2", "--src-len", "8", "--tgt-len", "4",
+                   "--json"], None, 0) or ""
+    for i, line in enumerate(shaders.splitlines()):
+        errors, r = validate(line, "vkformer bench shaders --json, line %d" % (i + 1))
+        failures.extend(errors)
+    if not shaders.strip():
+        failures.append("vkformer bench shaders --json: no record")
     for r in att:
         if r.get("record") == "case" and (r["ms"] is None) != (r["skipped"] is not None):
             failures.append("bench attention: \"skipped\" is not null exactly when \"ms\" is: %r" % r)
@@ -337,6 +352,33 @@ def main():
                   stdin=b"forty two\t42\nzillion\t4\nseven\t7\n", rc=1)
     if len(scf) == 3 and ([r["index"] for r in scf] != [0, 1, 2] or "zillion" not in scf[1]["error"]):
         failures.append("score --input --json: %r" % scf)
+
+    # U+2028 and U+2029 are valid inside JSON strings, but JavaScript (before ES2019) and
+    # line-splitting readers take them for line ends: docs/json.md promises them escaped as
+    # \u2028 \u2029, so the raw bytes must never reach stdout (json.loads would accept them:
+    # the check is on the bytes). Lines holding them: error records that echo the text.
+    seps = "forty\u2028two\nse\u2029ven\n\u2028\u2029\n".encode("utf-8")
+    p = subprocess.run([vk, "translate", "--model", model, "-", "--json"], input=seps, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    raw = p.stdout
+    if p.returncode != 1:
+        failures.append("translate --json of lines holding U+2028/U+2029: exit %d, expected 1: %s" % (
+            p.returncode, p.stderr.decode("utf-8", "replace").strip()[-400:]))
+    for cp, esc in ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029")):
+        if cp in raw:
+            failures.append("translate --json: stdout carries the raw bytes of %s, not the escape: %r" % (
+                esc.decode(), raw[:300]))
+        if esc not in raw:
+            failures.append("translate --json: stdout lacks %s: %r" % (esc.decode(), raw[:300]))
+    sep_lines = raw.split(b"\n")
+    texts = []
+    for line in sep_lines[:-1]:
+        try:
+            texts.append(json.loads(line.decode("utf-8")).get("text"))
+        except ValueError as e:
+            failures.append("translate --json with U+2028/U+2029: a line that is not JSON (%s): %r" % (e, line[:200]))
+    if texts != ["forty\u2028two", "se\u2029ven", "\u2028\u2029"] or sep_lines[-1] != b"":
+        failures.append("translate --json with U+2028/U+2029: texts %r, expected the three lines" % texts)
 
     for f in failures:
         print("FAIL: " + f, file=sys.stderr)
