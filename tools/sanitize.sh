@@ -26,7 +26,8 @@ cxx=${SANITIZE_CXX:-clang++-14}
 # llvm-symbolizer (llvm-14) for readable stacks.
 packages=(clang-14 libclang-rt-14-dev llvm-14 libc6-dev pkg-config meson ninja-build glslc libvulkan-dev
           libvulkan-volk-dev libvulkan1 vulkan-validationlayers mesa-vulkan-drivers libjansson-dev python3
-          libsentencepiece-dev libonig-dev libutf8proc-dev libsndfile1-dev libsoxr-dev libmp3lame-dev python3-torch python3-numpy python3-sentencepiece python3-soundfile)
+          libsentencepiece-dev libonig-dev libutf8proc-dev libsndfile1-dev libsoxr-dev libmp3lame-dev python3-torch python3-numpy python3-sentencepiece python3-soundfile
+          libmicrohttpd-dev curl python3-requests python3-venv)
 "$root/tools/install_packages.sh" sanitize "${packages[@]}"
 
 if ! command -v "$cc" >/dev/null 2>&1; then

@@ -4,7 +4,8 @@
 #
 #   tools/setup.sh                 Debian packages + build the tool (build/vkformer)
 #   tools/setup.sh --swiftshader   also SwiftShader, PyTorch and Debian unstable's Mesa
-#                                  lavapipe (cooperative matrix), and build the tests
+#                                  lavapipe (cooperative matrix) and RADV/NVK with drm-shim
+#                                  (virtual GPUs, tools/vgpu.sh), and build the tests
 #
 # Where the system's glslc cannot compile cooperative-matrix shaders (Debian 12's
 # glslang 12), Debian trixie's glslc is fetched into the cache by
@@ -33,10 +34,12 @@ done
 # utf8proc (regexes and Unicode of Hugging Face tokenizer.json files), libsndfile and libsoxr
 # (audio files in and resampled, for Whisper; libmp3lame-dev because libsndfile's
 # `pkg-config --static` names -lmp3lame, which a static link of libvkformer needs), and
-# espeak-ng (tools/run.sh speaks a number for the Whisper demo to transcribe).
+# espeak-ng (tools/run.sh speaks a number for the Whisper demo to transcribe), and
+# libmicrohttpd (vkformer serve's HTTP server).
 packages=(gcc g++ libc6-dev pkg-config meson ninja-build glslc libvulkan-dev libvulkan-volk-dev libvulkan1
           vulkan-validationlayers mesa-vulkan-drivers vulkan-tools libjansson-dev libsentencepiece-dev libonig-dev
-          libutf8proc-dev libsndfile1-dev libsoxr-dev libmp3lame-dev python3 espeak-ng)
+          libutf8proc-dev libsndfile1-dev libsoxr-dev libmp3lame-dev python3 espeak-ng
+          libmicrohttpd-dev)
 if [ "$with_swiftshader" = 1 ]; then
     # The tests compare whole models with PyTorch (Debian's, run by /usr/bin/python3),
     # the SentencePiece shim with Python's sentencepiece, and draw bench attention's
@@ -44,6 +47,10 @@ if [ "$with_swiftshader" = 1 ]; then
     # python/vkformer_dask.py is tested on a Dask LocalCluster (dask, distributed; pandas for its dataframes).
     packages+=(brotli ca-certificates python3-torch python3-numpy python3-sentencepiece gnuplot-nox python3-soundfile espeak-ng)
     packages+=(python3-dask python3-distributed python3-pandas)
+    # The Python package is tested as users install it: pip install ./python into a venv.
+    packages+=(python3-venv)
+    # vkformer serve's tests talk to it through curl and Python requests (issue 37).
+    packages+=(curl python3-requests)
     command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
 
@@ -60,6 +67,17 @@ if [ "$with_swiftshader" = 1 ]; then
     else
         echo "setup: WARNING: could not fetch Mesa lavapipe from Debian unstable; its tests will be reported as skipped" >&2
         meson_args+=("-Dlavapipe_unstable=")
+    fi
+    # OpenAI's JavaScript client, which vkformer serve's tests talk through (issue 37).
+    "$root/tools/fetch_openai_js.sh" >/dev/null ||
+        echo "setup: WARNING: could not fetch the npm package openai; the serve-openai tests will be reported as skipped" >&2
+    # Virtual AMD and NVIDIA GPUs (tools/vgpu.sh): Debian unstable's RADV and NVK over
+    # Mesa's no-op drm-shim; their compilers build every pipeline (the vgpu suite).
+    if drm_shim=$("$root/tools/fetch_newer.sh" drm-shim); then
+        meson_args+=("-Ddrm_shim=$drm_shim")
+    else
+        echo "setup: WARNING: could not fetch Mesa drm-shim from Debian unstable; the vgpu test will be reported as skipped" >&2
+        meson_args+=("-Ddrm_shim=")
     fi
 fi
 probe=$root/shaders/probe_coopmat.comp

@@ -24,7 +24,7 @@ static const char usage_text[] =
     "  info [--json]                         list Vulkan devices and their limits\n"
     "  check                                 run every GPU op against the C reference\n"
     "  bench matmul [--m M --n N --k K | --size S[,S...]] [--repeat R] [--json]\n"
-    "               [--dtype f32|f16|i8w|i8w-f16] [--kernel auto|coopmat|coopmat2|tiled|direct|subgroup]\n"
+    "               [--dtype f32|f16|i8w|i8w-f16] [--kernel auto|coopmat|coopmat2|coopmat2wg|tiled|direct|subgroup]\n"
     "                                        f16: A, B and C stored as F16; i8w: B int8 with per-row\n"
     "                                        scales, A and C F32 (i8w-f16: F16); --kernel forces one\n"
     "                                        kernel family (default auto: the library's choice)\n"
@@ -77,12 +77,19 @@ static const char usage_text[] =
     "                                        context creation + model load + first forward, each run\n"
     "                                        in a fresh process, with an empty (cold) and a filled\n"
     "                                        (warm) pipeline cache\n"
+    "  bench shaders [--preset base|nllb|flan-t5-base|whisper-small] [--json] [--check]\n"
+    "                                        compiler statistics of every pipeline a model's shapes build\n"
+    "                                        (registers, spills, occupancy, matrix instructions; tools/vgpu.sh)\n"
     "  tune [--quick] [--out FILE|-] [--json]   time candidate kernel tiles on the device, check each\n"
     "                                        against a host reference, store the fastest in the\n"
     "                                        device's tune file (read by later runs; VKFORMER_TUNE=0: off)\n"
     "  transcribe --model DIR [--language en|auto] [--task transcribe|translate] [--timestamps] [--json] FILE...\n"
     "                                        Whisper: text of sound files (--timestamps: segments\n"
     "                                        [00:00:00.000 --> 00:00:02.500]  text)\n"
+    "  serve --model DIR [--model DIR ...] [--host 127.0.0.1] [--port 8080] [--devices all|I,J]\n"
+    "        [--max-batch N] [--max-queue N] [--max-body BYTES] [--timeout S] [--api-key-file FILE]\n"
+    "                                        an HTTP server (OpenAI audio, LibreTranslate, DeepL routes)\n"
+    "                                        batching requests across clients (docs/serving.md)\n"
     "IDS: comma-separated token ids, e.g. 5,6,7\n"
     "  bench attention [--n N,...] [--variants V,...] [--heads H --head-dim D --batch B]\n"
     "                [--repeat R] [--model FILE] [--json] [--plot FILE.png]\n"
@@ -113,6 +120,7 @@ static const struct {
     {"generate", cmd_generate}, {"translate", cmd_translate}, {"tokenize", cmd_tokenize}, {"tune", cmd_tune},
     {"score", cmd_score},
     {"transcribe", cmd_transcribe},
+    {"serve", cmd_serve},
 };
 
 static const struct {
@@ -120,7 +128,7 @@ static const struct {
     int (*run)(int argc, char **argv);
 } benchmarks[] = {
     {"matmul", cmd_bench_matmul}, {"model", cmd_bench_model}, {"attention", cmd_bench_attention},
-    {"startup", cmd_bench_startup}, {"translate", cmd_bench_translate},
+    {"startup", cmd_bench_startup}, {"translate", cmd_bench_translate}, {"shaders", cmd_bench_shaders},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

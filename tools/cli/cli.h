@@ -73,6 +73,11 @@ typedef struct options {
     const char *pool_dispatch;          /* --pool-dispatch balanced|any-free */
     const char *language, *task;        /* transcribe --language CODE|auto, --task transcribe|translate */
     bool timestamps;                    /* transcribe --timestamps */
+    cli_list serve_models;              /* serve --model DIR, repeatable */
+    const char *host;                   /* serve --host */
+    unsigned long port, max_batch, max_queue, max_body, timeout; /* serve --port ... --timeout S */
+    const char *api_key_file;           /* serve --api-key-file FILE */
+    bool check;                         /* bench shaders --check: spills and occupancy floors fail */
     const char *args[16];               /* the words that are not options, in order */
     int n_args;
     const char *given[64];              /* the options given (their canonical names) */
@@ -199,6 +204,7 @@ int cmd_bench_matmul(int argc, char **argv);
 int cmd_bench_model(int argc, char **argv);
 int cmd_bench_startup(int argc, char **argv);
 int cmd_bench_translate(int argc, char **argv);
+int cmd_bench_shaders(int argc, char **argv);
 int cmd_bench_attention(int argc, char **argv); /* tools/bench_attention.c */
 int cmd_forward(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
@@ -207,6 +213,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_transcribe(int argc, char **argv);
+int cmd_serve(int argc, char **argv);   /* tools/cli/serve.c */
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -285,6 +292,14 @@ void decode_setup_free(decode_setup *s);
 uint32_t default_max_new(const options *o, const vkf_model *model);
 /* The prefix followed by ids (n of them), malloc'd; *out_n its length. */
 int32_t *with_prefix(const decode_setup *s, const int32_t *ids, uint32_t n, uint32_t *out_n);
+/* generate's id convention, the same for every family (docs/json.md): the ids the
+ * model chose after its decoder start, without the final eos (the library leaves
+ * both out) and without a forced first token, which no step chose: BART's forced
+ * bos <s>, the target language of NLLB, M2M-100 and mBART-50 (forced_bos_token_id).
+ * forced_lead: that token under s's options, or -1 where they force none; lead_of:
+ * how many ids (0 or 1) of a row of n ids are that token and not printed. */
+int32_t forced_lead(const vkf_model *model, const decode_setup *s);
+uint32_t lead_of(int32_t lead, const int32_t *row, uint32_t n);
 
 /* ------------------------------------------------------------------ text (tools/cli/text.c) */
 
@@ -371,6 +386,8 @@ typedef struct decode_json {
     uint32_t stride;                    /* ids per hypothesis row of the outputs printed */
     vkf_generate_stats stats;           /* of the call */
     const vkf_device_info *device;      /* the device that ran the call (a pool's); NULL: ctx's */
+    int32_t lead;                       /* generate: a forced first token (forced bos, target language) that
+                                           "ids" leave out and "sequence" keeps; -1: none */
 } decode_json;
 /* One record of generate or translate --json. */
 vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32_t *src, uint32_t src_len,
