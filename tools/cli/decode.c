@@ -20,16 +20,6 @@ static void print_timing(const options *o, const vkf_model *model, uint32_t sour
             t.total_ms > 0 ? 1e3 * (double)t.tokens / t.total_ms : 0.0, t.first_token_ms);
 }
 
-int32_t forced_lead(const vkf_model *model, const decode_setup *s)
-{
-    vkf_generate_options g;
-    if (s->with) g = s->g;
-    else if (vkf_model_generate_defaults(model, &g) != VKF_OK) return -1;
-    return g.forced_bos ? g.forced_bos_id : -1;
-}
-
-uint32_t lead_of(int32_t lead, const int32_t *row, uint32_t n) { return lead >= 0 && n && row[0] == lead; }
-
 static decode_json json_for(const options *o, vkf_context *ctx, vkf_model *model, const decode_setup *s,
                             uint32_t sources)
 {

@@ -219,3 +219,14 @@ int32_t *with_prefix(const decode_setup *s, const int32_t *ids, uint32_t n, uint
     *out_n = s->n_prefix + n;
     return all;
 }
+
+/* The forced first token that generate leaves unprinted (cli.h). */
+int32_t forced_lead(const vkf_model *model, const decode_setup *s)
+{
+    vkf_generate_options g;
+    if (s->with) g = s->g;
+    else if (vkf_model_generate_defaults(model, &g) != VKF_OK) return -1;
+    return g.forced_bos ? g.forced_bos_id : -1;
+}
+
+uint32_t lead_of(int32_t lead, const int32_t *row, uint32_t n) { return lead >= 0 && n && row[0] == lead; }

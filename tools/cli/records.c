@@ -34,7 +34,7 @@ vkf_status print_decode_record(const decode_json *d, uint32_t index, const int32
     /* generate's ids leave out a forced first token (d->lead); "sequence" has it */
     uint32_t skip = !translate && nb && d->lead >= 0 && lens[0] && out[0] == d->lead;
     printf(",\"ids\":");
-    jsonl_ids(out + skip, nb ? lens[0] - skip : 0);
+    jsonl_ids(nb ? out + skip : out, nb ? lens[0] - skip : 0); /* out is NULL for an empty line */
     if (!translate) {
         printf(",\"sequence\":");
         jsonl_ids(out, nb ? lens[0] : 0);
