@@ -1,23 +1,14 @@
 /* The decoding kernels' host functions: beam search's table of cache rows
  * (kv_gather.comp), its top-2K of each source's beams x vocabulary in two stages
  * (beam_partial.comp, beam_topk.comp), sampling (sample.comp), the logits
- * processors of a step (logits_process.comp) and scoring's log-softmax-and-
- * gather (logprob_gather.comp). Greedy decoding's argmax is in ops.c with the
- * other decode-step ops. */
+ * processors of a step (logits_process.comp), scoring's log-softmax-and-gather
+ * (logprob_gather.comp), and the other decode-step ops: attention over the KV
+ * cache (attention_decode.comp, its split-K form and attention_decode_reduce.comp),
+ * the cache append, greedy decoding's argmax and the position advance. */
 #include "ops/ops.h"
 #include "runtime/push.h"
 
-/* A grid of `count` workgroups, laid out in 2-D past the device's x limit
- * (linear_workgroup() in the shaders). */
-static vkf_status row_grid(const vkf_context *ctx, uint64_t count, uint32_t groups[3], const char *fn)
-{
-    uint64_t max_x = ctx->info.max_workgroup_count[0], x = count < max_x ? count : max_x;
-    uint64_t y = vkf_div_up(count, x ? x : 1);
-    if (y > ctx->info.max_workgroup_count[1])
-        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %llu workgroups exceed the device's grid", fn, (unsigned long long)count);
-    groups[0] = (uint32_t)x, groups[1] = (uint32_t)y, groups[2] = 1;
-    return VKF_OK;
-}
+#include <string.h>
 
 /* ------------------------------------------------------------------ beam search */
 
@@ -167,7 +158,7 @@ vkf_status vkf_op_logits_process(vkf_cmd *cmd, const vkf_logits_process_desc *d)
                                   .ts_begin = d->ts_begin, .no_timestamps = d->no_timestamps,
                                   .ts_max_initial = d->ts_max_initial, .ts_eos = d->ts_eos};
     uint32_t groups[3];
-    VKF_TRY(row_grid(ctx, d->rows, groups, fn));
+    VKF_TRY(vkf_linear_grid(ctx, d->rows, groups, fn));
     uint32_t spec[1] = {ctx->tuning.row_workgroup};
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, d->logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_LOGITS_PROCESS_ACT16
@@ -192,11 +183,249 @@ vkf_status vkf_op_logprob_gather(vkf_cmd *cmd, const vkf_tensor *logits, const v
     VKF_TRY(vkf_check_tensor(cmd, out, VKF_DTYPE_F32, rows, fn, "out"));
     vkf_push_logprob_gather pc = {.rows = rows, .vocab = vocab};
     uint32_t groups[3];
-    VKF_TRY(row_grid(ctx, rows, groups, fn));
+    VKF_TRY(vkf_linear_grid(ctx, rows, groups, fn));
     uint32_t spec[1] = {ctx->tuning.row_workgroup};
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_LOGPROB_GATHER_ACT16
                                                                   : VKF_VARIANT_LOGPROB_GATHER, spec, 1, &pipe));
     vkf_binding b[3] = {{logits, VKF_READ}, {labels, VKF_READ}, {out, VKF_WRITE}};
     return vkf_cmd_dispatch(cmd, pipe, b, 3, &pc, sizeof pc, groups, "logprob_gather");
+}
+
+/* ------------------------------------------------------------------ decode-step ops */
+
+/* The last element a (batch, rows, cols) view touches, checked against the tensor
+ * and the shaders' 32-bit indices. */
+static vkf_status check_span(const vkf_tensor *t, uint64_t offset, uint64_t batch, uint64_t batch_stride,
+                             uint64_t rows, uint64_t row_stride, uint64_t cols, const char *fn, const char *name)
+{
+    if (!t) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, name);
+    uint64_t last = offset + (batch - 1) * batch_stride + (rows - 1) * row_stride + cols - 1;
+    if (last >= t->elements || last > UINT32_MAX)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s view reaches element %llu of %llu", fn, name,
+                        (unsigned long long)last, (unsigned long long)t->elements);
+    return VKF_OK;
+}
+
+/* Invocations per workgroup of attention_decode's rows form. */
+#define VKF_DECODE_ROWS_WG 16u
+/* The rows form's bound on max_keys x (1 + bigbird's random blocks). llvmpipe
+ * (Debian 12's lavapipe, Mesa 22.3) ends every loop of a shader invocation once
+ * 65535 iterations have run in all its loops together (gallivm's loop limiter,
+ * LP_MAX_TGSI_LOOP_ITERATIONS): past that the invocation runs on with its loops
+ * cut short and writes wrong values or none. The rows form runs all its keys in
+ * one invocation; its head_dim loops are unrolled, and measured there each key
+ * costs two counts (past 32768 keys the output is wrong, at any head_dim), so the
+ * bound keeps half the budget spare; beyond it the split forms (split-K, or a
+ * workgroup per (b, h)), a few keys per invocation, take over. */
+#define VKF_DECODE_ROWS_MAX_ITERATIONS 16384u
+
+/* attention_decode's split-K form (flash decoding) for rows (b, h) pairs of up to
+ * max_keys keys: how many workgroups per pair (*splits >= 2) and keys each
+ * (*chunk), or false for the one-workgroup split form. Enough workgroups to give
+ * every compute unit four (rows x splits), chunks of 64 to 512 keys, and the
+ * partials (splits x (head_dim + 2) floats) inside the pair's scratch row. */
+static bool decode_split_k(const vkf_context *ctx, uint64_t rows, uint32_t max_keys, uint32_t head_dim,
+                           uint32_t *splits, uint32_t *chunk)
+{
+    uint64_t cu = ctx->tuning.compute_units ? ctx->tuning.compute_units : 64;
+    uint64_t want = vkf_div_up(4 * cu, rows);                  /* to fill the device */
+    uint64_t most = vkf_div_up(max_keys, 64);                  /* at least 64 keys each */
+    uint64_t least = vkf_div_up(max_keys, 512);                /* at most 512 keys each */
+    uint64_t p = want > least ? want : least;
+    if (p > most) p = most;
+    while (p >= 2 && p * (head_dim + 2ull) > max_keys) p--;    /* the partials fit the scratch row */
+    if (p < 2) return false;
+    uint64_t c = vkf_div_up(max_keys, p);
+    c = vkf_div_up(c, 4) * 4;
+    p = vkf_div_up(max_keys, c);                               /* every chunk holds a key below max_keys */
+    if (p < 2 || c > 4096) return false;
+    *splits = (uint32_t)p, *chunk = (uint32_t)c;
+    return true;
+}
+
+vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *d)
+{
+    static const char fn[] = "attention_decode";
+    VKF_TRY(vkf_check_cmd(cmd, d, fn));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    if (!d->batch || !d->heads || !d->head_dim || !d->max_keys)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: sizes must be positive", fn);
+    uint64_t dm = (uint64_t)d->heads * d->head_dim;
+    uint32_t kv_div = d->kv_div ? d->kv_div : 1, kv_rows = (uint32_t)vkf_div_up(d->batch, kv_div);
+    if (d->kv_div > 1 && d->length_from_state)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: kv_div is for cross-attention (lengths per row)", fn);
+    VKF_TRY(check_span(d->q, d->q_offset, d->batch, d->q_batch, 1, 0, dm, fn, "q"));
+    VKF_TRY(check_span(d->k, d->k_offset, kv_rows, d->k_batch, d->max_keys, d->k_row, dm, fn, "k"));
+    VKF_TRY(check_span(d->v, d->v_offset, kv_rows, d->v_batch, d->max_keys, d->v_row, dm, fn, "v"));
+    vkf_dtype act;
+    VKF_TRY(vkf_activation_dtype(cmd, d->q, fn, "q", &act));
+    VKF_TRY(vkf_check_tensor(cmd, d->q, act, 1, fn, "q"));
+    VKF_TRY(vkf_check_activation(cmd, d->k, act, 1, fn, "k", "q"));
+    VKF_TRY(vkf_check_activation(cmd, d->v, act, 1, fn, "v", "q"));
+    VKF_TRY(vkf_check_tensor(cmd, d->lengths, VKF_DTYPE_I32, d->length_from_state ? 1 : kv_rows, fn, "lengths"));
+    VKF_TRY(vkf_check_tensor(cmd, d->scratch, VKF_DTYPE_F32, (uint64_t)d->batch * d->heads * d->max_keys, fn, "scratch"));
+    VKF_TRY(vkf_check_activation(cmd, d->out, act, d->batch * dm, fn, "out", "q"));
+    vkf_push_attention_decode p = {
+        .heads = d->heads,
+        .head_dim = d->head_dim,
+        .length_from_state = d->length_from_state ? 1u : 0u,
+        .scale = d->scale,
+        .q_offset = (uint32_t)d->q_offset,
+        .q_batch = (uint32_t)d->q_batch,
+        .k_offset = (uint32_t)d->k_offset,
+        .k_row = (uint32_t)d->k_row,
+        .k_batch = (uint32_t)d->k_batch,
+        .v_offset = (uint32_t)d->v_offset,
+        .v_row = (uint32_t)d->v_row,
+        .v_batch = (uint32_t)d->v_batch,
+        .out_batch = (uint32_t)dm,
+        .max_keys = d->max_keys,
+        .pattern = d->pattern,
+        .window = d->window,
+        .stride = d->stride ? d->stride : 1,
+        .kv_div = kv_div,
+    };
+    if (d->row_index) {
+        if (!d->length_from_state || kv_div > 1)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: row_index is for self-attention over a cache "
+                            "(length_from_state, no kv_div)", fn);
+        VKF_TRY(vkf_check_tensor(cmd, d->row_index, VKF_DTYPE_I32, (uint64_t)d->batch * d->max_keys, fn, "row_index"));
+        p.indexed = 1;
+    }
+    if (d->pattern && !d->length_from_state)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: a sparse pattern needs the query position (length_from_state)", fn);
+    if (d->rel_bias) {
+        if (!d->length_from_state)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: a relative position bias needs the query position "
+                            "(length_from_state)", fn);
+        if (d->rel_radius > (1u << 20))
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: bias radius %u passes 2^20", fn, d->rel_radius);
+        VKF_TRY(vkf_check_tensor(cmd, d->rel_bias, VKF_DTYPE_F32, (uint64_t)d->heads * (2ull * d->rel_radius + 1), fn,
+                                 "rel_bias"));
+        if (vkf_tensors_overlap(d->out, d->rel_bias) || vkf_tensors_overlap(d->scratch, d->rel_bias))
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: out and scratch may not alias rel_bias", fn);
+        p.rel_bias = 1, p.rel_radius = d->rel_radius;
+    }
+    if (d->pattern > VKF_ATTENTION_BIGBIRD)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: unknown pattern %u", fn, d->pattern);
+    p.bb_block = 1, p.random_len = 1;
+    if (d->pattern == VKF_ATTENTION_BIGBIRD) {
+        const vkf_bigbird *bb = &d->bigbird;
+        if (!bb->block || bb->random > VKF_BIGBIRD_MAX_RANDOM || !bb->causal)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: bigbird needs block >= 1 (got %u), random <= %u (got %u) "
+                            "and causal random blocks", fn, bb->block, VKF_BIGBIRD_MAX_RANDOM, bb->random);
+        uint64_t need = vkf_div_up(d->max_keys, bb->block) * bb->random;
+        VKF_TRY(vkf_check_tensor(cmd, d->random_blocks, VKF_DTYPE_I32, need ? need : 1, fn, "random_blocks"));
+        if (d->random_blocks->elements > UINT32_MAX)
+            return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: random_blocks passes 2^32 elements", fn);
+        p.bb_block = bb->block, p.bb_globals = bb->globals, p.bb_random = bb->random;
+        p.random_len = (uint32_t)d->random_blocks->elements;
+    }
+    /* the rows form (CPU drivers: one invocation per (b, h), VKF_DECODE_ROWS_WG per
+     * workgroup) where head_dim fits its registers and the keys its loop budget
+     * (VKF_DECODE_ROWS_MAX_ITERATIONS); else the split-K form where the
+     * keys are many (decode_split_k), else a workgroup per (b, h) */
+    uint64_t rows = (uint64_t)d->batch * d->heads;
+    uint32_t per_key = 1u + (d->pattern == VKF_ATTENTION_BIGBIRD ? d->bigbird.random : 0u);
+    uint64_t rows_iterations = (uint64_t)d->max_keys * per_key;
+    bool rows_form = ctx->tuning.decode_rows && d->head_dim <= VKF_ATTENTION_MAX_HEAD_DIM &&
+                     rows_iterations <= VKF_DECODE_ROWS_MAX_ITERATIONS;
+    if (rows > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: batch x heads passes 2^32", fn);
+    p.rows = (uint32_t)rows;
+    uint32_t splits = 0, chunk = 0;
+    if (!rows_form && d->head_dim <= VKF_ATTENTION_MAX_HEAD_DIM &&
+        decode_split_k(ctx, rows, d->max_keys, d->head_dim, &splits, &chunk)) {
+        uint32_t wg = ctx->tuning.row_workgroup;
+        uint32_t groups[3];
+        VKF_TRY(vkf_linear_grid(ctx, rows * splits, groups, fn));
+        uint32_t spec[5] = {wg, 0u, d->head_dim, chunk, splits};
+        const vkf_pipeline *pipe;
+        VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_ATTENTION_DECODE_ACT16 : VKF_VARIANT_ATTENTION_DECODE,
+                                 spec, 5, &pipe));
+        vkf_binding b[9] = {{d->q, VKF_READ},        {d->k, VKF_READ},
+                            {d->v, VKF_READ},        {d->lengths, VKF_READ},
+                            {d->scratch, VKF_WRITE}, {d->out, VKF_WRITE},
+                            {d->pattern == VKF_ATTENTION_BIGBIRD ? d->random_blocks : NULL, VKF_READ},
+                            {d->row_index, VKF_READ}, {d->rel_bias, VKF_READ}};
+        VKF_TRY(vkf_cmd_dispatch(cmd, pipe, b, 9, &p, sizeof p, groups, "attention_decode"));
+        VKF_TRY(vkf_linear_grid(ctx, rows, groups, fn));
+        uint32_t rspec[2] = {wg, splits};
+        VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_ATTENTION_DECODE_REDUCE_ACT16
+                                                           : VKF_VARIANT_ATTENTION_DECODE_REDUCE, rspec, 2, &pipe));
+        vkf_binding rb[2] = {{d->scratch, VKF_READ}, {d->out, VKF_WRITE}};
+        return vkf_cmd_dispatch(cmd, pipe, rb, 2, &p, sizeof p, groups, "attention_decode_reduce");
+    }
+    uint32_t groups[3];
+    VKF_TRY(vkf_linear_grid(ctx, rows_form ? vkf_div_up(rows, VKF_DECODE_ROWS_WG) : rows, groups, fn));
+    uint32_t spec[3] = {rows_form ? VKF_DECODE_ROWS_WG : ctx->tuning.row_workgroup, rows_form ? 1u : 0u,
+                        rows_form ? d->head_dim : 1u};
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_ATTENTION_DECODE_ACT16 : VKF_VARIANT_ATTENTION_DECODE,
+                             spec, 3, &pipe));
+    vkf_binding b[9] = {{d->q, VKF_READ},        {d->k, VKF_READ},
+                        {d->v, VKF_READ},        {d->lengths, VKF_READ},
+                        {d->scratch, VKF_READ | VKF_WRITE}, {d->out, VKF_WRITE},
+                        {d->pattern == VKF_ATTENTION_BIGBIRD ? d->random_blocks : NULL, VKF_READ},
+                        {d->row_index, VKF_READ}, {d->rel_bias, VKF_READ}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 9, &p, sizeof p, groups, "attention_decode");
+}
+
+vkf_status vkf_op_kv_append(vkf_cmd *cmd, const vkf_tensor *qkv, const vkf_tensor *state, vkf_tensor *cache_k,
+                            vkf_tensor *cache_v, uint32_t batch, uint32_t d, uint32_t capacity)
+{
+    static const char fn[] = "kv_append";
+    VKF_TRY(vkf_check_cmd(cmd, qkv, fn));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    vkf_dtype act;
+    VKF_TRY(vkf_activation_dtype(cmd, qkv, fn, "qkv", &act));
+    VKF_TRY(vkf_check_tensor(cmd, qkv, act, (uint64_t)batch * 3 * d, fn, "qkv"));
+    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    VKF_TRY(vkf_check_activation(cmd, cache_k, act, (uint64_t)batch * capacity * d, fn, "cache_k", "qkv"));
+    VKF_TRY(vkf_check_activation(cmd, cache_v, act, (uint64_t)batch * capacity * d, fn, "cache_v", "qkv"));
+    vkf_push_kv_append p = {.batch = batch, .d = d, .capacity = capacity};
+    uint32_t wg = ctx->tuning.elementwise_workgroup;
+    uint32_t groups[3];
+    VKF_TRY(vkf_linear_grid(ctx, vkf_div_up((uint64_t)batch * d, wg), groups, fn));
+    uint32_t spec[1] = {wg};
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_KV_APPEND_ACT16 : VKF_VARIANT_KV_APPEND, spec, 1,
+                             &pipe));
+    vkf_binding b[4] = {{qkv, VKF_READ}, {state, VKF_READ}, {cache_k, VKF_WRITE}, {cache_v, VKF_WRITE}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 4, &p, sizeof p, groups, "kv_append");
+}
+
+vkf_status vkf_op_argmax(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,
+                         vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity)
+{
+    static const char fn[] = "argmax";
+    VKF_TRY(vkf_check_cmd(cmd, logits, fn));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    vkf_dtype act;
+    VKF_TRY(vkf_activation_dtype(cmd, logits, fn, "logits", &act));
+    VKF_TRY(vkf_check_tensor(cmd, logits, act, (uint64_t)rows * cols, fn, "logits"));
+    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    VKF_TRY(vkf_check_tensor(cmd, ids, VKF_DTYPE_I32, rows, fn, "ids"));
+    VKF_TRY(vkf_check_tensor(cmd, tokens, VKF_DTYPE_I32, (uint64_t)rows * token_capacity, fn, "tokens"));
+    vkf_push_argmax p = {.rows = rows, .cols = cols, .token_capacity = token_capacity};
+    uint32_t groups[3];
+    VKF_TRY(vkf_linear_grid(ctx, rows, groups, fn));
+    uint32_t spec[1] = {ctx->tuning.row_workgroup};
+    const vkf_pipeline *pipe;
+    VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_ARGMAX_ACT16 : VKF_VARIANT_ARGMAX, spec, 1, &pipe));
+    vkf_binding b[4] = {{logits, VKF_READ}, {state, VKF_READ}, {ids, VKF_WRITE}, {tokens, VKF_WRITE}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 4, &p, sizeof p, groups, "argmax");
+}
+
+vkf_status vkf_op_advance(vkf_cmd *cmd, vkf_tensor *state)
+{
+    static const char fn[] = "advance";
+    VKF_TRY(vkf_check_cmd(cmd, state, fn));
+    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    const vkf_pipeline *pipe;
+    static const uint32_t no_spec[1] = {0};
+    VKF_TRY(vkf_pipeline_get(vkf_cmd_context(cmd), VKF_VARIANT_ADVANCE, no_spec, 0, &pipe));
+    vkf_binding b[1] = {{state, VKF_READ | VKF_WRITE}};
+    uint32_t groups[3] = {1, 1, 1};
+    return vkf_cmd_dispatch(cmd, pipe, b, 1, NULL, 0, groups, "advance");
 }

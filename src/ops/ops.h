@@ -14,6 +14,15 @@ vkf_status vkf_check_cmd(vkf_cmd *cmd, const void *desc, const char *fn);
  * least `elements` elements. */
 vkf_status vkf_check_tensor(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtype, uint64_t elements, const char *fn,
                             const char *name);
+/* The activation dtype of an op: that of `first` (F32, or F16 on devices with
+ * 16-bit storage). */
+vkf_status vkf_activation_dtype(vkf_cmd *cmd, const vkf_tensor *first, const char *fn, const char *name, vkf_dtype *out);
+/* Another activation of the op: first's dtype, and at least `elements` of it. */
+vkf_status vkf_check_activation(vkf_cmd *cmd, const vkf_tensor *t, vkf_dtype dtype, uint64_t elements, const char *fn,
+                                const char *name, const char *first);
+/* Lays `count` workgroups out in 2-D when they pass the x limit; the shaders undo
+ * it with linear_workgroup(). */
+vkf_status vkf_linear_grid(const vkf_context *ctx, uint64_t count, uint32_t groups[3], const char *fn);
 
 /* Sparsity pattern of the fused kernel, on query row i and key row j. */
 typedef enum vkf_attention_pattern {

@@ -145,24 +145,12 @@ static enum MHD_Result reply_error(server *sv, struct MHD_Connection *c, serve_r
     json_t *j = json_pack("{s:{s:o,s:s}}", "error", "message", msg, "type",
                           status == 401 ? "authentication_error" : status >= 500 ? "server_error"
                                                                                   : "invalid_request_error");
-    struct MHD_Response *resp;
     char *text = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(j);
     if (!text) return MHD_NO;
-    resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    if (status == 503 || status == 429) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    enum MHD_Result ok = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    if (r && !r->counted) {
-        r->counted = true;
-        serve_count(sv, r->route, status);
-    }
+    enum MHD_Result ok = reply(sv, c, r, status, "application/json", text, strlen(text),
+                               status == 503 || status == 429 ? "1" : NULL);
+    free(text);
     return ok;
 }
 
