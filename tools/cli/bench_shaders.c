@@ -340,11 +340,7 @@ static int run_bench_shaders(const options *o)
         return cli_usage_error(o, "--preset %s has %u encoder positions; --src-len does not apply", p->name, p->src_len);
 
     vkf_context_options co;
-    vkf_context_options_init(&co);
-    co.device = o->device;
-    co.log = log_to_stderr;
-    co.log_user = (void *)o;
-    co.max_device_memory = o->max_device_memory;
+    context_options_from(o, &co);
     co.shader_statistics = true;
     run *R = calloc(1, sizeof *R);
     if (!R) {

@@ -221,6 +221,8 @@ int exit_code_for(vkf_status st);
 /* Prints vkf_last_error() as one line; returns the exit code for st. */
 int fail(vkf_status st);
 void log_to_stderr(void *user, vkf_log_level level, const char *message);
+/* Context options from the common options (device, log to stderr, --max-device-memory). */
+void context_options_from(const options *o, vkf_context_options *co);
 /* A context from the common options; tune: -1 the default, 0 ignore tune files. */
 vkf_status open_context_tuned(const options *o, int tune, vkf_context **out);
 vkf_status open_context(const options *o, vkf_context **out);

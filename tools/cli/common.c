@@ -190,14 +190,19 @@ void log_to_stderr(void *user, vkf_log_level level, const char *message)
                message);
 }
 
+void context_options_from(const options *o, vkf_context_options *co)
+{
+    vkf_context_options_init(co);
+    co->device = o->device;
+    co->log = log_to_stderr;
+    co->log_user = (void *)o;
+    co->max_device_memory = o->max_device_memory;
+}
+
 vkf_status open_context_tuned(const options *o, int tune, vkf_context **out)
 {
     vkf_context_options co;
-    vkf_context_options_init(&co);
-    co.device = o->device;
-    co.log = log_to_stderr;
-    co.log_user = (void *)o;
-    co.max_device_memory = o->max_device_memory;
+    context_options_from(o, &co);
     co.tune = tune;
     return vkf_context_create(&co, out);
 }
