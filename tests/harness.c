@@ -141,3 +141,24 @@ float *harness_download(vkf_tensor *t)
     }
     return v;
 }
+
+vkf_tensor *harness_f16_tensor(vkf_context *ctx, float *data, uint64_t n)
+{
+    uint16_t *h = harness_alloc(n * 2);
+    for (uint64_t e = 0; e < n; e++) data[e] = ref_f16_to_f32(h[e] = ref_f32_to_f16(data[e]));
+    vkf_tensor *t = NULL;
+    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &n, &t));
+    CHECK_OK(vkf_tensor_upload(t, h, n * 2));
+    free(h);
+    return t;
+}
+
+float *harness_download_f16(vkf_tensor *t, uint64_t n)
+{
+    uint16_t *h = harness_alloc(n * 2);
+    float *out = harness_alloc(n * 4);
+    CHECK_OK(vkf_tensor_download(t, h, n * 2));
+    for (uint64_t e = 0; e < n; e++) out[e] = ref_f16_to_f32(h[e]);
+    free(h);
+    return out;
+}

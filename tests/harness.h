@@ -36,6 +36,11 @@ bool harness_compare(const char *what, const float *got, const float *want, size
 /* A tensor of shape (rows, cols) filled from data (NULL: left uninitialised). */
 vkf_tensor *harness_tensor(vkf_context *ctx, const float *data, uint64_t rows, uint64_t cols);
 float *harness_download(vkf_tensor *t);
+/* An F16 tensor of n values; data is rounded to F16 in place (the reference then
+ * sees exactly what the GPU reads). */
+vkf_tensor *harness_f16_tensor(vkf_context *ctx, float *data, uint64_t n);
+/* n F16 values of t, widened to a float array (harness_alloc'ed). */
+float *harness_download_f16(vkf_tensor *t, uint64_t n);
 
 #define CHECK(cond)                                                                                 \
     do {                                                                                            \

@@ -34,27 +34,6 @@ static void round_f16(float *x, size_t n)
     for (size_t i = 0; i < n; i++) x[i] = ref_f16_to_f32(ref_f32_to_f16(x[i]));
 }
 
-static vkf_tensor *f16_tensor(vkf_context *ctx, const float *data, uint64_t n)
-{
-    uint16_t *h = harness_alloc(n * 2);
-    for (uint64_t e = 0; e < n; e++) h[e] = ref_f32_to_f16(data[e]);
-    vkf_tensor *t = NULL;
-    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &n, &t));
-    CHECK_OK(vkf_tensor_upload(t, h, n * 2));
-    free(h);
-    return t;
-}
-
-static float *download_f16(vkf_tensor *t, uint64_t n)
-{
-    uint16_t *h = harness_alloc(n * 2);
-    float *out = harness_alloc(n * 4);
-    CHECK_OK(vkf_tensor_download(t, h, n * 2));
-    for (uint64_t e = 0; e < n; e++) out[e] = ref_f16_to_f32(h[e]);
-    free(h);
-    return out;
-}
-
 /* One matmul on the kernel forced on ctx (A and C F16 with act16, B F16 with b16). */
 static void run_case(vkf_context *ctx, const char *label, const wg_case *c, bool act16, bool b16, uint64_t seed)
 {
@@ -64,9 +43,9 @@ static void run_case(vkf_context *ctx, const char *label, const wg_case *c, bool
     float *bias = harness_random(c->n, seed + 2), *r = harness_random(nc * items, seed + 3);
     round_f16(a, na * items), round_f16(b, nb * items);
     if (act16) round_f16(r, nc * items);
-    vkf_tensor *ta = act16 ? f16_tensor(ctx, a, na * items) : harness_tensor(ctx, a, 1, na * items);
-    vkf_tensor *tb = b16 ? f16_tensor(ctx, b, nb * items) : harness_tensor(ctx, b, 1, nb * items);
-    vkf_tensor *tr = act16 ? f16_tensor(ctx, r, nc * items) : harness_tensor(ctx, r, 1, nc * items);
+    vkf_tensor *ta = act16 ? harness_f16_tensor(ctx, a, na * items) : harness_tensor(ctx, a, 1, na * items);
+    vkf_tensor *tb = b16 ? harness_f16_tensor(ctx, b, nb * items) : harness_tensor(ctx, b, 1, nb * items);
+    vkf_tensor *tr = act16 ? harness_f16_tensor(ctx, r, nc * items) : harness_tensor(ctx, r, 1, nc * items);
     vkf_tensor *tbias = harness_tensor(ctx, bias, 1, c->n), *tc = NULL;
     uint64_t cn = nc * items;
     CHECK_OK(vkf_tensor_create(ctx, act16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, 1, &cn, &tc));
@@ -87,7 +66,7 @@ static void run_case(vkf_context *ctx, const char *label, const wg_case *c, bool
     CHECK(strcmp(vkf_matmul_kernel_family(ctx, c->m, c->n, c->k, items, act16, b16), "coopmat2wg") == 0);
     CHECK_OK(vkf_cmd_matmul(cmd, &d));
     CHECK_OK(vkf_cmd_submit(cmd));
-    float *got = act16 ? download_f16(tc, cn) : harness_download(tc), *want = harness_alloc(cn * 4);
+    float *got = act16 ? harness_download_f16(tc, cn) : harness_download(tc), *want = harness_alloc(cn * 4);
     for (uint32_t z = 0; z < items; z++)
         ref_matmul(want + z * nc, c->n, a + z * na, c->k, b + z * nb, c->b_kn ? c->n : c->k, c->b_kn,
                    c->bias ? bias : NULL, c->residual ? r + z * nc : NULL, c->n, c->m, c->n, c->k, c->alpha, (int)c->act);

@@ -295,8 +295,6 @@ static void test_layernorm(vkf_context *ctx)
 
 /* ------------------------------------------------------------------ embedding */
 
-static float *download_f16(vkf_tensor *t, uint64_t n);
-
 /* One embedding case. The table is split into `parts` tensors of ceil(vocab /
  * parts) rows, one embed recorded per part (as models do past
  * maxStorageBufferRange). int8: an I8 table (packed four to a word) with one F32
@@ -364,7 +362,7 @@ static void run_embed_case(vkf_context *ctx, const embed_case *c, uint64_t seed)
         CHECK_OK(vkf_cmd_embed(cmd, &e));
     }
     CHECK_OK(vkf_cmd_submit(cmd));
-    float *got = c->act16 ? download_f16(to, ne) : harness_download(to), *want = harness_alloc(ne * 4);
+    float *got = c->act16 ? harness_download_f16(to, ne) : harness_download(to), *want = harness_alloc(ne * 4);
     ref_embed(want, ids, table, tokens, d, vocab, c->scale, c->positional, c->seq_len, c->pos_offset);
     if (c->bad_id_at >= 0) {
         /* the bad row is NaN on both sides; compare the rest, then the NaNs */
@@ -549,29 +547,6 @@ static void test_f16_weights(vkf_context *ctx, const vkf_device_info *info)
 
 /* ------------------------------------------------------------------ F16 activations */
 
-/* An F16 tensor of n values; data is rounded to F16 in place (the reference then
- * sees exactly what the GPU reads). */
-static vkf_tensor *f16_tensor(vkf_context *ctx, float *data, uint64_t n)
-{
-    uint16_t *h = harness_alloc(n * 2);
-    for (uint64_t e = 0; e < n; e++) data[e] = ref_f16_to_f32(h[e] = ref_f32_to_f16(data[e]));
-    vkf_tensor *t = NULL;
-    CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &n, &t));
-    CHECK_OK(vkf_tensor_upload(t, h, n * 2));
-    free(h);
-    return t;
-}
-
-static float *download_f16(vkf_tensor *t, uint64_t n)
-{
-    uint16_t *h = harness_alloc(n * 2);
-    float *out = harness_alloc(n * 4);
-    CHECK_OK(vkf_tensor_download(t, h, n * 2));
-    for (uint64_t e = 0; e < n; e++) out[e] = ref_f16_to_f32(h[e]);
-    free(h);
-    return out;
-}
-
 /* matmul with A, C and the residual stored as F16 (B F32 or F16), in the family
  * set on ctx: against ref_matmul on the same rounded inputs, within the rounding
  * of C to F16. */
@@ -581,8 +556,8 @@ static void run_matmul_act16(vkf_context *ctx, const char *family, uint32_t m, u
     uint64_t b_rows = b_kn ? k : n, b_cols = b_kn ? n : k;
     float *a = harness_random((uint64_t)m * k, seed), *b = harness_random(b_rows * b_cols, seed + 1);
     float *bias = harness_random(n, seed + 2), *r = harness_random((uint64_t)m * n, seed + 3);
-    vkf_tensor *ta = f16_tensor(ctx, a, (uint64_t)m * k), *tr = f16_tensor(ctx, r, (uint64_t)m * n);
-    vkf_tensor *tb = b_f16 ? f16_tensor(ctx, b, b_rows * b_cols) : harness_tensor(ctx, b, 1, b_rows * b_cols);
+    vkf_tensor *ta = harness_f16_tensor(ctx, a, (uint64_t)m * k), *tr = harness_f16_tensor(ctx, r, (uint64_t)m * n);
+    vkf_tensor *tb = b_f16 ? harness_f16_tensor(ctx, b, b_rows * b_cols) : harness_tensor(ctx, b, 1, b_rows * b_cols);
     vkf_tensor *tbias = harness_tensor(ctx, bias, 1, n), *tc = NULL;
     uint64_t cn = (uint64_t)m * n;
     CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &cn, &tc));
@@ -595,7 +570,7 @@ static void run_matmul_act16(vkf_context *ctx, const char *family, uint32_t m, u
     d.residual.tensor = tr, d.activation = VKF_ACTIVATION_GELU, d.alpha = 0.5f;
     CHECK_OK(vkf_cmd_matmul(cmd, &d));
     CHECK_OK(vkf_cmd_submit(cmd));
-    float *got = download_f16(tc, cn), *want = harness_alloc(cn * 4);
+    float *got = harness_download_f16(tc, cn), *want = harness_alloc(cn * 4);
     ref_matmul(want, n, a, k, b, b_cols, b_kn, bias, r, n, m, n, k, 0.5f, (int)VKF_ACTIVATION_GELU);
     char what[160];
     snprintf(what, sizeof what, "%s matmul, F16 activations, B %s%s, m=%u n=%u k=%u", family, b_f16 ? "F16" : "F32",
@@ -668,7 +643,7 @@ static void test_act16(vkf_context *ctx, const vkf_device_info *info)
     uint32_t rows = 7, cols = 100;
     uint64_t n = (uint64_t)rows * cols;
     float *x = harness_random(n, 61), *r = harness_random(n, 62), *g = harness_random(cols, 63), *b = harness_random(cols, 64);
-    vkf_tensor *tx = f16_tensor(ctx, x, n), *tr = f16_tensor(ctx, r, n), *ty = NULL, *ts = NULL;
+    vkf_tensor *tx = harness_f16_tensor(ctx, x, n), *tr = harness_f16_tensor(ctx, r, n), *ty = NULL, *ts = NULL;
     vkf_tensor *tg = harness_tensor(ctx, g, 1, cols), *tb = harness_tensor(ctx, b, 1, cols);
     CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &n, &ty));
     CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_F16, 1, &n, &ts));
@@ -682,7 +657,7 @@ static void test_act16(vkf_context *ctx, const vkf_device_info *info)
     uint32_t vocab = 13, d = 24, tokens = 9;
     int32_t ids[9] = {0, 12, 5, 5, 7, 1, 2, 11, 3};
     float *table = harness_random((uint64_t)vocab * d, 65), *table16 = harness_random((uint64_t)vocab * d, 66);
-    vkf_tensor *tids = NULL, *tt = harness_tensor(ctx, table, vocab, d), *tt16 = f16_tensor(ctx, table16, (uint64_t)vocab * d);
+    vkf_tensor *tids = NULL, *tt = harness_tensor(ctx, table, vocab, d), *tt16 = harness_f16_tensor(ctx, table16, (uint64_t)vocab * d);
     uint64_t nt = tokens, ne = (uint64_t)tokens * d;
     CHECK_OK(vkf_tensor_create(ctx, VKF_DTYPE_I32, 1, &nt, &tids));
     CHECK_OK(vkf_tensor_upload(tids, ids, sizeof ids));
@@ -704,12 +679,12 @@ static void test_act16(vkf_context *ctx, const vkf_device_info *info)
     mm.m = rows, mm.n = rows, mm.k = cols, mm.a.tensor = tx, mm.b.tensor = tr, mm.c.tensor = t32;
     CHECK_FAIL(vkf_cmd_matmul(cmd, &mm), VKF_ERROR_INVALID_ARGUMENT, "C must have");
     CHECK_OK(vkf_cmd_submit(cmd));
-    float *got_y = download_f16(ty, n), *got_s = download_f16(ts, n), *want_y = harness_alloc(n * 4),
+    float *got_y = harness_download_f16(ty, n), *got_s = harness_download_f16(ts, n), *want_y = harness_alloc(n * 4),
           *want_s = harness_alloc(n * 4);
     ref_layernorm(want_y, want_s, x, r, g, b, rows, cols, 1e-5f);
     harness_compare("layernorm, F16 activations: y", got_y, want_y, n, 4e-3, 2e-3);
     harness_compare("layernorm, F16 activations: sum", got_s, want_s, n, 1e-3, 1e-3);
-    float *got_e = download_f16(te, ne), *got_e16 = download_f16(te16, ne), *want_e = harness_alloc(ne * 4);
+    float *got_e = harness_download_f16(te, ne), *got_e16 = harness_download_f16(te16, ne), *want_e = harness_alloc(ne * 4);
     ref_embed(want_e, ids, table, tokens, d, vocab, 2.0f, false, tokens, 0);
     harness_compare("embed into F16 from an F32 table", got_e, want_e, ne, 1e-3, 1e-3);
     ref_embed(want_e, ids, table16, tokens, d, vocab, 2.0f, false, tokens, 0);
@@ -760,9 +735,9 @@ static void run_coopmat(vkf_context *ctx, const char *family, const cm_case *c, 
     float *a = harness_random(na * items, seed), *b = harness_random(nb * items, seed + 1);
     float *bias = harness_random(c->n, seed + 2), *r = harness_random(nc * items, seed + 3);
     round_f16(a, na * items), round_f16(b, nb * items);
-    vkf_tensor *ta = act16 ? f16_tensor(ctx, a, na * items) : harness_tensor(ctx, a, 1, na * items);
-    vkf_tensor *tb = b16 ? f16_tensor(ctx, b, nb * items) : harness_tensor(ctx, b, 1, nb * items);
-    vkf_tensor *tr = act16 ? f16_tensor(ctx, r, nc * items) : harness_tensor(ctx, r, 1, nc * items);
+    vkf_tensor *ta = act16 ? harness_f16_tensor(ctx, a, na * items) : harness_tensor(ctx, a, 1, na * items);
+    vkf_tensor *tb = b16 ? harness_f16_tensor(ctx, b, nb * items) : harness_tensor(ctx, b, 1, nb * items);
+    vkf_tensor *tr = act16 ? harness_f16_tensor(ctx, r, nc * items) : harness_tensor(ctx, r, 1, nc * items);
     vkf_tensor *tbias = harness_tensor(ctx, bias, 1, c->n), *tc = NULL;
     uint64_t cn = nc * items;
     CHECK_OK(vkf_tensor_create(ctx, act16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, 1, &cn, &tc));
@@ -785,7 +760,7 @@ static void run_coopmat(vkf_context *ctx, const char *family, const cm_case *c, 
     CHECK(strncmp(kernel, expect, strlen(expect)) == 0);
     CHECK_OK(vkf_cmd_matmul(cmd, &d));
     CHECK_OK(vkf_cmd_submit(cmd));
-    float *got = act16 ? download_f16(tc, cn) : harness_download(tc), *want = harness_alloc(cn * 4);
+    float *got = act16 ? harness_download_f16(tc, cn) : harness_download(tc), *want = harness_alloc(cn * 4);
     for (uint32_t z = 0; z < items; z++)
         ref_matmul(want + z * nc, c->n, a + z * na, c->k, b + z * nb, c->b_kn ? c->n : c->k, c->b_kn,
                    c->bias ? bias : NULL, c->residual ? r + z * nc : NULL, c->n, c->m, c->n, c->k, c->alpha,
@@ -1289,8 +1264,8 @@ static void run_matmul_i8(vkf_context *ctx, const char *family, const i8_case *c
     for (size_t i = 0; i < tb_n; i++) q[i] = (int8_t)lrintf(noise[i] * 127.0f);
     for (uint32_t j = 0; j < c->n; j++) scale[j] = (1.0f + 0.5f * scale[j]) / 127.0f;
     round_f16(a, ta_n), round_f16(r, tc_n);
-    vkf_tensor *ta = act16 ? f16_tensor(ctx, a, ta_n) : harness_tensor(ctx, a, 1, ta_n);
-    vkf_tensor *tr = act16 ? f16_tensor(ctx, r, tc_n) : harness_tensor(ctx, r, 1, tc_n);
+    vkf_tensor *ta = act16 ? harness_f16_tensor(ctx, a, ta_n) : harness_tensor(ctx, a, 1, ta_n);
+    vkf_tensor *tr = act16 ? harness_f16_tensor(ctx, r, tc_n) : harness_tensor(ctx, r, 1, tc_n);
     vkf_tensor *tbias = harness_tensor(ctx, bias, 1, c->n), *tscale = harness_tensor(ctx, scale, 1, c->n);
     vkf_tensor *tb = NULL, *tc = NULL;
     uint64_t shape_b = tb_n, shape_c = tc_n;
@@ -1327,7 +1302,7 @@ static void run_matmul_i8(vkf_context *ctx, const char *family, const i8_case *c
     d.activation = c->act;
     CHECK_OK(vkf_cmd_matmul(cmd, &d));
     CHECK_OK(vkf_cmd_submit(cmd));
-    float *got = act16 ? download_f16(tc, tc_n) : harness_download(tc);
+    float *got = act16 ? harness_download_f16(tc, tc_n) : harness_download(tc);
     float *want = harness_alloc(tc_n * 4);
     for (size_t i = 0; i < tc_n; i++) want[i] = 1234.0f;
     for (uint32_t z = 0; z < items; z++)
