@@ -141,6 +141,9 @@ void vkf_gen_plan_free(vkf_gen_plan *p);
 uint64_t vkf_gen_plan_bytes(const vkf_gen_plan *p);
 /* Drops the decoder's plan (recordings bake in attention, seed and flags). */
 void vkf_decoder_reset(vkf_decoder *d);
+/* Ids per beam_partial.comp chunk for a vocabulary of `vocab`: at most 32 chunks per row,
+ * of at least 512 ids. */
+uint32_t vkf_beam_topk_chunk(uint32_t vocab);
 
 /* ------------------------------------------------------------------ greedy.c, beam.c */
 

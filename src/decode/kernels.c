@@ -103,9 +103,7 @@ vkf_status vkf_cmd_step_kernels(vkf_cmd *cmd, const vkf_step_kernels_desc *d)
     so.temperature = 0.7f, so.top_k = 50, so.top_p = 0.9f;
     VKF_TRY(vkf_op_sample(cmd, logits, state, ids, tokens, R, V, steps, &so, 0));
     if (beams > 1) {
-        /* beam_partial.comp's chunks: as generation plans cut the vocabulary (plan.c) */
-        uint32_t chunk = (uint32_t)vkf_div_up(V, 32);
-        chunk = chunk < 512 ? 512 : chunk;
+        uint32_t chunk = vkf_beam_topk_chunk(V); /* as generation plans cut the vocabulary */
         uint64_t parts = (uint64_t)R * vkf_div_up(V, chunk);
         uint32_t n_cand = 2 * beams;
         vkf_tensor *beam_scores, *stats, *cand_x, *cand_id, *cand_scores, *cand_ids;

@@ -134,6 +134,12 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_arch *a, vkf_gen_plan *p, vkf
     return vkf_op_advance(cmd, p->state);
 }
 
+uint32_t vkf_beam_topk_chunk(uint32_t vocab)
+{
+    uint32_t chunk = (uint32_t)vkf_div_up(vocab, 32);
+    return chunk < 512 ? 512 : chunk;
+}
+
 vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t S, uint32_t steps,
                               const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
                               const vkf_proc *proc, vkf_gen_plan **out)
@@ -190,10 +196,8 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, 1, B, &p->beam_scores);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, sources, p->n_cand, &p->cand_scores);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, sources, p->n_cand, &p->cand_ids);
-        /* beam_partial.comp's chunks: at most 32 per row, of at least 512 ids */
-        uint32_t V = s->tgt_vocab, chunk = (uint32_t)vkf_div_up(V, 32);
-        p->topk_chunk = chunk < 512 ? 512 : chunk;
-        p->topk_chunks = (uint32_t)vkf_div_up(V, p->topk_chunk);
+        p->topk_chunk = vkf_beam_topk_chunk(s->tgt_vocab);
+        p->topk_chunks = (uint32_t)vkf_div_up(s->tgt_vocab, p->topk_chunk);
         uint64_t parts = (uint64_t)B * p->topk_chunks;
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, parts, 2, &p->topk_stats);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, parts, p->n_cand, &p->topk_x);
