@@ -30,6 +30,7 @@
 #include <string.h>
 
 #define MAX_CACHED_PLANS 16
+#define MAX_BATCH 1024 /* vkf_scheduler_options.max_batch's bound: rows of a group, requests of an admission */
 
 typedef struct request {
     uint64_t id;
@@ -428,7 +429,7 @@ static vkf_status move_rows(vkf_tensor *src, uint32_t rows, const uint32_t *idx,
  * row of every step. The ended requests (answered) are freed. */
 static vkf_status group_compact(vkf_scheduler *s, group *g)
 {
-    uint32_t m = 0, idx[1024];
+    uint32_t m = 0, idx[MAX_BATCH];
     for (uint32_t b = 0; b < g->rows; b++)
         if (!g->req[b]->answered) idx[m++] = b;
     vkf_gen_plan *p = g->p, *np = NULL;
@@ -488,7 +489,7 @@ static bool group_step(vkf_scheduler *s, group *g)
     vkf_gen_plan *p = g->p;
     const vkf_decode_call *c = &g->c;
     /* cancelled rows first: they are answered at this boundary */
-    bool cancelled[1024];
+    bool cancelled[MAX_BATCH];
     pthread_mutex_lock(&s->mu);
     for (uint32_t b = 0; b < g->rows; b++) cancelled[b] = g->req[b]->cancelled;
     pthread_mutex_unlock(&s->mu);
@@ -496,7 +497,7 @@ static bool group_step(vkf_scheduler *s, group *g)
         if (!g->req[b]->answered && cancelled[b]) answer_row(s, g, b, VKF_ERROR_STATE, "cancelled");
     if (g->alive == 0) return false;
     double t0 = vkf_now_ms();
-    int32_t ids[1024];
+    int32_t ids[MAX_BATCH];
     if (s->fault_step && s->stats.steps + 1 == s->fault_step) /* tests: a lost device */
         vkf_test_inject_fault(s->a->ctx, "vkQueueSubmit", VK_ERROR_DEVICE_LOST);
     vkf_status st = vkf_cmd_submit(p->step);
@@ -611,7 +612,7 @@ static bool admit_now(vkf_scheduler *s, const request *head)
 static void *scheduler_main(void *arg)
 {
     vkf_scheduler *s = arg;
-    request *batch[1024];
+    request *batch[MAX_BATCH];
     for (;;) {
         request *whole = NULL, *dropped = NULL;
         uint32_t n = 0;
@@ -738,7 +739,7 @@ vkf_status vkf_scheduler_create(vkf_model *model, const vkf_scheduler_options *o
     vkf_scheduler_options o;
     vkf_scheduler_options_init(&o);
     if (options) o = *options;
-    if (o.max_batch < 1 || o.max_batch > 1024 || o.max_groups < 1 || o.max_groups > 64)
+    if (o.max_batch < 1 || o.max_batch > MAX_BATCH || o.max_groups < 1 || o.max_groups > 64)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_scheduler_create: max_batch %u (1..1024) or max_groups %u "
                         "(1..64) out of range", o.max_batch, o.max_groups);
     vkf_scheduler *s = calloc(1, sizeof *s);
