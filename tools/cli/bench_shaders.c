@@ -368,6 +368,25 @@ static int run_bench_shaders(const options *o)
         fprintf(stderr, "vkformer: bench shaders: \"%s\" (%s) has no VK_KHR_pipeline_executable_properties: pipelines "
                 "are listed without statistics\n", info.name, driver);
     st = record_model(R, p, B, S, T, beam);
+    /* The default batch halves until the preset's largest tensor fits one shader
+     * binding (lavapipe 22.3's 128 MiB: Whisper-small's encoder FFN at batch 8),
+     * on a fresh context so that no pipeline is attributed to the larger batch. */
+    while (st == VKF_ERROR_TOO_LARGE && !cli_given(o, "--batch") && B > 1) {
+        fprintf(stderr, "vkformer: bench shaders: batch %u: %s; trying batch %u (--batch sets it)\n", B,
+                vkf_last_error(), B / 2);
+        B /= 2;
+        int closed = close_context(R->ctx, 0);
+        memset(R, 0, sizeof *R);
+        st = closed ? VKF_OK : vkf_context_create(&co, &R->ctx);
+        if (closed || st != VKF_OK) {
+            free(R);
+            return closed ? closed : fail(st);
+        }
+        R->weights = f16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+        R->act = f16 && !p->f32_activations ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+        R->max_binding = info.max_storage_buffer_range;
+        st = record_model(R, p, B, S, T, beam);
+    }
     if (st != VKF_OK) {
         fprintf(stderr, "vkformer: bench shaders: %s\n", vkf_last_error());
         int code = exit_code_for(st);
@@ -484,7 +503,8 @@ int cmd_bench_shaders(int argc, char **argv)
     static const cli_option table[] = {
         {"--preset", CLI_STRING, CLI_OFF(preset), 0, 0, "base|nllb|flan-t5-base|whisper-small",
          "the model's shapes (default base)", NULL},
-        {"--batch", CLI_COUNT, CLI_OFF(batch), 1, 256, "B", "sources per batch (default 8)", NULL},
+        {"--batch", CLI_COUNT, CLI_OFF(batch), 1, 256, "B",
+         "sources per batch (default 8, halved until the largest tensor fits one binding)", NULL},
         {"--src-len", CLI_COUNT, CLI_OFF(src_len), 1, 4096, "S", "source tokens (default 128; Whisper: 1500 frames)",
          NULL},
         {"--tgt-len", CLI_COUNT, CLI_OFF(tgt_len), 1, 4096, "T", "target tokens and decode steps (default 128)", NULL},
