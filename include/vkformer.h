@@ -1286,6 +1286,27 @@ VKF_API vkf_status vkf_model_transcribe(vkf_model *model, const float *samples, 
                                         const vkf_transcribe_options *options, vkf_transcript **out_transcript);
 VKF_API void vkf_transcript_free(vkf_transcript *transcript);
 
+/* The same transcription one window at a time, so that a caller (vkformer
+ * serve) can interleave a long recording's 30-second windows with other work.
+ * vkf_transcription_begin does what vkf_model_transcribe does before the first
+ * window (the checks, the recording's features, language detection, the
+ * prompt; the samples are not needed after it). Each vkf_transcription_next
+ * decodes one window and adds its segments, with their texts; *out_done is true
+ * once the recording is done (a call after that adds nothing).
+ * vkf_transcription_progress: the transcript so far (segments and ids; its
+ * `text` stays NULL until finish), owned by the transcription.
+ * vkf_transcription_finish (after out_done): the transcript, as
+ * vkf_model_transcribe gives it (free it with vkf_transcript_free); the
+ * transcription is freed, and on an error too. vkf_model_transcribe is begin,
+ * next until done, finish. After an error of next, only free applies. */
+typedef struct vkf_transcription vkf_transcription;
+VKF_API vkf_status vkf_transcription_begin(vkf_model *model, const float *samples, uint64_t count,
+                                           const vkf_transcribe_options *options, vkf_transcription **out);
+VKF_API vkf_status vkf_transcription_next(vkf_transcription *transcription, bool *out_done);
+VKF_API const vkf_transcript *vkf_transcription_progress(const vkf_transcription *transcription);
+VKF_API vkf_status vkf_transcription_finish(vkf_transcription *transcription, vkf_transcript **out_transcript);
+VKF_API void vkf_transcription_free(vkf_transcription *transcription);
+
 /* ------------------------------------------------------------------ transcription in a device pool (issue 30) */
 
 /* A pool of a Whisper model (vkf_pool_create on its folder; each device's warm-up

@@ -192,12 +192,44 @@ static vkf_status detect_language(vkf_arch *a, const vkf_whisper_gen *g, const f
     return st;
 }
 
-vkf_status vkf_model_transcribe(vkf_model *m, const float *samples, uint64_t count,
-                                const vkf_transcribe_options *options, vkf_transcript **out)
+/* A recording under transcription: what vkf_transcription_begin settled (the
+ * features, the prompt, the decode options) and how far the windows have gone. */
+struct vkf_transcription {
+    vkf_arch *a;
+    vkf_decoder *d;
+    const vkf_whisper_gen *g;
+    vkf_transcribe_options o;
+    vkf_transcript *t;                  /* under construction; handed out by finish */
+    builder b;
+    float *feats, *window;              /* (M, total) the recording's features; (M, F) one window */
+    uint32_t M, F;
+    uint64_t total, seek;
+    uint32_t texts;                     /* segments whose text is decoded */
+    int32_t init[VKF_WHISPER_MAX_FORCED + 4];
+    uint32_t n_init;
+    const int32_t *prefix_ids[1];
+    uint32_t prefix_len[1];
+    vkf_sequences prefix;
+    vkf_generate_options go;
+    vkf_audio_rules rules;
+    int32_t tb_split;
+    int32_t *ids;                       /* (max_new + 1) one window's tokens */
+};
+
+void vkf_transcription_free(vkf_transcription *x)
 {
-    static const char fn[] = "vkf_model_transcribe";
+    if (!x) return;
+    vkf_transcript_free(x->t);
+    free(x->ids), free(x->feats), free(x->window);
+    free(x);
+}
+
+/* vkf_transcription_begin, its errors named after fn (the public call) */
+static vkf_status begin(const char *fn, vkf_model *m, const float *samples, uint64_t count,
+                        const vkf_transcribe_options *options, vkf_transcription **out)
+{
     if (out) *out = NULL;
-    if (!m || !out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, m ? "out_transcript" : "model");
+    if (!m || !out) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, m ? "out" : "model");
     vkf_arch *a;
     vkf_decoder *d;
     const vkf_family_model *fm;
@@ -239,17 +271,22 @@ vkf_status vkf_model_transcribe(vkf_model *m, const float *samples, uint64_t cou
         return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %llu samples (%.0f s) are more than the %u (%.0f s) transcribed at "
                         "once", fn, (unsigned long long)count, (double)count / mel->sample_rate, MAX_SAMPLES,
                         (double)MAX_SAMPLES / mel->sample_rate);
-    vkf_transcript *t = calloc(1, sizeof *t);
-    if (!t) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    builder b = {t, 0, 0};
+    vkf_transcription *x = calloc(1, sizeof *x);
+    vkf_transcript *t = x ? calloc(1, sizeof *t) : NULL;
+    if (!t) {
+        free(x);
+        return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    x->a = a, x->d = d, x->g = g, x->o = o, x->t = t, x->b = (builder){t, 0, 0}, x->M = M, x->F = F;
     t->language_id = -1;
     t->seconds = (double)count / mel->sample_rate;
     /* the features: one padded window, or the whole recording */
     vkf_mel_spec whole = *mel;
     bool shortform = count <= mel->n_samples;
     if (!shortform) whole.n_samples = (uint32_t)count, whole.frames = (uint32_t)(count / mel->hop);
-    const uint64_t total = whole.frames;
-    float *feats = malloc((size_t)M * total * sizeof *feats), *window = malloc((size_t)M * F * sizeof *window);
+    const uint64_t total = x->total = whole.frames;
+    x->feats = malloc((size_t)M * total * sizeof *x->feats), x->window = malloc((size_t)M * F * sizeof *x->window);
+    float *feats = x->feats, *window = x->window;
     vkf_status st = feats && window ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for features");
     if (st == VKF_OK) st = vkf_mel_features(&whole, samples, count, feats);
     bool timestamps = o.timestamps < 0 ? g->return_timestamps : o.timestamps == 1;
@@ -263,7 +300,7 @@ vkf_status vkf_model_transcribe(vkf_model *m, const float *samples, uint64_t cou
                       shortform ? "" : " (audio longer than one window needs them)");
     t->timestamps = timestamps;
     /* _retrieve_init_tokens */
-    int32_t init[VKF_WHISPER_MAX_FORCED + 4];
+    int32_t *init = x->init;
     uint32_t n_init = 0;
     init[n_init++] = g->sot;
     if (!language && !task)
@@ -295,7 +332,7 @@ vkf_status vkf_model_transcribe(vkf_model *m, const float *samples, uint64_t cou
     uint32_t w = 0;
     for (uint32_t i = 0; i < n_init; i++)
         if (init[i] >= 0) init[w++] = init[i];
-    n_init = w;
+    n_init = x->n_init = w;
     for (uint32_t i = 0; i < n_init && i < 8; i++) t->prompt[i] = init[i];
     t->n_prompt = n_init < 8 ? n_init : 8;
     if (n_init > 1 && lang >= 0) t->language_id = lang;
@@ -318,49 +355,87 @@ vkf_status vkf_model_transcribe(vkf_model *m, const float *samples, uint64_t cou
             else max_new = (uint32_t)(max_length - n_init);
         }
     }
-    vkf_generate_options go = fm->defaults;
-    if (o.beams) go.beams = o.beams, go.n_best = 1;
-    go.n_best = 1;
-    go.sample = false; /* generate_with_fallback: temperature None is greedy (or beams), whatever do_sample says */
-    go.max_new = max_new;
-    go.on_tokens = NULL, go.on_progress = NULL;
-    const int32_t *prefix_ids[1] = {init + 1};
-    uint32_t prefix_len[1] = {n_init - 1};
-    vkf_sequences prefix = {1, prefix_ids, prefix_len};
-    go.target_prefix = &prefix;
+    vkf_generate_options *go = &x->go;
+    *go = fm->defaults;
+    if (o.beams) go->beams = o.beams;
+    go->n_best = 1;
+    go->sample = false; /* generate_with_fallback: temperature None is greedy (or beams), whatever do_sample says */
+    go->max_new = max_new;
+    go->on_tokens = NULL, go->on_progress = NULL;
+    x->prefix_ids[0] = x->init + 1, x->prefix_len[0] = n_init - 1;
+    x->prefix = (vkf_sequences){1, x->prefix_ids, x->prefix_len};
+    go->target_prefix = &x->prefix;
     const int32_t tb = timestamps ? g->no_timestamps + 1 : 0;
-    const int32_t tb_split = g->no_timestamps >= 0 ? g->no_timestamps + 1 : (int32_t)a->spec.tgt_vocab + 1;
-    vkf_audio_rules rules = {g->begin_suppress, g->n_begin, tb, g->no_timestamps, g->max_initial, g->eos};
-    int32_t *ids = malloc(((size_t)max_new + 1) * sizeof *ids);
-    if (st == VKF_OK && !ids) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    /* the windows */
-    uint64_t seek = 0;
-    while (st == VKF_OK && seek < total) {
-        uint32_t num = total - seek < F ? (uint32_t)(total - seek) : F;
-        if (o.on_progress) o.on_progress(o.on_progress_user, (double)seek * FEATURE_PRECISION, t->seconds);
-        cut_window(feats, M, total, seek, num, F, window);
+    x->tb_split = g->no_timestamps >= 0 ? g->no_timestamps + 1 : (int32_t)a->spec.tgt_vocab + 1;
+    x->rules = (vkf_audio_rules){g->begin_suppress, g->n_begin, tb, g->no_timestamps, g->max_initial, g->eos};
+    x->ids = malloc(((size_t)max_new + 1) * sizeof *x->ids);
+    if (st == VKF_OK && !x->ids) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (st != VKF_OK) {
+        vkf_transcription_free(x);
+        return st;
+    }
+    *out = x;
+    return VKF_OK;
+}
+
+vkf_status vkf_transcription_begin(vkf_model *model, const float *samples, uint64_t count,
+                                   const vkf_transcribe_options *options, vkf_transcription **out)
+{
+    return begin("vkf_transcription_begin", model, samples, count, options, out);
+}
+
+vkf_status vkf_transcription_next(vkf_transcription *x, bool *out_done)
+{
+    static const char fn[] = "vkf_transcription_next";
+    if (!x || !out_done)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, x ? "out_done" : "transcription");
+    vkf_transcript *t = x->t;
+    if (x->seek < x->total) {
+        uint32_t num = x->total - x->seek < x->F ? (uint32_t)(x->total - x->seek) : x->F;
+        if (x->o.on_progress)
+            x->o.on_progress(x->o.on_progress_user, (double)x->seek * FEATURE_PRECISION, t->seconds);
+        cut_window(x->feats, x->M, x->total, x->seek, num, x->F, x->window);
         uint32_t n = 0;
         float score;
-        st = vkf_decode_generate_audio(a, d, window, 1, &go, &rules, ids, &n, &score);
-        if (st != VKF_OK) break;
+        VKF_TRY(vkf_decode_generate_audio(x->a, x->d, x->window, 1, &x->go, &x->rules, x->ids, &n, &score));
         t->windows++;
         uint32_t offset = num;
-        double time_offset = (double)seek * TIME_PRECISION / INPUT_STRIDE;
+        double time_offset = (double)x->seek * TIME_PRECISION / INPUT_STRIDE;
         /* with or without the timestamp rules, generate() splits at timestamp ids (a
          * model may emit them after <|notimestamps|> too); none past the vocabulary */
-        st = split_window(&b, ids, n, tb_split, time_offset, num, &offset);
-        seek += offset;
+        VKF_TRY(split_window(&x->b, x->ids, n, x->tb_split, time_offset, num, &offset));
+        x->seek += offset;
     }
+    /* the new segments' texts */
+    for (; x->g->text && x->texts < t->n_segments; x->texts++) {
+        vkf_segment *s = &t->segments[x->texts];
+        size_t len = 0;
+        VKF_TRY(vkf_bpe_decode(x->g->text, t->ids + s->first, s->count, true, &s->text, &len));
+    }
+    *out_done = x->seek >= x->total;
+    return VKF_OK;
+}
+
+const vkf_transcript *vkf_transcription_progress(const vkf_transcription *x)
+{
+    return x ? x->t : NULL;
+}
+
+vkf_status vkf_transcription_finish(vkf_transcription *x, vkf_transcript **out)
+{
+    static const char fn[] = "vkf_transcription_finish";
+    if (out) *out = NULL;
+    vkf_status st = VKF_OK;
+    if (!x || !out)
+        st = vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, x ? "out_transcript" : "transcription");
+    else if (x->seek < x->total || x->texts < (x->g->text ? x->t->n_segments : 0))
+        st = vkf_fail(VKF_ERROR_STATE, "%s: the recording is not done (vkf_transcription_next until out_done)", fn);
+    vkf_transcript *t = x ? x->t : NULL;
     /* texts */
-    if (st == VKF_OK && g->text) {
+    if (st == VKF_OK && x->g->text) {
         size_t total_len = 1, used = 0;
-        for (uint32_t i = 0; st == VKF_OK && i < t->n_segments; i++) {
-            vkf_segment *s = &t->segments[i];
-            size_t len = 0;
-            st = vkf_bpe_decode(g->text, t->ids + s->first, s->count, true, &s->text, &len);
-            total_len += len;
-        }
-        if (st == VKF_OK && !(t->text = malloc(total_len))) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        for (uint32_t i = 0; i < t->n_segments; i++) total_len += strlen(t->segments[i].text);
+        if (!(t->text = malloc(total_len))) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         for (uint32_t i = 0; st == VKF_OK && i < t->n_segments; i++) {
             size_t len = strlen(t->segments[i].text);
             memcpy(t->text + used, t->segments[i].text, len);
@@ -368,11 +443,27 @@ vkf_status vkf_model_transcribe(vkf_model *m, const float *samples, uint64_t cou
         }
         if (st == VKF_OK) t->text[used] = 0;
     }
-    free(ids), free(feats), free(window);
     if (st != VKF_OK) {
-        vkf_transcript_free(t);
+        vkf_transcription_free(x);
         return st;
     }
+    x->t = NULL;
+    vkf_transcription_free(x);
     *out = t;
     return VKF_OK;
+}
+
+vkf_status vkf_model_transcribe(vkf_model *m, const float *samples, uint64_t count,
+                                const vkf_transcribe_options *options, vkf_transcript **out)
+{
+    vkf_transcription *x = NULL;
+    VKF_TRY(begin("vkf_model_transcribe", m, samples, count, options, &x));
+    bool done = false;
+    vkf_status st = VKF_OK;
+    while (st == VKF_OK && !done) st = vkf_transcription_next(x, &done);
+    if (st != VKF_OK) {
+        vkf_transcription_free(x);
+        return st;
+    }
+    return vkf_transcription_finish(x, out);
 }
