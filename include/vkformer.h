@@ -1225,6 +1225,10 @@ VKF_API vkf_status vkf_pool_validation_counts(vkf_pool *pool, uint32_t *out_erro
 /* Progress of vkf_model_transcribe: called before each window is decoded, with
  * the seconds of audio decoded so far (the window's start) and the audio's length. */
 typedef void (*vkf_transcribe_progress_fn)(void *user, double done_seconds, double total_seconds);
+/* Called after each window is decoded, with the transcript so far: its segments
+ * with their texts (`text` is NULL until the end); valid during the call. */
+typedef struct vkf_transcript vkf_transcript;
+typedef void (*vkf_transcribe_window_fn)(void *user, const vkf_transcript *so_far);
 
 /* How vkf_model_transcribe works; vkf_transcribe_options_init fills the defaults
  * and new fields are only appended. */
@@ -1244,6 +1248,8 @@ typedef struct vkf_transcribe_options {
     uint32_t beams;
     vkf_transcribe_progress_fn on_progress; /* NULL (init): none */
     void *on_progress_user;
+    vkf_transcribe_window_fn on_window;     /* NULL (init): none */
+    void *on_window_user;
 } vkf_transcribe_options;
 VKF_API void vkf_transcribe_options_init(vkf_transcribe_options *options);
 
@@ -1256,7 +1262,7 @@ typedef struct vkf_segment {
     char *text;
 } vkf_segment;
 
-typedef struct vkf_transcript {
+struct vkf_transcript {
     int32_t language_id;                /* the language token used, -1: none */
     char language[16];                  /* its code ("en"), "" when none */
     bool language_detected;             /* the language came from detection */
@@ -1270,7 +1276,7 @@ typedef struct vkf_transcript {
     uint32_t n_segments;
     vkf_segment *segments;
     char *text;                         /* the segments' texts joined, NULL without tokenizer */
-} vkf_transcript;
+};
 
 /* Whisper models (family "whisper"; else VKF_ERROR_STATE): transcribes or
  * translates `count` mono float32 samples at the model's sample_rate (16000 Hz)

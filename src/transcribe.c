@@ -205,6 +205,7 @@ struct vkf_transcription {
     uint32_t M, F;
     uint64_t total, seek;
     uint32_t texts;                     /* segments whose text is decoded */
+    uint32_t windows_told;              /* windows on_window has been called for */
     int32_t init[VKF_WHISPER_MAX_FORCED + 4];
     uint32_t n_init;
     const int32_t *prefix_ids[1];
@@ -411,6 +412,10 @@ vkf_status vkf_transcription_next(vkf_transcription *x, bool *out_done)
         vkf_segment *s = &t->segments[x->texts];
         size_t len = 0;
         VKF_TRY(vkf_bpe_decode(x->g->text, t->ids + s->first, s->count, true, &s->text, &len));
+    }
+    if (x->o.on_window && t->windows > x->windows_told) {
+        x->windows_told = t->windows;
+        x->o.on_window(x->o.on_window_user, t);
     }
     *out_done = x->seek >= x->total;
     return VKF_OK;

@@ -31,6 +31,7 @@ On random-weight folders written by tests/gen_whisper.py (hub and save_pretraine
     model): one line, exit 1 or 2.
 The device is whatever VK_ICD_FILENAMES selects; the validation layer is on (VKFORMER_VALIDATE=1).
 """
+import ctypes
 import json
 import os
 import shutil
@@ -354,6 +355,37 @@ def check_transcribe(tmp, quick, binding):
             want, _ = transcribe_cli(folder, clips[1][1], ("--timestamps",))
             same = want is not None and same_segments(r["segments"], want["segments"])
             check(same, "binding: Model.transcribe(array) equals the CLI (%d segments)" % len(r["segments"]))
+            # one window at a time: Model.transcribe_windows (vkf_transcription_*) and the
+            # on_window callback of vkf_model_transcribe
+            steps = list(m.transcribe_windows(clips[1][2], timestamps=True))
+            whole = m.transcribe(clips[1][2], timestamps=True)
+            check(len(steps) == whole["windows"] > 1 and steps[-1] == whole and
+                  all(s["text"] is None and s["windows"] == i + 1 for i, s in enumerate(steps[:-1])) and
+                  all(a["segments"] == b["segments"][:len(a["segments"])] for a, b in zip(steps, steps[1:])),
+                  "binding: transcribe_windows yields the transcript after each of %d windows, the last equal to "
+                  "transcribe" % whole["windows"], "%d yields: %s" % (len(steps), [s["windows"] for s in steps]))
+            seen = []
+            cb = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(vkformer._Transcript))(
+                lambda user, t: seen.append(vkformer._transcript_dict(t.contents)))
+            o = vkformer._transcribe_options(m._lib, None, None, True, None)
+            o.on_window = ctypes.cast(cb, ctypes.c_void_p)
+            a = np.ascontiguousarray(clips[1][2], dtype=np.float32)
+            t = ctypes.POINTER(vkformer._Transcript)()
+            st = m._lib.vkf_model_transcribe(m._live(), a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), a.size,
+                                             ctypes.byref(o), ctypes.byref(t))
+            got = vkformer._transcript(m._lib, t) if st == 0 else None
+            check(got == whole and len(seen) == whole["windows"] and seen[-1]["segments"] == whole["segments"] and
+                  all(s["windows"] == i + 1 and s["text"] is None for i, s in enumerate(seen)),
+                  "vkf_model_transcribe's on_window is called once per window with the segments so far (%d calls)" %
+                  len(seen))
+            x, done, t = ctypes.c_void_p(), ctypes.c_bool(False), ctypes.POINTER(vkformer._Transcript)()
+            st1 = m._lib.vkf_transcription_begin(m._live(), a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), a.size,
+                                                 ctypes.byref(o), ctypes.byref(x))
+            st2 = m._lib.vkf_transcription_next(x, ctypes.byref(done)) if st1 == 0 else -1
+            st3 = m._lib.vkf_transcription_finish(x, ctypes.byref(t)) if st2 == 0 else -1
+            message = m._lib.vkf_last_error().decode()
+            check(st1 == 0 and st2 == 0 and not done.value and st3 != 0 and "not done" in message and not t,
+                  "vkf_transcription_finish before the last window fails: %s" % message)
             r2 = m.transcribe(clips[0][1], language="de", beams=2)
             w2 = whisper_ref.transcribe(whisper_ref.load_folder(folder), folder, clips[0][2], language="de", beams=2)
             check(r2["prompt"] == w2["prompt"] and same_segments(r2["segments"], w2["segments"]) and

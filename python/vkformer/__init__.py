@@ -315,7 +315,8 @@ _SIGNATURES = {
 class _TranscribeOptions(ctypes.Structure):
     """vkf_transcribe_options."""
     _fields_ = [("language", ctypes.c_char_p), ("task", ctypes.c_char_p), ("timestamps", ctypes.c_int),
-                ("beams", ctypes.c_uint32), ("on_progress", ctypes.c_void_p), ("on_progress_user", ctypes.c_void_p)]
+                ("beams", ctypes.c_uint32), ("on_progress", ctypes.c_void_p), ("on_progress_user", ctypes.c_void_p),
+                ("on_window", ctypes.c_void_p), ("on_window_user", ctypes.c_void_p)]
 
 
 class _Segment(ctypes.Structure):
@@ -338,6 +339,12 @@ _SIGNATURES.update({
     "vkf_model_transcribe": (_STATUS, [_P, ctypes.POINTER(ctypes.c_float), ctypes.c_uint64,
                                        ctypes.POINTER(_TranscribeOptions), ctypes.POINTER(ctypes.POINTER(_Transcript))]),
     "vkf_transcript_free": (None, [ctypes.POINTER(_Transcript)]),
+    "vkf_transcription_begin": (_STATUS, [_P, ctypes.POINTER(ctypes.c_float), ctypes.c_uint64,
+                                          ctypes.POINTER(_TranscribeOptions), ctypes.POINTER(_P)]),
+    "vkf_transcription_next": (_STATUS, [_P, ctypes.POINTER(ctypes.c_bool)]),
+    "vkf_transcription_progress": (ctypes.POINTER(_Transcript), [_P]),
+    "vkf_transcription_finish": (_STATUS, [_P, ctypes.POINTER(ctypes.POINTER(_Transcript))]),
+    "vkf_transcription_free": (None, [_P]),
     "vkf_pool_submit_transcribe": (_STATUS, [_P, ctypes.POINTER(ctypes.c_float), ctypes.c_uint64,
                                              ctypes.POINTER(_TranscribeOptions), ctypes.POINTER(ctypes.c_uint64)]),
     "vkf_pool_collect_transcript": (_STATUS, [_P, ctypes.c_uint64, ctypes.POINTER(ctypes.POINTER(_Transcript)),
@@ -355,20 +362,24 @@ def _transcribe_options(lib, language, task, timestamps, beams):
     return o
 
 
+def _transcript_dict(r):
+    """The dict of a vkf_transcript's contents."""
+    ids = [r.ids[i] for i in range(r.n_ids)]
+    segments = []
+    for i in range(r.n_segments):
+        g = r.segments[i]
+        segments.append({"start": g.start, "end": g.end, "ids": ids[g.first:g.first + g.count],
+                         "text": g.text.decode("utf-8", "replace") if g.text is not None else None})
+    return {"text": r.text.decode("utf-8", "replace") if r.text is not None else None,
+            "language": r.language.decode() or None, "language_detected": bool(r.language_detected),
+            "prompt": list(r.prompt[:r.n_prompt]), "timestamps": bool(r.timestamps), "windows": r.windows,
+            "seconds": r.seconds, "ids": ids, "segments": segments}
+
+
 def _transcript(lib, t):
     """The dict of a vkf_transcript (freed here)."""
     try:
-        r = t.contents
-        ids = [r.ids[i] for i in range(r.n_ids)]
-        segments = []
-        for i in range(r.n_segments):
-            g = r.segments[i]
-            segments.append({"start": g.start, "end": g.end, "ids": ids[g.first:g.first + g.count],
-                             "text": g.text.decode("utf-8", "replace") if g.text is not None else None})
-        return {"text": r.text.decode("utf-8", "replace") if r.text is not None else None,
-                "language": r.language.decode() or None, "language_detected": bool(r.language_detected),
-                "prompt": list(r.prompt[:r.n_prompt]), "timestamps": bool(r.timestamps), "windows": r.windows,
-                "seconds": r.seconds, "ids": ids, "segments": segments}
+        return _transcript_dict(t.contents)
     finally:
         lib.vkf_transcript_free(t)
 
@@ -1118,6 +1129,33 @@ class Model:
         _check(self._lib, self._lib.vkf_model_transcribe(self._live(), a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
                                                          a.size, ctypes.byref(o), ctypes.byref(t)))
         return _transcript(self._lib, t)
+
+    def transcribe_windows(self, audio, language=None, task=None, timestamps=None, beams=None):
+        """Whisper: transcribe one 30-second window at a time (vkf_transcription_next),
+        a generator of the transcript so far after each window, as transcribe's
+        dict ("text" None and "windows" the windows so far until the last, which
+        is transcribe's whole answer)."""
+        a = _Audio([audio], self.config.sample_rate, self._lib).arrays[0]
+        o = _transcribe_options(self._lib, language, task, timestamps, beams)
+        lib = self._lib
+        x = _P()
+        _check(lib, lib.vkf_transcription_begin(self._live(), a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                                a.size, ctypes.byref(o), ctypes.byref(x)))
+        try:
+            done = ctypes.c_bool(False)
+            while True:
+                _check(lib, lib.vkf_transcription_next(x, ctypes.byref(done)))
+                if done.value:
+                    break
+                yield _transcript_dict(lib.vkf_transcription_progress(x).contents)
+            t = ctypes.POINTER(_Transcript)()
+            st = lib.vkf_transcription_finish(x, ctypes.byref(t))
+            x = None  # finish frees it, on an error too
+            _check(lib, st)
+            yield _transcript(lib, t)
+        finally:
+            if x:
+                lib.vkf_transcription_free(x)
 
     def forward_features(self, features, tgt):
         """The same from features: (audio_mels, audio_frames) with one target, or
