@@ -41,7 +41,11 @@ layout(set = 0, binding = 0) readonly buffer BufQ { IO_T q[]; };
 layout(set = 0, binding = 1) readonly buffer BufK { IO_T k[]; };
 layout(set = 0, binding = 2) readonly buffer BufV { IO_T v[]; };
 layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch) I32, or the dummy
+#ifdef SPLIT_K
+layout(set = 0, binding = 4) writeonly buffer BufOut { float outv[]; };   // split-K partials (attention_io.glsl)
+#else
 layout(set = 0, binding = 4) writeonly buffer BufOut { IO_T outv[]; };   // (batch * lq, heads * head_dim)
+#endif
 layout(set = 0, binding = 5) readonly buffer BufTable { int table[]; };   // BIGBIRD's table, or the dummy
 layout(set = 0, binding = 6) readonly buffer BufBias { float rel_bias[]; };   // relative position bias, or the dummy
 layout(set = 0, binding = 7) readonly buffer BufGlobal { IO_T gkv[]; };   // TGLOBAL's global keys and values, or the dummy
@@ -143,7 +147,8 @@ void main()
     [[unroll]] for (uint qq = 0u; qq < TQ; qq++) {
         uint i = i0 + r + WG * qq;
         if (i >= pc.lq) continue;
-        float inv = l[qq] > 0.0 ? 1.0 / l[qq] : 0.0;    // a fully masked row: zeros
+        float inv = out_scale(l[qq]);                   // a fully masked row: zeros
+        store_stats(i, m[qq], l[qq]);
         [[unroll]] for (uint c4 = 0u; c4 < D4; c4++) store_out(i, c4, acc[qq * D4 + c4] * inv);
     }
 }

@@ -10,6 +10,7 @@
 // the tile then advances the bucket's start by the tile's count. BINS (nb + 1 of
 // the plan) is the histogram's size; the host checks it fits shared memory.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -58,12 +59,14 @@ void main()
         tile_key[tid] = key;
         barrier();                      // the tile's keys are written
         uint before = 0u, same = 0u;
-        if (key != NONE)
-            for (uint u = 0u; u < WG; u++)
-                if (tile_key[u] == key) {
-                    same++;
-                    if (u < tid) before++;
-                }
+        // unrolled: lavapipe 22.3 ends an invocation's loops once they have run 65535
+        // iterations together, which a rolled-up count of WG per tile reached past
+        // about 63,000 tokens (docs/reliability.md); now one per tile
+        [[unroll]] for (uint u = 0u; u < WG; u++)
+            if (key != NONE && tile_key[u] == key) {
+                same++;
+                if (u < tid) before++;
+            }
         const uint at = key != NONE ? start[key] + before : 0u;
         barrier();                      // every read of start and tile_key is done
         if (key != NONE) {

@@ -2,7 +2,7 @@
 // attention_flash.comp): the push constants, the exact mask allowed(),
 // BigBird's table, the list of keys a workgroup of BQ queries visits, the
 // relative position bias (T5) and transient-global's global keys (LongT5).
-// The including shader defines BQ (a constant) and declares the buffers
+// The including shader defines BQ and BK (constants) and declares the buffers
 // `lengths` (binding 3), `table` (binding 5), `rel_bias` (binding 6) and `gkv`
 // (binding 7) before including this file.
 //
@@ -86,6 +86,13 @@ const uint GLOBAL_KEY = 0x80000000u;
 uint b, h, i0, len, ja, n1, s_lo, s_hi, n_keys, list0, qa, span;
 uint qbase, kbase, vbase, obase0;
 uint n_glob, gbase;                     // TGLOBAL: global keys of the sequence; gkv's first element of (b, h)
+#ifdef SPLIT_K
+// Split-K (flash decoding, -DSPLIT_K): workgroup z of gl_NumWorkGroups.z visits
+// list entries x_base .. x_base + n_keys - 1 only, a run of whole BK tiles.
+uint x_base;
+#else
+const uint x_base = 0u;
+#endif
 
 // Whether a slot word names a global key (TGLOBAL).
 bool is_global(uint slot_word)
@@ -145,8 +152,9 @@ bool block_allowed(uint qb, uint kb)
 
 // The key of list entry x < n_keys (for BIGBIRD possibly past the keys: masked;
 // for TGLOBAL past the window: GLOBAL_KEY | g).
-uint key_of(uint x)
+uint key_of(uint x_in)
 {
+    const uint x = x_in + x_base;
     if (pc.pattern == PATTERN_BIGBIRD) return uint(table_at(list0 + x / pc.bb_block)) * pc.bb_block + x % pc.bb_block;
     if (x < n1) return ja + x;
     if (pc.pattern == PATTERN_TGLOBAL) return GLOBAL_KEY | (x - n1);
@@ -210,6 +218,14 @@ void setup_workgroup(uint wg)
         n_keys = list1 > list0 && list1 - list0 <= (pc.lk + pc.bb_block - 1u) / pc.bb_block ? (list1 - list0) * pc.bb_block : 0u;
         list0 += pc.bb_lists;
     }
+
+#ifdef SPLIT_K
+    // this split's run of the list: whole tiles, the last split's possibly empty
+    const uint per_split = (n_keys + gl_NumWorkGroups.z - 1u) / gl_NumWorkGroups.z;
+    const uint chunk = (per_split + BK - 1u) / BK * BK;
+    x_base = min(gl_WorkGroupID.z * chunk, n_keys);
+    n_keys = min(n_keys - x_base, chunk);
+#endif
 
     qbase = pc.q_offset + b * pc.q_batch + h * pc.head_dim;
     kbase = pc.k_offset + b * pc.k_batch + h * pc.head_dim;

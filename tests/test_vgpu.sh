@@ -5,7 +5,9 @@
 # the validation layer, carry the driver's statistics, spill no register and stay at
 # or above the occupancy floor written beside its kernel (--check, exit 5 otherwise);
 # and the GPU-class (cooperative-matrix) kernels must be the ones picked: some
-# pipeline of every preset has matrix instructions in its final code. Then the
+# pipeline of every preset has matrix instructions in its final code; fused
+# attention's split-K form is picked where the rule says (Whisper-small's 4-token
+# prompt on the RDNA GPUs) and the coopmat attention keeps no local memory. Then the
 # commands that check results say, on a device that executes nothing, that they did
 # not check them (exit 0), rather than reporting wrong results or success.
 #
@@ -56,6 +58,16 @@ for r in recs:
 matrix = [r for r in recs if (r.get("matrix_instructions") or 0) > 0]
 if not matrix:
     problems.append("no pipeline has matrix instructions: the GPU-class kernels were not picked")
+# fused attention split-K: the rule splits the 4-token prompt of Whisper-small (12
+# workgroups over 1500 keys) on the RDNA GPUs (96 / 64 CUs; the virtual NVIDIA ones
+# report 2 SMs); and the FlashAttention-2 kernel keeps O in registers (no local memory)
+if gpu in ("navi31", "gfx1201") and preset == "whisper-small":
+    for name in ("attention_fused_coopmat_splitk", "attention_split_reduce"):
+        if not any(r["pipeline"].startswith(name) and "4-token prompt" in r.get("first_use", "") for r in recs):
+            problems.append("the cross-attention of the 4-token prompt built no %s pipeline" % name)
+for r in recs:
+    if r["pipeline"].startswith("attention_fused_coopmat") and (r.get("scratch_bytes") or 0) > 0:
+        problems.append("%s keeps %d bytes in scratch / local memory" % (r["pipeline"], r["scratch_bytes"]))
 # every part of the model built something (by the op that first built it; kernel names may change)
 for what in ("enc ", "enc self-attention", "norm", "decode step 1 rows", "(beam)"):
     if not any(what in r.get("first_use", "") for r in recs):

@@ -4,9 +4,11 @@
  * so no (lq, lk) score matrix is ever written — with key-length padding, causal
  * masking and the local / strided sparsity patterns, whose excluded key blocks are
  * skipped. The same attention runs on cooperative matrices (tensor cores,
- * shaders/attention_flash.comp, FlashAttention-2 form) for F16 inputs on GPUs with them. This file
+ * shaders/attention_flash.comp, FlashAttention-2 form) for F16 inputs on GPUs with them. Calls
+ * with too few workgroups for the device take a split-K form (flash decoding): each
+ * workgroup's keys in runs over the grid's z, then attention_split_reduce.comp. This file
  * chooses the kernel and its tiles for the device, checks the arguments against the
- * tensors and limits, and records the dispatch. */
+ * tensors and limits, and records the dispatch(es). */
 #include "attention/attention.h"
 #include "runtime/push.h"
 
@@ -101,11 +103,11 @@ vkf_status vkf_attention_fused_choice(const vkf_context *ctx, uint32_t head_dim,
  * constant_id order. */
 typedef struct coopmat_tiles {
     uint32_t workgroup;                 /* id 0: invocations, whole subgroups */
-    uint32_t bq;                        /* id 1: queries per workgroup, a multiple of cm * rb */
+    uint32_t bq;                        /* id 1: queries per workgroup, a multiple of cm (one row fragment
+                                           per subgroup) */
     uint32_t bk;                        /* id 2: keys per tile, a multiple of cn, ck and 4 */
     uint32_t dp;                        /* id 3: head_dim rounded up to a multiple of ck, cn and 8 */
     uint32_t cm, cn, ck;                /* id 4-6: the fragment shape, ctx->coopmat_shape */
-    uint32_t rb;                        /* id 7: row fragments per subgroup */
 } coopmat_tiles;
 
 /* Host-only flags of attention_flash.comp, on top of VKF_ATTENTION_FLAG_*. */
@@ -178,11 +180,11 @@ static bool coopmat_tiles_choose(const vkf_context *ctx, uint32_t head_dim, uint
     uint32_t key_step = lcm32(lcm32(sh->n, sh->k), 4); /* bk steps */
     uint32_t dim_step = lcm32(key_step, 8);             /* dp steps */
     uint32_t h = head_dim ? head_dim : 1;
-    coopmat_tiles t = {.cm = sh->m, .cn = sh->n, .ck = sh->k, .rb = 1};
+    coopmat_tiles t = {.cm = sh->m, .cn = sh->n, .ck = sh->k};
     t.dp = (uint32_t)vkf_div_up(h, dim_step) * dim_step;
     uint32_t subgroups = 4;
     while (subgroups > 1 && subgroups * sg > max_wg) subgroups /= 2;
-    t.bq = subgroups * t.rb * t.cm;
+    t.bq = subgroups * t.cm;
     uint32_t start = info->type == VKF_DEVICE_CPU ? 32 : 64;
     t.bk = (uint32_t)vkf_div_up(start, key_step) * key_step;
     while (bigbird_block && t.bq > t.cm && bigbird_span(t.bq, bigbird_block) > BIGBIRD_MAX_SPAN)
@@ -198,7 +200,7 @@ static bool coopmat_tiles_choose(const vkf_context *ctx, uint32_t head_dim, uint
             return false;
         }
     }
-    t.workgroup = t.bq / (t.cm * t.rb) * sg;
+    t.workgroup = t.bq / t.cm * sg;
     if (bigbird_block && bigbird_span(t.bq, bigbird_block) > BIGBIRD_MAX_SPAN) {
         snprintf(why, why_size, "needs %u queries per workgroup, which span more than %u bigbird blocks of %u", t.bq,
                  BIGBIRD_MAX_SPAN, bigbird_block);
@@ -290,6 +292,67 @@ static void tiles_for(const vkf_context *ctx, const vkf_attention_desc *d, vkf_a
     }
 }
 
+/* Loop limits. llvmpipe before Mesa 26 (Debian 12's lavapipe, Mesa 22.3) ends
+ * every loop of an invocation once 65535 iterations have run in all its loops
+ * together (gallivm's loop limiter), with no error: the output is silently wrong
+ * (docs/reliability.md, "Loop limits of CPU drivers"; Mesa 26.2 has no such limit).
+ * The scalar forms walk all of a query block's keys in one invocation, so on such
+ * a driver the keys a workgroup may visit are bounded: the shared-memory rows and
+ * split forms (a tune file's or given tiles) hand long key lists to the lanes
+ * form, which counts a few iterations per subgroup of keys; past its bound the op
+ * fails. The counts per tile are upper bounds read from the shaders and measured
+ * (attention_fused.comp, rows form, head_dim 64 in tiles of 32 keys: wrong past
+ * 12,600 keys; the lanes form past 175,000 at any head_dim); half the budget is
+ * kept spare (VKF_LOOP_BUDGET, vkf_loop_limited in ops.c). */
+/* The most keys a workgroup of bq queries visits: the window's span (and the
+ * stride or global keys) for the sparse patterns, else lk. */
+static uint64_t keys_per_block(const vkf_attention_desc *d, uint32_t bq)
+{
+    uint64_t span = (uint64_t)bq + 2ull * d->window + 1;
+    if (span > d->lk) span = d->lk;
+    switch (d->pattern) {
+    case VKF_ATTENTION_LOCAL: return span;
+    case VKF_ATTENTION_STRIDED: return span + d->lk / (d->stride ? d->stride : 1);
+    case VKF_ATTENTION_TGLOBAL: return span + d->global_max;
+    default: return d->lk;
+    }
+}
+
+uint64_t vkf_attention_loop_count(const vkf_attention_tiles *t, uint32_t head_dim, uint64_t keys)
+{
+    if (!t->bk || !t->workgroup || !t->td) return 0; /* bad tiles: check_tiles refuses them with a message */
+    uint64_t d4 = vkf_div_up(head_dim, 4), tiles = vkf_div_up(keys, t->bk), per_tile;
+    if (t->lanes) {
+        per_tile = 4; /* the step's loop, the load's inner ones */
+    } else {
+        uint64_t load = 4 * vkf_div_up((uint64_t)t->bk * d4, t->workgroup); /* load_tile: its loop and inner ones */
+        if (t->td == 1) {
+            per_tile = 1 + load + 2ull * t->bk;                               /* + scores, P·V over the tile */
+        } else {
+            uint64_t spt = vkf_div_up(t->bk, t->td), acc4 = vkf_div_up(d4, t->td);
+            per_tile = 1 + load + spt * (1 + d4) + t->td + spt + (uint64_t)t->bk * (1 + acc4);
+        }
+    }
+    return tiles * per_tile;
+}
+
+/* The lanes form's tiles for this device and head_dim: one subgroup, up to 4 rows
+ * per lane (fewer for wide heads, as vkf_attention_tiles_choose), keys a subgroup
+ * at a time; false where the device has no subgroup shuffles. */
+static bool lanes_tiles(const vkf_context *ctx, const vkf_attention_desc *d, vkf_attention_tiles *t)
+{
+    uint32_t sg = ctx->info.subgroup_size, d4 = (uint32_t)vkf_div_up(d->head_dim, 4);
+    if (!ctx->info.subgroup_shuffle || !sg) return false;
+    uint32_t tq = 64 / d4 >= 4 ? 4 : 64 / d4 >= 1 ? pow2_floor(64 / d4) : 1;
+    *t = (vkf_attention_tiles){.workgroup = sg, .bq = sg * tq, .bk = sg, .td = 1, .tq = tq, .lanes = 1};
+    while (d->pattern == VKF_ATTENTION_BIGBIRD && d->bigbird.block && t->tq > 1 &&
+           bigbird_span(t->bq, d->bigbird.block) > BIGBIRD_MAX_SPAN) {
+        t->tq /= 2;
+        t->bq = t->workgroup * t->tq;
+    }
+    return vkf_attention_tiles_problem(ctx, t, d->head_dim) == NULL;
+}
+
 /* The kernel of a desc and its tiles. */
 typedef struct fused_plan {
     bool coopmat;                       /* attention_flash.comp, else attention_fused.comp */
@@ -322,6 +385,17 @@ static vkf_status plan_for(const vkf_context *ctx, const vkf_attention_desc *d, 
         return VKF_OK;
     }
     tiles_for(ctx, d, &p->tiles);
+    if (vkf_loop_limited(ctx) &&
+        vkf_attention_loop_count(&p->tiles, d->head_dim, keys_per_block(d, p->tiles.bq)) > VKF_LOOP_BUDGET) {
+        vkf_attention_tiles lanes;
+        if (!p->tiles.lanes && lanes_tiles(ctx, d, &lanes) &&
+            vkf_attention_loop_count(&lanes, d->head_dim, keys_per_block(d, lanes.bq)) <= VKF_LOOP_BUDGET)
+            p->tiles = lanes;
+        else
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: %llu keys per query block: more than one invocation of \"%s\" "
+                            "runs right (Mesa before 26 ends an invocation's loops after 65535 iterations)",
+                            fn, (unsigned long long)keys_per_block(d, p->tiles.bq), ctx->info.name);
+    }
     p->bq = p->tiles.bq;
     return VKF_OK;
 }
@@ -499,6 +573,70 @@ vkf_status vkf_lowrank_projection(uint64_t seed, uint32_t K, uint32_t S, const u
     }
     free(perm);
     return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ split-K */
+
+/* How many runs of its key list each workgroup of a fused call takes in turn
+ * over the grid's z (1: no split). The mode: desc->splits, else the
+ * environment's VKFORMER_ATTENTION_SPLIT (0 rule, 1 never, N >= 2 forced), else
+ * the rule. The rule, on GPUs only: when the call has fewer workgroups than
+ * twice the compute units (few query rows: short targets against a long
+ * source, a batch of one), as many runs as fill them, at most 16, each of at
+ * least two key tiles (of the keys a workgroup visits at most, keys_per_block).
+ * Forced, N runs even where some are empty (tests); at
+ * most 64. Never where the partials (splits x batch x heads x lq rows of dp + 2
+ * floats) would pass a binding, 256 MiB or 2^32 elements. */
+static uint32_t split_count(const vkf_context *ctx, const vkf_attention_desc *d, uint64_t workgroups, uint64_t keys,
+                            uint32_t bk, uint32_t dp)
+{
+    uint32_t mode = d->splits;
+    const char *env = getenv("VKFORMER_ATTENTION_SPLIT");
+    if (!mode && env && *env) {
+        char *end = NULL;
+        unsigned long v = strtoul(env, &end, 10);
+        static bool warned; /* once per process: this runs for every fused call */
+        if (end && *end == '\0' && v <= 64) mode = (uint32_t)v;
+        else if (!warned)
+            warned = true, vkf_log(ctx, VKF_LOG_WARNING, "VKFORMER_ATTENTION_SPLIT=%s ignored: it takes 0 .. 64", env);
+    }
+    uint64_t want;
+    if (mode == 1) return 1;
+    if (mode >= 2) {
+        want = mode > 64 ? 64 : mode;
+    } else {
+        uint64_t target = 2ull * ctx->tuning.compute_units;
+        if (ctx->info.type == VKF_DEVICE_CPU || workgroups >= target) return 1;
+        want = vkf_div_up(target, workgroups);
+        if (want > 16) want = 16;
+        uint64_t tiles = vkf_div_up(keys, bk);
+        if (want > tiles / 2) want = tiles / 2;
+    }
+    if (want < 2) return 1;
+    uint64_t elements = want * d->batch * d->heads * (uint64_t)d->lq * (dp + 2ull);
+    if (elements > UINT32_MAX || elements * 4 > ctx->info.max_storage_buffer_range ||
+        elements * 4 > ctx->info.max_memory_allocation_size || elements * 4 > (256ull << 20) ||
+        want > ctx->info.max_workgroup_count[2])
+        return 1;
+    return (uint32_t)want;
+}
+
+static void destroy_tensor(void *t) { vkf_tensor_destroy(t); }
+
+/* The variant of a plan's kernel (scalar, lanes or coopmat), split-K or one pass,
+ * F32 or F16 storage. */
+static vkf_variant_id fused_variant(const fused_plan *plan, bool split, bool f16)
+{
+    static const vkf_variant_id ids[3][2][2] = {
+        /* [kernel][split][f16] */
+        {{VKF_VARIANT_ATTENTION_FUSED, VKF_VARIANT_ATTENTION_FUSED_F16},
+         {VKF_VARIANT_ATTENTION_FUSED_SPLITK, VKF_VARIANT_ATTENTION_FUSED_SPLITK_F16}},
+        {{VKF_VARIANT_ATTENTION_FUSED_LANES, VKF_VARIANT_ATTENTION_FUSED_LANES_F16},
+         {VKF_VARIANT_ATTENTION_FUSED_LANES_SPLITK, VKF_VARIANT_ATTENTION_FUSED_LANES_SPLITK_F16}},
+        {{VKF_VARIANT_ATTENTION_FUSED_COOPMAT, VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16},
+         {VKF_VARIANT_ATTENTION_FUSED_COOPMAT_SPLITK, VKF_VARIANT_ATTENTION_FUSED_COOPMAT_SPLITK_F16}},
+    };
+    return ids[plan->coopmat ? 2 : plan->tiles.lanes ? 1 : 0][split][f16];
 }
 
 /* ------------------------------------------------------------------ checks */
@@ -686,6 +824,11 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
                         "%u x %u", fn, (unsigned long long)count, p.q_blocks, d->batch, d->heads,
                         ctx->info.max_workgroup_count[0], ctx->info.max_workgroup_count[1]);
     uint32_t groups[3] = {(uint32_t)gx, (uint32_t)gy, 1};
+    /* Split-K: each workgroup's key list in runs over the grid's z, the partials
+     * combined by attention_split_reduce */
+    uint32_t dp = plan.coopmat ? plan.ct.dp : 4 * (uint32_t)vkf_div_up(d->head_dim, 4); /* floats per partial row */
+    uint32_t splits = split_count(ctx, d, count, keys_per_block(d, bq), plan.coopmat ? plan.ct.bk : plan.tiles.bk, dp);
+    groups[2] = splits;
 
     uint32_t view[3];
     VKF_TRY(vkf_check_attention_view(cmd, &d->q, d->dtype, d->batch, d->lq, dm, fn, "q", view));
@@ -709,9 +852,8 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
     bool f16 = d->dtype == VKF_DTYPE_F16;
     if (plan.coopmat) {
         const coopmat_tiles *c = &plan.ct;
-        uint32_t spec[8] = {c->workgroup, c->bq, c->bk, c->dp, c->cm, c->cn, c->ck, c->rb};
-        VKF_TRY(vkf_pipeline_get(ctx, f16 ? VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16 : VKF_VARIANT_ATTENTION_FUSED_COOPMAT,
-                                 spec, 8, &pipe));
+        uint32_t spec[7] = {c->workgroup, c->bq, c->bk, c->dp, c->cm, c->cn, c->ck};
+        VKF_TRY(vkf_pipeline_get(ctx, fused_variant(&plan, splits > 1, f16), spec, 7, &pipe));
         /* vec4 loads where every row of q, k, v starts on 4 elements (binding
          * offsets too); fragment stores into out where its rows start on 16 bytes */
         uint32_t es = vkf_dtype_size(d->dtype);
@@ -726,21 +868,46 @@ vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *d)
         uint32_t d4 = (uint32_t)vkf_div_up(d->head_dim, 4);
         if (t->lanes) {
             uint32_t spec[6] = {t->workgroup, t->bq, t->bk, ctx->info.subgroup_size, t->tq, d4};
-            VKF_TRY(vkf_pipeline_get(ctx, f16 ? VKF_VARIANT_ATTENTION_FUSED_LANES_F16 : VKF_VARIANT_ATTENTION_FUSED_LANES,
-                                     spec, 6, &pipe));
+            VKF_TRY(vkf_pipeline_get(ctx, fused_variant(&plan, splits > 1, f16), spec, 6, &pipe));
         } else {
             uint32_t spec[6] = {t->workgroup, t->bq, t->bk, t->td, t->tq, d4};
-            VKF_TRY(vkf_pipeline_get(ctx, f16 ? VKF_VARIANT_ATTENTION_FUSED_F16 : VKF_VARIANT_ATTENTION_FUSED, spec, 6,
-                                     &pipe));
+            VKF_TRY(vkf_pipeline_get(ctx, fused_variant(&plan, splits > 1, f16), spec, 6, &pipe));
+        }
+    }
+    /* split-K: the partials, (splits, batch * heads * lq) rows of dp floats of O, then
+     * as many [m, l] pairs, in a tensor the command list owns */
+    vkf_tensor *part = NULL;
+    uint64_t rows = (uint64_t)d->batch * d->heads * d->lq;
+    if (splits > 1) {
+        uint64_t elements = splits * rows * (dp + 2ull);
+        VKF_TRY(vkf_tensor_create(ctx, VKF_DTYPE_F32, 1, &elements, &part));
+        vkf_status st = vkf_cmd_own(cmd, part, destroy_tensor, vkf_tensor_bytes(part));
+        if (st != VKF_OK) {
+            vkf_tensor_destroy(part);
+            return st;
         }
     }
     vkf_binding b[8] = {
         {d->q.tensor, VKF_READ}, {d->k.tensor, VKF_READ}, {d->v.tensor, VKF_READ},
-        {d->key_lengths, VKF_READ}, {d->out, VKF_WRITE},
+        {d->key_lengths, VKF_READ}, {part ? part : d->out, VKF_WRITE},
         {d->pattern == VKF_ATTENTION_BIGBIRD ? d->table : NULL, VKF_READ},
         {with_bias ? d->bias_table : NULL, VKF_READ},
         {with_globals ? d->global_kv : NULL, VKF_READ},
     };
-    return vkf_cmd_dispatch(cmd, pipe, b, 8, &p, sizeof p, groups,
-                            plan.coopmat ? "attention_fused_coopmat" : "attention_fused");
+    VKF_TRY(vkf_cmd_dispatch(cmd, pipe, b, 8, &p, sizeof p, groups,
+                             plan.coopmat ? (part ? "attention_fused_coopmat_splitk" : "attention_fused_coopmat")
+                                          : part ? "attention_fused_splitk" : "attention_fused"));
+    if (!part) return VKF_OK;
+    /* pass 2: out = the splits combined, row by row */
+    vkf_push_attention_split_reduce r = {
+        .rows = (uint32_t)rows, .lq = d->lq, .heads = d->heads, .head_dim = d->head_dim, .dp = dp, .splits = splits,
+        .ml = (uint32_t)(splits * rows * dp),
+    };
+    const uint32_t wg = 64;
+    VKF_TRY(vkf_pipeline_get(ctx, f16 ? VKF_VARIANT_ATTENTION_SPLIT_REDUCE_F16 : VKF_VARIANT_ATTENTION_SPLIT_REDUCE, &wg,
+                             1, &pipe));
+    uint32_t rgroups[3];
+    VKF_TRY(vkf_linear_grid(ctx, vkf_div_up(rows * d->head_dim, wg), rgroups, fn));
+    vkf_binding rb[2] = {{part, VKF_READ}, {d->out, VKF_WRITE}};
+    return vkf_cmd_dispatch(cmd, pipe, rb, 2, &r, sizeof r, rgroups, "attention_split_reduce");
 }

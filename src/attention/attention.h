@@ -71,6 +71,10 @@ typedef struct vkf_attention_desc {
     const vkf_tensor *global_kv;        /* TGLOBAL: (batch, global_max, 2 heads * head_dim) of dtype, borrowed:
                                            each global key's key, then its value */
     uint32_t global_max;                /* TGLOBAL: rows of global_kv per sequence */
+    /* Split-K (flash decoding, appended): 0 the rule (GPUs: calls of fewer workgroups
+     * than twice the compute units; the environment's VKFORMER_ATTENTION_SPLIT=N
+     * overrides it), 1 never, N >= 2 that many key runs, as memory allows (tests). */
+    uint32_t splits;
 } vkf_attention_desc;
 
 /* Zeros everything; scale 1. */
@@ -83,7 +87,8 @@ vkf_status vkf_check_attention_view(vkf_cmd *cmd, const vkf_attention_view *view
  * elsewhere; bq and bk as large as the workgroup and shared-memory limits allow. */
 void vkf_attention_tiles_choose(const vkf_context *ctx, uint32_t head_dim, vkf_attention_tiles *out_tiles);
 /* Appends one fused-attention dispatch (label "attention_fused" or
- * "attention_fused_coopmat"). */
+ * "attention_fused_coopmat"), or in the split-K form two ("..._splitk", then
+ * "attention_split_reduce") and a partials tensor the command list owns. */
 vkf_status vkf_op_attention_fused(vkf_cmd *cmd, const vkf_attention_desc *desc);
 /* The kernel desc->kernel resolves to on ctx: "fused-coopmat" or "fused". */
 const char *vkf_attention_kernel_name(const vkf_context *ctx, const vkf_attention_desc *desc);
@@ -198,5 +203,10 @@ vkf_attention_spec vkf_attention_for_site(const vkf_attention_spec *self, const 
 /* The name vkf_attention_check takes for a spec ("dense", "local:128", ...);
  * "dense-naive" where it materialises scores at this head_dim (0: never). */
 void vkf_attention_spec_name(const vkf_attention_spec *spec, uint32_t head_dim, char *out, size_t size);
+
+/* An upper bound of the loop iterations one invocation of the scalar kernels' tiles
+ * t (attention_fused*.comp, and attention_lsh_attend.comp as a rows form) runs over
+ * `keys` keys, for drivers with a loop limiter (vkf_loop_limited in ops.h). */
+uint64_t vkf_attention_loop_count(const vkf_attention_tiles *t, uint32_t head_dim, uint64_t keys);
 
 #endif /* VKF_ATTENTION_H */

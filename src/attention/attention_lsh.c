@@ -305,6 +305,15 @@ vkf_status vkf_op_attention_lsh(vkf_cmd *cmd, vkf_lsh_plan *p, const vkf_lsh_des
     if (!isfinite(scale2)) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: scale %g is out of range", fn, d->scale);
 
     const uint32_t n = d->n, nb = vkf_lsh_bucket_count(n, d->chunk, d->buckets);
+    /* the attend stage walks a chunk's keys and the previous chunk's in one invocation */
+    uint64_t keys = 2ull * d->chunk < n ? 2ull * d->chunk : n;
+    vkf_attention_tiles rows = {.workgroup = p->attend_wg, .bq = p->attend_wg * p->attend_tq, .bk = p->attend_bk,
+                                .td = 1, .tq = p->attend_tq};
+    if (vkf_loop_limited(ctx) &&
+        vkf_attention_loop_count(&rows, d->head_dim, keys) > VKF_LOOP_BUDGET)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: chunks of %u tokens: their %llu keys are more than one invocation of "
+                        "\"%s\" runs right (Mesa before 26 ends an invocation's loops after 65535 iterations)", fn,
+                        d->chunk, (unsigned long long)keys, ctx->info.name);
     const uint64_t dm = (uint64_t)d->heads * d->head_dim;
     const uint64_t slabs = (uint64_t)d->batch * d->heads * d->rounds; /* fits 32 bits: plan check */
     uint64_t out_elements = (uint64_t)d->batch * n * dm;

@@ -232,6 +232,16 @@ typedef enum vkf_variant_id {
     VKF_VARIANT_MATMUL_COOPMAT2_WG_F16B,
     VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16,
     VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16_F16B,
+    /* fused attention's split-K form (attention.c): attention_flash.comp -DSPLIT_K writing
+     * each key run's partials, and the pass that combines them */
+    VKF_VARIANT_ATTENTION_FUSED_COOPMAT_SPLITK,
+    VKF_VARIANT_ATTENTION_FUSED_COOPMAT_SPLITK_F16,
+    VKF_VARIANT_ATTENTION_SPLIT_REDUCE,
+    VKF_VARIANT_ATTENTION_SPLIT_REDUCE_F16,
+    VKF_VARIANT_ATTENTION_FUSED_SPLITK,        /* attention_fused.comp -DSPLIT_K */
+    VKF_VARIANT_ATTENTION_FUSED_SPLITK_F16,
+    VKF_VARIANT_ATTENTION_FUSED_LANES_SPLITK,  /* attention_fused_lanes.comp -DSPLIT_K */
+    VKF_VARIANT_ATTENTION_FUSED_LANES_SPLITK_F16,
     VKF_VARIANT_COUNT
 } vkf_variant_id;
 

@@ -5,7 +5,7 @@
  * tile's arithmetic intensity. The ops are recorded through the library at the
  * model's real sizes (every matmul of the encoder, the teacher-forced decoder and
  * the decode step at 1, batch and batch x beam rows; fused attention of the
- * encoder, the decoder and cross-attention; norms, softmax, embeddings; the
+ * encoder, the decoder and cross-attention, and of a 4-token prompt; norms, softmax, embeddings; the
  * decode-step kernels and logits processing through vkf_cmd_step_kernels), so the
  * library's own rules choose; nothing is submitted. On a virtual GPU
  * (tools/vgpu.sh) these are the real compiler's statistics for that GPU. */
@@ -277,6 +277,9 @@ static vkf_status record_model(run *R, const shape_preset *p, uint32_t B, uint32
     TRY(rec_matmul(R, "dec out", dec, d, inner, VKF_ACTIVATION_NONE));
     TRY(rec_matmul(R, "dec cross q", dec, inner, d, VKF_ACTIVATION_NONE));
     TRY(rec_attention(R, "cross-attention", p, B, T, S, false));
+    /* a 4-token prompt of one source (Whisper's start tokens): few query rows over
+     * the whole source, where the rule may split the keys (split-K) */
+    TRY(rec_attention(R, "cross-attention 4-token prompt, batch 1", p, 1, 4, S, false));
     TRY(rec_matmul(R, "dec cross out", dec, d, inner, VKF_ACTIVATION_NONE));
     TRY(rec_matmul(R, "dec ffn1", dec, ff1, d, p->glu ? VKF_ACTIVATION_NONE : p->act));
     TRY(rec_matmul(R, "dec ffn2", dec, d, p->d_ff, VKF_ACTIVATION_NONE));
