@@ -18,6 +18,7 @@
 // processor's output, not renormalised): the stats make stage 2 add them as
 // they are (max 0 and sum 1 in the first chunk, nothing in the others).
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "act.glsl"
 #include "common.glsl"
 
@@ -25,6 +26,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint ROWS = 0;    // 1: the rows form
 const uint MAX_CAND = 64u;                      // n_cand <= max(2, 1 + end ids) x beams (VKF_MAX_CANDIDATES)
+layout(constant_id = 2) const uint CAND_W = MAX_CAND;   // rows form: entries kept, n_cand <= CAND_W <= MAX_CAND
 
 // Mirrored by vkf_push_beam_partial in push.h.
 layout(push_constant) uniform Push {
@@ -61,33 +63,40 @@ void rows_main()
     const bool forced = step >= 0 && uint(step) == pc.force_step;
     const int skip = no_eos && pc.renormalize == 1u ? pc.eos : -1;
     const float NEG_INF = uintBitsToFloat(0xff800000u);
-    const uint nc = min(pc.n_cand, MAX_CAND);
+    const uint nc = min(pc.n_cand, CAND_W);
+    // The chunk's nc best, best first; empty entries are (-inf, NONE), below every
+    // candidate (infinite logits are left out). Every loop over the entries is
+    // unrolled: lavapipe 22.3 cuts an invocation's loops short once they have run
+    // 65535 iterations together (docs/reliability.md), and a rolled-up insertion
+    // costs up to nc of them per token (tokens whose logits rise along the chunk,
+    // or nc 64 over NLLB's 256k vocabulary, broke it). Left: one count per token in
+    // each of the two scans.
     float best_x[MAX_CAND];
     uint best_i[MAX_CAND];
-    for (uint q = 0u; q < MAX_CAND; q++) best_x[q] = 0.0, best_i[q] = NONE;
-    uint have = 0u;                     // entries of best_* in use, best first
+    [[unroll]] for (uint q = 0u; q < CAND_W; q++) best_x[q] = NEG_INF, best_i[q] = NONE;
+    float last = NEG_INF;               // best_x[nc - 1]: a token must beat it to enter
     float m = NEG_INF;
     for (uint v = v0; v < v1; v++) {
         const float raw = float(logits[base + v]);
         if (int(v) != skip) m = max(m, raw);
-        float x = raw;
-        if (forced) {
-            if (int(v) != pc.eos) continue;
-            x = 0.0;
-        } else if ((no_eos && int(v) == pc.eos) || isnan(x) || isinf(x)) {
-            continue;
-        }
+        float x = forced ? 0.0 : raw;
+        bool take = forced ? int(v) == pc.eos : !((no_eos && int(v) == pc.eos) || isnan(x) || isinf(x));
         // ids rise along the scan, so an equal value never passes one already held
-        if (have == nc && !(x > best_x[nc - 1u])) continue;
-        uint at = have < nc ? have : nc - 1u;
-        while (at > 0u && x > best_x[at - 1u]) {
-            best_x[at] = best_x[at - 1u];
-            best_i[at] = best_i[at - 1u];
-            at--;
+        take = take && x > last;
+        if (take) {                     // lanes run it together: skipped unless one inserts
+            uint at = 0u;               // entries that stay ahead of x
+            [[unroll]] for (uint q = 0u; q < CAND_W; q++) at += q < nc && best_x[q] >= x ? 1u : 0u;
+            // from the last entry up, the loop counting upward: written downward, Mesa
+            // 22.3 left it rolled up (CAND_W is a specialization constant)
+            [[unroll]] for (uint r = 1u; r < CAND_W; r++) {
+                const uint q = CAND_W - r;
+                if (take && q < nc && q > at) best_x[q] = best_x[q - 1u], best_i[q] = best_i[q - 1u];
+            }
+            [[unroll]] for (uint q = 0u; q < CAND_W; q++) {
+                if (take && q == at) best_x[q] = x, best_i[q] = v;
+                if (q + 1u == nc) last = best_x[q];
+            }
         }
-        best_x[at] = x;
-        best_i[at] = v;
-        if (have < nc) have++;
     }
     float sum = 0.0;
     if (m != NEG_INF)
@@ -99,10 +108,11 @@ void rows_main()
     }
     stats[g * 2u] = m;
     stats[g * 2u + 1u] = sum;
-    for (uint q = 0u; q < nc; q++) {
-        cand_x[g * pc.n_cand + q] = q < have ? best_x[q] : NEG_INF;
-        cand_id[g * pc.n_cand + q] = q < have ? int(best_i[q]) : -1;
-    }
+    [[unroll]] for (uint q = 0u; q < CAND_W; q++)
+        if (q < nc) {
+            cand_x[g * pc.n_cand + q] = best_x[q];
+            cand_id[g * pc.n_cand + q] = best_i[q] == NONE ? -1 : int(best_i[q]);
+        }
 }
 
 void main()

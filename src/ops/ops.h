@@ -51,13 +51,17 @@ typedef struct vkf_bigbird {
 /* Attention of one query row per (b, h). q, k, v are (batch, rows, heads * head_dim)
  * views given as offset, row stride and batch stride in elements; out is
  * (batch, heads * head_dim) packed. Key count: state[0] + 1 when length_from_state,
- * else lengths[b]; at most max_keys. scratch holds (batch * heads, max_keys). */
+ * else lengths[b]; at most max_keys. scratch holds (batch * heads, max_keys).
+ * Per-row positions: a state of more than one element (at least batch) gives each
+ * row its own, state[b] (a negative one: no key, zeros out), for the key count, the
+ * patterns and the bias; a state of one element is every row's position. The
+ * decode-step ops below read a state the same way. */
 typedef struct vkf_attention_decode_desc {
     uint32_t batch, heads, head_dim, max_keys;
     float scale;
     const vkf_tensor *q, *k, *v;
     uint64_t q_offset, q_batch, k_offset, k_row, k_batch, v_offset, v_row, v_batch;
-    const vkf_tensor *lengths;          /* (batch) I32, or the (1) I32 state */
+    const vkf_tensor *lengths;          /* (batch) I32, or the state: (1) I32, or (batch) per row */
     bool length_from_state;
     vkf_tensor *scratch;                /* (batch * heads, max_keys) */
     vkf_tensor *out;                    /* (batch, heads * head_dim) */
@@ -75,13 +79,15 @@ typedef struct vkf_attention_decode_desc {
     uint32_t rel_radius;
 } vkf_attention_decode_desc;
 vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc *desc);
-/* cache_k/v (batch, capacity, d)[state[0]] = qkv (batch, 3d) K/V parts. */
+/* cache_k/v (batch, capacity, d)[b, pos] = qkv (batch, 3d) K/V parts, pos = state[0]
+ * or state[b] (per row; negative or past capacity: nothing written). */
 vkf_status vkf_op_kv_append(vkf_cmd *cmd, const vkf_tensor *qkv, const vkf_tensor *state, vkf_tensor *cache_k,
                             vkf_tensor *cache_v, uint32_t batch, uint32_t d, uint32_t capacity);
-/* ids[b] = argmax logits[b]; tokens[b, state[0]] = ids[b]. */
+/* ids[b] = argmax logits[b]; tokens[b, pos] = ids[b], pos = state[0] or state[b]. */
 vkf_status vkf_op_argmax(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,
                          vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity);
-/* state[0] += 1. */
+/* state[i] += 1 for every element of state (one position, or one per row) that
+ * is not negative (a free slot). */
 vkf_status vkf_op_advance(vkf_cmd *cmd, vkf_tensor *state);
 
 /* ------------------------------------------------------------------ decoding ops (decode_ops.c) */
@@ -163,5 +169,14 @@ typedef struct vkf_block_sum_desc {
     uint64_t o_offset, o_row, o_batch;
 } vkf_block_sum_desc;
 vkf_status vkf_op_block_sum(vkf_cmd *cmd, const vkf_block_sum_desc *d);
+
+/* Whether ctx's driver is llvmpipe before Mesa 26 (Debian 12's lavapipe), which ends
+ * every loop of a shader invocation once 65535 iterations have run in all its loops
+ * together (gallivm's loop limiter), with no error: the output is silently wrong
+ * (docs/reliability.md, "Loop limits"; Mesa 26.2 has no such limit). Kernels that
+ * loop long in one invocation keep there to VKF_LOOP_BUDGET iterations (half the
+ * limit, their counts being upper bounds) or fail with an error. */
+#define VKF_LOOP_BUDGET 32768u
+bool vkf_loop_limited(const vkf_context *ctx);
 
 #endif /* VKF_OPS_H */
