@@ -21,9 +21,12 @@
 //   accumulator fragments in registers for the whole K loop.
 // - K advances BK at a time through one shared stage of A (BM, BK) and B (BN, BK)
 //   in fp16, rows padded by 16 bytes (fragment loads want 16-byte aligned rows;
-//   the padding spreads rows over banks). Each invocation moves 4 consecutive k
-//   as one f16vec4: from global memory with one 16-byte vec4 load (FLAG_VEC4) or
-//   four scalar ones (B (k, n), unaligned views, edges).
+//   the padding spreads rows over banks). Each invocation moves 8 consecutive k
+//   (one "slot", two f16vec4) per load: from f16 buffers one 16-byte load where
+//   the operand's rows start on 8 elements and k is a multiple of 8
+//   (FLAG_A_WIDE, FLAG_B_WIDE; int8 weights: one 8-byte load), from fp32 buffers
+//   two 16-byte vec4 loads; else two 4-element loads (FLAG_VEC4: 8 bytes of
+//   f16) or eight scalar ones (B (k, n), unaligned views, k not a multiple of 4).
 // - Double buffering in registers: the next K slice is loaded from global memory
 //   into registers while the subgroups multiply the current one out of shared
 //   memory, then stored to shared memory after a barrier; global latency hides
@@ -38,10 +41,13 @@
 // Shared memory: 2 * (BM + BN) * (BK + 8) + 4 * (BM / TM) * (BN / TN) * FM * (FN + 4)
 // bytes (tuning.c checks it against the device).
 //
-// Loops over fragments and staging slots are unrolled ([[unroll]]), so that the
-// accumulator array is indexed by constants and can live in registers (RADV keeps
-// it there; NVK 26.2 still puts it in local memory, and crashed compiling the
-// form with 16 separate accumulator variables).
+// The fragment arrays (accumulators, A and B fragments) are indexed by literal
+// constants only (EACH_FRAG writes the 16 possible fragments out, those past
+// SM x SN fold away once the spec constants are set), so that they live in
+// registers: NVK 26.2 moves an array it sees indexed by a variable to local
+// memory before it unrolls loops ([[unroll]] alone left the accumulators there),
+// and crashed on a form with 16 separate accumulator variables. Loops over
+// staging slots are unrolled ([[unroll]]); their small arrays stay in registers.
 //
 // Subgroups: a subgroup tile is worked by subgroup gl_SubgroupID; where the
 // driver runs fewer subgroups than tiles (a bigger subgroup than WORKGROUP was
@@ -74,22 +80,36 @@ layout(constant_id = 8) const uint FK = 8;      // fragment depth (a multiple of
 
 const uint WG_M = BM / TM, WG_N = BN / TN;      // subgroup tiles per workgroup: rows, columns
 const uint SM = TM / FM, SN = TN / FN;          // fragments per subgroup tile: rows, columns
+const uint FRAGS = SM * SN;                     // accumulators per subgroup (tuning.c: at most 16)
+const uint MAX_FRAGS = 16;
+// X(f) for each literal f < MAX_FRAGS: the fragment arrays are indexed by constants
+// only, from the SPIR-V on (NAK moves an array it sees indexed by a variable to
+// local memory before it unrolls loops).
+#define EACH_FRAG(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 const uint BK4 = BK / 4;                        // f16vec4 per row of a K slice
+const uint BK8 = BK / 8;                        // slots (8 k) per row of a K slice
 const uint LD4 = BK4 + 2;                       // row stride of the shared stages in f16vec4 (+16 bytes)
 const uint LDF = FN + 4;                        // row stride of a scratch fragment in floats
-const uint A_SLOTS = BM * BK4, B_SLOTS = BN * BK4;  // f16vec4 per stage of A, of B
+const uint A_SLOTS = BM * BK8, B_SLOTS = BN * BK8;  // slots per stage of A, of B
 const uint A_LOADS = (A_SLOTS + WORKGROUP - 1) / WORKGROUP;  // per invocation
 const uint B_LOADS = (B_SLOTS + WORKGROUP - 1) / WORKGROUP;
 
-// The vec4 views serve FLAG_VEC4 (k and every row start a multiple of 4, B (n, k)).
+// The vec4 views serve FLAG_VEC4 (k and every row start a multiple of 4, B (n, k));
+// the 16-byte views FLAG_A_WIDE / FLAG_B_WIDE (k and the operand's row starts a
+// multiple of 8). Every load of a slot reads its 8 elements at index i, i % 8 == 0.
 layout(set = 0, binding = 0) readonly buffer BufA { ACT_T a[]; };
 layout(set = 0, binding = 0) readonly buffer BufA4 { ACT_T4 a4[]; };
+#ifdef ACT_F16
+layout(set = 0, binding = 0) readonly buffer BufA8 { uvec4 a8[]; };
+#endif
 #if defined(B_I8)
 #include "matmul_b_i8.glsl"
+layout(set = 0, binding = 1) readonly buffer BufB8 { uvec2 b8[]; };
 #elif defined(B_F16)
 #extension GL_EXT_shader_16bit_storage : require
 layout(set = 0, binding = 1) readonly buffer BufB { float16_t b[]; };
 layout(set = 0, binding = 1) readonly buffer BufB4 { f16vec4 b4[]; };
+layout(set = 0, binding = 1) readonly buffer BufB8 { uvec4 b8[]; };
 #define B_AT(i) float(b[i])
 #define B_AT4(i) vec4(b4[(i) >> 2])
 #else
@@ -98,6 +118,43 @@ layout(set = 0, binding = 1) readonly buffer BufB4 { vec4 b4[]; };
 #define B_AT(i) float(b[i])
 #define B_AT4(i) vec4(b4[(i) >> 2])
 #endif
+
+// Two halves of f16 from each word of a 16-byte load.
+f16vec4 halves4(uint lo, uint hi) { return f16vec4(unpackFloat2x16(lo), unpackFloat2x16(hi)); }
+
+// A's elements i .. i + 7 (i % 8 == 0) as two f16vec4: one 16-byte load (F16),
+// two (F32; these need i % 4 == 0 only).
+void a_load8(uint i, out f16vec4 lo, out f16vec4 hi)
+{
+#ifdef ACT_F16
+    uvec4 u = a8[i >> 3];
+    lo = halves4(u.x, u.y);
+    hi = halves4(u.z, u.w);
+#else
+    lo = f16vec4(a4[i >> 2]);
+    hi = f16vec4(a4[(i >> 2) + 1u]);
+#endif
+}
+
+// B's elements i .. i + 7 (i % 8 == 0): one 16-byte load (F16), one 8-byte (int8),
+// two 16-byte (F32).
+void b_load8(uint i, out f16vec4 lo, out f16vec4 hi)
+{
+#if defined(B_I8)
+    uvec2 w = b8[i >> 3];
+    lo = f16vec4(ivec4(bitfieldExtract(int(w.x), 0, 8), bitfieldExtract(int(w.x), 8, 8),
+                       bitfieldExtract(int(w.x), 16, 8), bitfieldExtract(int(w.x), 24, 8)));
+    hi = f16vec4(ivec4(bitfieldExtract(int(w.y), 0, 8), bitfieldExtract(int(w.y), 8, 8),
+                       bitfieldExtract(int(w.y), 16, 8), bitfieldExtract(int(w.y), 24, 8)));
+#elif defined(B_F16)
+    uvec4 u = b8[i >> 3];
+    lo = halves4(u.x, u.y);
+    hi = halves4(u.z, u.w);
+#else
+    lo = f16vec4(B_AT4(i));
+    hi = f16vec4(B_AT4(i + 4u));
+#endif
+}
 layout(set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
 layout(set = 0, binding = 3) readonly buffer BufR { ACT_T res[]; };
 #ifdef SPLIT_K
@@ -112,70 +169,96 @@ shared f16vec4 tile_a[BM * LD4];                // (BM, LD4): rows of A, 4 k per
 shared f16vec4 tile_b[BN * LD4];                // (BN, LD4): rows of Bᵀ, read as column-major (FK, FN)
 shared float scratch[WG_M * WG_N * FM * LDF];   // one fragment per subgroup tile (edges)
 
-// The next K slice, in flight from global memory while the current one multiplies.
-f16vec4 next_a[A_LOADS];
-f16vec4 next_b[B_LOADS];
+// The next K slice, in flight from global memory while the current one
+// multiplies: slot r of this invocation as next_a[2 r] (k 0-3), next_a[2 r + 1] (k 4-7).
+f16vec4 next_a[2 * A_LOADS];
+f16vec4 next_b[2 * B_LOADS];
 
 #define ACC coopmat<float, gl_ScopeSubgroup, FM, FN, gl_MatrixUseAccumulator>
 
 // Loads the K slice [k0, k0 + BK) of A's rows row0.. and B's rows col0.. into
-// next_a, next_b; zeros past m, n and kend.
+// next_a, next_b; zeros past m, n and kend. Slot i of A is row i / BK8, k
+// (i % BK8) * 8: consecutive invocations read consecutive 16 bytes of a row.
 void load_slice(uint k0, uint kend, uint row0, uint col0, uint a_base, uint b_base)
 {
     const uint tid = gl_LocalInvocationID.x;
     const bool vec4_loads = (pc.flags & FLAG_VEC4) != 0u, b_kn = (pc.flags & FLAG_B_KN) != 0u;
+    const bool a_wide = (pc.flags & FLAG_A_WIDE) != 0u, b_wide = (pc.flags & FLAG_B_WIDE) != 0u;
     [[unroll]] for (uint r = 0; r < A_LOADS; r++) {
         uint i = tid + r * WORKGROUP;
-        uint gm = row0 + i / BK4, gk = k0 + i % BK4 * 4;
-        f16vec4 v = f16vec4(0.0);
-        if (i < A_SLOTS && gm < pc.m) {
+        uint gm = row0 + i / BK8, gk = k0 + i % BK8 * 8;
+        f16vec4 lo = f16vec4(0.0), hi = f16vec4(0.0);
+        if (i < A_SLOTS && gm < pc.m && gk < kend) {
             uint at = a_base + gm * pc.a_row + gk;
-            if (vec4_loads) {
-                if (gk < kend) v = f16vec4(a4[at >> 2]);     // kend and gk are multiples of 4 here
+            if (a_wide) {
+                a_load8(at, lo, hi);                     // kend is a multiple of 8 here
+            } else if (vec4_loads) {
+                lo = f16vec4(a4[at >> 2]);               // kend and gk are multiples of 4 here
+                if (gk + 4u < kend) hi = f16vec4(a4[(at >> 2) + 1u]);
             } else {
-                [[unroll]] for (uint e = 0; e < 4; e++)
-                    if (gk + e < kend) v[e] = float16_t(a[at + e]);
+                [[unroll]] for (uint e = 0; e < 4; e++) {
+                    if (gk + e < kend) lo[e] = float16_t(a[at + e]);
+                    if (gk + 4u + e < kend) hi[e] = float16_t(a[at + 4u + e]);
+                }
             }
         }
-        next_a[r] = v;
+        next_a[2 * r] = lo;
+        next_a[2 * r + 1] = hi;
     }
     [[unroll]] for (uint r = 0; r < B_LOADS; r++) {
         uint i = tid + r * WORKGROUP;
         // B (k, n): consecutive invocations take consecutive columns (coalesced).
-        uint n = b_kn ? i % BN : i / BK4, kq = b_kn ? i / BN : i % BK4;
-        uint gn = col0 + n, gk = k0 + kq * 4;
-        f16vec4 v = f16vec4(0.0);
-        if (i < B_SLOTS && gn < pc.n) {
+        uint n = b_kn ? i % BN : i / BK8, kq = b_kn ? i / BN : i % BK8;
+        uint gn = col0 + n, gk = k0 + kq * 8;
+        f16vec4 lo = f16vec4(0.0), hi = f16vec4(0.0);
+        if (i < B_SLOTS && gn < pc.n && gk < kend) {
             if (b_kn) {
-                [[unroll]] for (uint e = 0; e < 4; e++)
-                    if (gk + e < kend) v[e] = float16_t(B_AT(b_base + (gk + e) * pc.b_row + gn));
+                [[unroll]] for (uint e = 0; e < 4; e++) {
+                    if (gk + e < kend) lo[e] = float16_t(B_AT(b_base + (gk + e) * pc.b_row + gn));
+                    if (gk + 4u + e < kend) hi[e] = float16_t(B_AT(b_base + (gk + 4u + e) * pc.b_row + gn));
+                }
             } else {
                 uint at = b_base + gn * pc.b_row + gk;
-                if (vec4_loads) {
-                    if (gk < kend) v = f16vec4(B_AT4(at));
+                if (b_wide) {
+                    b_load8(at, lo, hi);
+                } else if (vec4_loads) {
+                    lo = f16vec4(B_AT4(at));
+                    if (gk + 4u < kend) hi = f16vec4(B_AT4(at + 4u));
                 } else {
-                    [[unroll]] for (uint e = 0; e < 4; e++)
-                        if (gk + e < kend) v[e] = float16_t(B_AT(at + e));
+                    [[unroll]] for (uint e = 0; e < 4; e++) {
+                        if (gk + e < kend) lo[e] = float16_t(B_AT(at + e));
+                        if (gk + 4u + e < kend) hi[e] = float16_t(B_AT(at + 4u + e));
+                    }
                 }
             }
         }
-        next_b[r] = v;
+        next_b[2 * r] = lo;
+        next_b[2 * r + 1] = hi;
     }
 }
 
-// Writes next_a, next_b to the shared stage.
+// Writes next_a, next_b to the shared stage (16 bytes per slot: its two halves
+// are adjacent, LD4 is even).
 void store_slice()
 {
     const uint tid = gl_LocalInvocationID.x;
     const bool b_kn = (pc.flags & FLAG_B_KN) != 0u;
     [[unroll]] for (uint r = 0; r < A_LOADS; r++) {
         uint i = tid + r * WORKGROUP;
-        if (i < A_SLOTS) tile_a[i / BK4 * LD4 + i % BK4] = next_a[r];
+        uint at = i / BK8 * LD4 + i % BK8 * 2;
+        if (i < A_SLOTS) {
+            tile_a[at] = next_a[2 * r];
+            tile_a[at + 1u] = next_a[2 * r + 1];
+        }
     }
     [[unroll]] for (uint r = 0; r < B_LOADS; r++) {
         uint i = tid + r * WORKGROUP;
-        uint n = b_kn ? i % BN : i / BK4, kq = b_kn ? i / BN : i % BK4;
-        if (i < B_SLOTS) tile_b[n * LD4 + kq] = next_b[r];
+        uint n = b_kn ? i % BN : i / BK8, kq = b_kn ? i / BN : i % BK8;
+        uint at = n * LD4 + kq * 2;
+        if (i < B_SLOTS) {
+            tile_b[at] = next_b[2 * r];
+            tile_b[at + 1u] = next_b[2 * r + 1];
+        }
     }
 }
 
@@ -273,8 +356,9 @@ void main()
     for (uint pass = 0; pass * subgroups < tiles; pass++) {
         const uint tile = pass * subgroups + gl_SubgroupID;   // this subgroup's tile (none when >= tiles)
         const uint tr = (tile / WG_N) * TM, tc = (tile % WG_N) * TN;   // its origin in the workgroup tile
-        ACC acc[SM * SN];
-        [[unroll]] for (uint i = 0; i < SM * SN; i++) acc[i] = ACC(0.0);
+        ACC acc[MAX_FRAGS];                 // fragment f: row f / SN, column f % SN of the warp tile
+#define ACC_ZERO(f) if (f < FRAGS) acc[f] = ACC(0.0);
+        EACH_FRAG(ACC_ZERO)
 
         load_slice(kbeg, kend, row0, col0, a_base, b_base);
         for (uint k0 = kbeg; k0 < kend; k0 += BK) {
@@ -283,14 +367,14 @@ void main()
             if (k0 + BK < kend) load_slice(k0 + BK, kend, row0, col0, a_base, b_base);  // in flight during the MMAs
             if (tile < tiles) {
                 [[unroll]] for (uint kk = 0; kk < BK4; kk += FK / 4) {
-                    coopmat<float16_t, gl_ScopeSubgroup, FM, FK, gl_MatrixUseA> fa[SM];
-                    coopmat<float16_t, gl_ScopeSubgroup, FK, FN, gl_MatrixUseB> fb[SN];
-                    [[unroll]] for (uint i = 0; i < SM; i++)
-                        coopMatLoad(fa[i], tile_a, (tr + i * FM) * LD4 + kk, LD4, gl_CooperativeMatrixLayoutRowMajor);
-                    [[unroll]] for (uint j = 0; j < SN; j++)
-                        coopMatLoad(fb[j], tile_b, (tc + j * FN) * LD4 + kk, LD4, gl_CooperativeMatrixLayoutColumnMajor);
-[[unroll]] for (uint i = 0; i < SM; i++)
-                        [[unroll]] for (uint j = 0; j < SN; j++) acc[i * SN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * SN + j]);
+                    coopmat<float16_t, gl_ScopeSubgroup, FM, FK, gl_MatrixUseA> fa[MAX_FRAGS];
+                    coopmat<float16_t, gl_ScopeSubgroup, FK, FN, gl_MatrixUseB> fb[MAX_FRAGS];
+#define LOAD_FA(i) if (i < SM) coopMatLoad(fa[i], tile_a, (tr + i * FM) * LD4 + kk, LD4, gl_CooperativeMatrixLayoutRowMajor);
+#define LOAD_FB(j) if (j < SN) coopMatLoad(fb[j], tile_b, (tc + j * FN) * LD4 + kk, LD4, gl_CooperativeMatrixLayoutColumnMajor);
+#define MMA(f) if (f < FRAGS) acc[f] = coopMatMulAdd(fa[f / SN], fb[f % SN], acc[f]);
+                    EACH_FRAG(LOAD_FA)
+                    EACH_FRAG(LOAD_FB)
+                    EACH_FRAG(MMA)
                 }
             }
             barrier();
@@ -299,8 +383,8 @@ void main()
         // Epilogue, fragment by fragment (a subgroup with a tile has gl_SubgroupID <
         // tiles: scratch slots never clash).
 const bool wg_inside = aligned && row0 + BM <= pc.m && col0 + BN <= pc.n;
-        [[unroll]] for (uint i = 0; i < SM; i++)
-            [[unroll]] for (uint j = 0; j < SN; j++)
-                store_acc(acc[i * SN + j], row0 + tr + i * FM, col0 + tc + j * FN, item, split, splits, b0, b1, wg_inside);
+#define STORE_ACC(f) if (f < FRAGS) \
+        store_acc(acc[f], row0 + tr + (f / SN) * FM, col0 + tc + (f % SN) * FN, item, split, splits, b0, b1, wg_inside);
+        EACH_FRAG(STORE_ACC)
     }
 }

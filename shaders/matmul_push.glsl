@@ -4,7 +4,8 @@
 layout(push_constant) uniform Push {
     uint m, n, k;
     uint flags;         // bit 0 bias, bit 1 residual, bit 2 B is (k, n), bit 3 vec4 loads ok, bits 4-6 activation,
-                        // bit 7 C (and R) rows 16-byte aligned (matmul_coopmat's direct fragment stores)
+                        // bit 7 C (and R) rows 16-byte aligned (matmul_coopmat's direct fragment stores),
+                        // bits 8, 9 A's, B's (n, k) rows start on 8 elements and k % 8 == 0 (matmul_coopmat's 16-byte loads)
     uint batch_inner;   // batch index z = b0 * batch_inner + b1
     float alpha;
     uint a_offset, a_row, a_batch0, a_batch1;
@@ -19,6 +20,8 @@ const uint FLAG_RESIDUAL = 2u;
 const uint FLAG_B_KN = 4u;
 const uint FLAG_VEC4 = 8u;
 const uint FLAG_C_ALIGNED = 128u;
+const uint FLAG_A_WIDE = 256u;
+const uint FLAG_B_WIDE = 512u;
 
 // C = act(alpha * acc + bias) + residual at (row, col) of batch item (b0, b1).
 void store_output(uint b0, uint b1, uint row, uint col, float acc);

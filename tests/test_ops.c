@@ -715,6 +715,7 @@ typedef struct cm_case {
     bool b_kn, bias, residual;
     vkf_activation act;
     float alpha;
+    uint32_t pad;                       /* every view: offset and extra row stride, in elements */
 } cm_case;
 
 /* The worst error seen, relative to the bound it had to meet, for the report. */
@@ -731,16 +732,21 @@ static void run_coopmat(vkf_context *ctx, const char *family, const cm_case *c, 
                         const char *expect)
 {
     uint32_t b0 = c->b0 ? c->b0 : 1, b1 = c->b1 ? c->b1 : 1, items = b0 * b1;
-    size_t na = (size_t)c->m * c->k, nb = (size_t)c->n * c->k, nc = (size_t)c->m * c->n;
-    float *a = harness_random(na * items, seed), *b = harness_random(nb * items, seed + 1);
-    float *bias = harness_random(c->n, seed + 2), *r = harness_random(nc * items, seed + 3);
-    round_f16(a, na * items), round_f16(b, nb * items);
-    vkf_tensor *ta = act16 ? harness_f16_tensor(ctx, a, na * items) : harness_tensor(ctx, a, 1, na * items);
-    vkf_tensor *tb = b16 ? harness_f16_tensor(ctx, b, nb * items) : harness_tensor(ctx, b, 1, nb * items);
-    vkf_tensor *tr = act16 ? harness_f16_tensor(ctx, r, nc * items) : harness_tensor(ctx, r, 1, nc * items);
+    /* views: pad elements before the first and after each row (the pads hold
+     * random values the kernel must not read; C's pads must stay 0) */
+    size_t off = c->pad, lda = c->k + c->pad, ldb = (c->b_kn ? c->n : c->k) + c->pad, ldc = c->n + c->pad;
+    size_t na = (size_t)c->m * lda, nb = (size_t)(c->b_kn ? c->k : c->n) * ldb, nc = (size_t)c->m * ldc;
+    float *a = harness_random(off + na * items, seed), *b = harness_random(off + nb * items, seed + 1);
+    float *bias = harness_random(c->n, seed + 2), *r = harness_random(off + nc * items, seed + 3);
+    round_f16(a, off + na * items), round_f16(b, off + nb * items);
+    vkf_tensor *ta = act16 ? harness_f16_tensor(ctx, a, off + na * items) : harness_tensor(ctx, a, 1, off + na * items);
+    vkf_tensor *tb = b16 ? harness_f16_tensor(ctx, b, off + nb * items) : harness_tensor(ctx, b, 1, off + nb * items);
+    vkf_tensor *tr = act16 ? harness_f16_tensor(ctx, r, off + nc * items) : harness_tensor(ctx, r, 1, off + nc * items);
     vkf_tensor *tbias = harness_tensor(ctx, bias, 1, c->n), *tc = NULL;
-    uint64_t cn = nc * items;
-    CHECK_OK(vkf_tensor_create(ctx, act16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, 1, &cn, &tc));
+    uint64_t cn = off + nc * items;
+    float *want = harness_alloc(cn * 4);    /* C starts as 1234 everywhere: the pads must keep it */
+    for (size_t i = 0; i < cn; i++) want[i] = 1234.0f;
+    tc = act16 ? harness_f16_tensor(ctx, want, cn) : harness_tensor(ctx, want, 1, cn);
     vkf_cmd *cmd;
     CHECK_OK(vkf_cmd_create(ctx, 0, &cmd));
     vkf_matmul_desc d;
@@ -748,11 +754,12 @@ static void run_coopmat(vkf_context *ctx, const char *family, const cm_case *c, 
     d.m = c->m, d.n = c->n, d.k = c->k;
     d.batch[0] = b0, d.batch[1] = b1;
     /* batch items packed one after another: (b0, b1, rows, cols) */
-    d.a = (vkf_matrix_view){.tensor = ta, .row_stride = c->k, .batch_stride = {na * b1, na}};
-    d.b = (vkf_matrix_view){.tensor = tb, .row_stride = c->b_kn ? c->n : c->k, .batch_stride = {nb * b1, nb}};
+    d.a = (vkf_matrix_view){.tensor = ta, .offset = off, .row_stride = lda, .batch_stride = {na * b1, na}};
+    d.b = (vkf_matrix_view){.tensor = tb, .offset = off, .row_stride = ldb, .batch_stride = {nb * b1, nb}};
     d.b_is_k_by_n = c->b_kn;
-    d.c = (vkf_matrix_view){.tensor = tc, .row_stride = c->n, .batch_stride = {nc * b1, nc}};
-    if (c->residual) d.residual = (vkf_matrix_view){.tensor = tr, .row_stride = c->n, .batch_stride = {nc * b1, nc}};
+    d.c = (vkf_matrix_view){.tensor = tc, .offset = off, .row_stride = ldc, .batch_stride = {nc * b1, nc}};
+    if (c->residual)
+        d.residual = (vkf_matrix_view){.tensor = tr, .offset = off, .row_stride = ldc, .batch_stride = {nc * b1, nc}};
     d.bias = c->bias ? tbias : NULL;
     d.alpha = c->alpha;
     d.activation = c->act;
@@ -760,10 +767,10 @@ static void run_coopmat(vkf_context *ctx, const char *family, const cm_case *c, 
     CHECK(strncmp(kernel, expect, strlen(expect)) == 0);
     CHECK_OK(vkf_cmd_matmul(cmd, &d));
     CHECK_OK(vkf_cmd_submit(cmd));
-    float *got = act16 ? harness_download_f16(tc, cn) : harness_download(tc), *want = harness_alloc(cn * 4);
+    float *got = act16 ? harness_download_f16(tc, cn) : harness_download(tc);
     for (uint32_t z = 0; z < items; z++)
-        ref_matmul(want + z * nc, c->n, a + z * na, c->k, b + z * nb, c->b_kn ? c->n : c->k, c->b_kn,
-                   c->bias ? bias : NULL, c->residual ? r + z * nc : NULL, c->n, c->m, c->n, c->k, c->alpha,
+        ref_matmul(want + off + z * nc, ldc, a + off + z * na, lda, b + off + z * nb, ldb, c->b_kn,
+                   c->bias ? bias : NULL, c->residual ? r + off + z * nc : NULL, ldc, c->m, c->n, c->k, c->alpha,
                    (int)c->act);
     double atol = act16 ? CM16_ATOL : CM_ATOL(c->k), rtol = act16 ? CM16_RTOL : CM_RTOL;
     for (size_t i = 0; i < cn; i++) {
@@ -772,9 +779,9 @@ static void run_coopmat(vkf_context *ctx, const char *family, const cm_case *c, 
         if (!(ratio <= cm_worst_ratio[act16])) cm_worst_ratio[act16] = ratio;
     }
     char what[200];
-    snprintf(what, sizeof what, "%s (%s) A %s B %s%s m=%u n=%u k=%u batch %ux%u%s%s act=%d alpha=%g", family, kernel,
-             act16 ? "F16" : "F32", b16 ? "F16" : "F32", c->b_kn ? " (k,n)" : "", c->m, c->n, c->k, b0, b1,
-             c->bias ? " bias" : "", c->residual ? " residual" : "", (int)c->act, c->alpha);
+    snprintf(what, sizeof what, "%s (%s) A %s B %s%s m=%u n=%u k=%u batch %ux%u%s%s act=%d alpha=%g pad=%u", family,
+             kernel, act16 ? "F16" : "F32", b16 ? "F16" : "F32", c->b_kn ? " (k,n)" : "", c->m, c->n, c->k, b0, b1,
+             c->bias ? " bias" : "", c->residual ? " residual" : "", (int)c->act, c->alpha, c->pad);
     harness_compare(what, got, want, cn, atol, rtol);
     vkf_cmd_destroy(cmd);
     vkf_tensor_destroy(ta), vkf_tensor_destroy(tb), vkf_tensor_destroy(tbias), vkf_tensor_destroy(tr);
@@ -795,6 +802,14 @@ static void coopmat_cases(vkf_context *ctx, const char *family, bool act16, bool
         {.m = 17, .n = 33, .k = 40, .b0 = 2, .b1 = 3, .bias = true, .alpha = 1.0f},   /* batched */
         /* C rows 16-byte aligned: inner fragments stored straight to C with the whole epilogue */
         {.m = 41, .n = 48, .k = 72, .bias = true, .residual = true, .act = VKF_ACTIVATION_GELU_TANH, .alpha = 0.5f},
+        /* the loads of 8 k: 16 bytes where rows start on 8 elements and k % 8 == 0
+         * (k 40, 64, 72, 1000 above: contiguous), with padded views (pad 8); two
+         * 4-element loads where they start on 4 (pad 4; k 36: the slot at k 32
+         * half past the end); scalar loads elsewhere (pad 1) */
+        {.m = 24, .n = 40, .k = 72, .pad = 8, .bias = true, .residual = true, .act = VKF_ACTIVATION_SILU, .alpha = 1.0f},
+        {.m = 40, .n = 24, .k = 64, .pad = 4, .bias = true, .alpha = 1.0f},
+        {.m = 33, .n = 40, .k = 36, .residual = true, .act = VKF_ACTIVATION_RELU, .alpha = 1.0f},
+        {.m = 9, .n = 17, .k = 40, .pad = 1, .bias = true, .alpha = 1.0f},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int kn = 0; kn < 2; kn++) {

@@ -144,6 +144,24 @@ static const uint32_t spirv_glu_act16[] =
 static const uint32_t spirv_block_sum[] =
 #include "block_sum.spv.h"
     ;
+static const uint32_t spirv_attention_split_reduce[] =
+#include "attention_split_reduce.spv.h"
+    ;
+static const uint32_t spirv_attention_split_reduce_f16[] =
+#include "attention_split_reduce_f16.spv.h"
+    ;
+static const uint32_t spirv_attention_fused_splitk[] =
+#include "attention_fused_splitk.spv.h"
+    ;
+static const uint32_t spirv_attention_fused_splitk_f16[] =
+#include "attention_fused_splitk_f16.spv.h"
+    ;
+static const uint32_t spirv_attention_fused_lanes_splitk[] =
+#include "attention_fused_lanes_splitk.spv.h"
+    ;
+static const uint32_t spirv_attention_fused_lanes_splitk_f16[] =
+#include "attention_fused_lanes_splitk_f16.spv.h"
+    ;
 static const uint32_t spirv_block_sum_act16[] =
 #include "block_sum_act16.spv.h"
     ;
@@ -325,6 +343,12 @@ static const uint32_t spirv_attention_fused_coopmat[] =
 static const uint32_t spirv_attention_fused_coopmat_f16[] =
 #include "attention_fused_coopmat_f16.spv.h"
     ;
+static const uint32_t spirv_attention_fused_coopmat_splitk[] =
+#include "attention_fused_coopmat_splitk.spv.h"
+    ;
+static const uint32_t spirv_attention_fused_coopmat_splitk_f16[] =
+#include "attention_fused_coopmat_splitk_f16.spv.h"
+    ;
 #define ATTENTION_COOPMAT_SPIRV(name) name, sizeof name
 #else
 #define ATTENTION_COOPMAT_SPIRV(name) NULL, 0
@@ -348,7 +372,7 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_ATTENTION_DECODE] = {"attention_decode", spirv_attention_decode, sizeof spirv_attention_decode, 9, sizeof(vkf_push_attention_decode)},
     [VKF_VARIANT_KV_APPEND] = {"kv_append", spirv_kv_append, sizeof spirv_kv_append, 4, sizeof(vkf_push_kv_append)},
     [VKF_VARIANT_ARGMAX] = {"argmax", spirv_argmax, sizeof spirv_argmax, 4, sizeof(vkf_push_argmax)},
-    [VKF_VARIANT_ADVANCE] = {"advance", spirv_advance, sizeof spirv_advance, 1, 0},
+    [VKF_VARIANT_ADVANCE] = {"advance", spirv_advance, sizeof spirv_advance, 1, sizeof(vkf_push_advance)},
     [VKF_VARIANT_ATTENTION_FUSED_LANES] = {"attention_fused_lanes", spirv_attention_fused_lanes, sizeof spirv_attention_fused_lanes, 8, sizeof(vkf_push_attention_fused)},
     [VKF_VARIANT_ATTENTION_FUSED_LANES_F16] = {"attention_fused_lanes_f16", spirv_attention_fused_lanes_f16, sizeof spirv_attention_fused_lanes_f16, 8, sizeof(vkf_push_attention_fused)},
     [VKF_VARIANT_ATTENTION_FUSED] = {"attention_fused", spirv_attention_fused, sizeof spirv_attention_fused, 8, sizeof(vkf_push_attention_fused)},
@@ -435,6 +459,14 @@ static const vkf_variant_desc variant_table[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_COOPMAT2_WG_F16B] = {"matmul_coopmat2_wg_f16b", MATMUL_COOPMAT2_WG_SPIRV(spirv_matmul_coopmat2_wg_f16b), 5, sizeof(vkf_push_matmul), 3},
     [VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16] = {"matmul_coopmat2_wg_act16", MATMUL_COOPMAT2_WG_SPIRV(spirv_matmul_coopmat2_wg_act16), 5, sizeof(vkf_push_matmul), 3},
     [VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16_F16B] = {"matmul_coopmat2_wg_act16_f16b", MATMUL_COOPMAT2_WG_SPIRV(spirv_matmul_coopmat2_wg_act16_f16b), 5, sizeof(vkf_push_matmul), 3},
+    [VKF_VARIANT_ATTENTION_FUSED_COOPMAT_SPLITK] = {"attention_fused_coopmat_splitk", ATTENTION_COOPMAT_SPIRV(spirv_attention_fused_coopmat_splitk), 8, sizeof(vkf_push_attention_fused), 1},
+    [VKF_VARIANT_ATTENTION_FUSED_COOPMAT_SPLITK_F16] = {"attention_fused_coopmat_splitk_f16", ATTENTION_COOPMAT_SPIRV(spirv_attention_fused_coopmat_splitk_f16), 8, sizeof(vkf_push_attention_fused), 1},
+    [VKF_VARIANT_ATTENTION_SPLIT_REDUCE] = {"attention_split_reduce", spirv_attention_split_reduce, sizeof spirv_attention_split_reduce, 2, sizeof(vkf_push_attention_split_reduce)},
+    [VKF_VARIANT_ATTENTION_SPLIT_REDUCE_F16] = {"attention_split_reduce_f16", spirv_attention_split_reduce_f16, sizeof spirv_attention_split_reduce_f16, 2, sizeof(vkf_push_attention_split_reduce)},
+    [VKF_VARIANT_ATTENTION_FUSED_SPLITK] = {"attention_fused_splitk", spirv_attention_fused_splitk, sizeof spirv_attention_fused_splitk, 8, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_ATTENTION_FUSED_SPLITK_F16] = {"attention_fused_splitk_f16", spirv_attention_fused_splitk_f16, sizeof spirv_attention_fused_splitk_f16, 8, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_ATTENTION_FUSED_LANES_SPLITK] = {"attention_fused_lanes_splitk", spirv_attention_fused_lanes_splitk, sizeof spirv_attention_fused_lanes_splitk, 8, sizeof(vkf_push_attention_fused)},
+    [VKF_VARIANT_ATTENTION_FUSED_LANES_SPLITK_F16] = {"attention_fused_lanes_splitk_f16", spirv_attention_fused_lanes_splitk_f16, sizeof spirv_attention_fused_lanes_splitk_f16, 8, sizeof(vkf_push_attention_fused)},
 };
 
 const vkf_variant_desc *vkf_variant(vkf_variant_id id) { return &variant_table[id]; }
@@ -461,6 +493,12 @@ static const occupancy_floor occupancy_floors[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_COOPMAT_ACT16_F16B] = FLOOR_MATRIX,
     [VKF_VARIANT_MATMUL_COOPMAT_I8B] = FLOOR_MATRIX,
     [VKF_VARIANT_MATMUL_COOPMAT_ACT16_I8B] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT_SPLITK] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT_SPLITK_F16B] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT_SPLITK_ACT16] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT_SPLITK_ACT16_F16B] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT_SPLITK_I8B] = FLOOR_MATRIX,
+    [VKF_VARIANT_MATMUL_COOPMAT_SPLITK_ACT16_I8B] = FLOOR_MATRIX,
     [VKF_VARIANT_MATMUL_COOPMAT2] = FLOOR_MATRIX,
     [VKF_VARIANT_MATMUL_COOPMAT2_F16B] = FLOOR_MATRIX,
     [VKF_VARIANT_MATMUL_COOPMAT2_ACT16] = FLOOR_MATRIX,
@@ -471,6 +509,12 @@ static const occupancy_floor occupancy_floors[VKF_VARIANT_COUNT] = {
     [VKF_VARIANT_MATMUL_COOPMAT2_WG_ACT16_F16B] = FLOOR_MATRIX,
     [VKF_VARIANT_ATTENTION_FUSED_COOPMAT] = FLOOR_MATRIX,
     [VKF_VARIANT_ATTENTION_FUSED_COOPMAT_F16] = FLOOR_MATRIX,
+    [VKF_VARIANT_ATTENTION_FUSED_COOPMAT_SPLITK] = FLOOR_MATRIX,
+    [VKF_VARIANT_ATTENTION_FUSED_COOPMAT_SPLITK_F16] = FLOOR_MATRIX,
+    [VKF_VARIANT_ATTENTION_SPLIT_REDUCE] = FLOOR_ROWS,
+    [VKF_VARIANT_ATTENTION_SPLIT_REDUCE_F16] = FLOOR_ROWS,
+    [VKF_VARIANT_ATTENTION_FUSED_SPLITK] = FLOOR_SCALAR,
+    [VKF_VARIANT_ATTENTION_FUSED_SPLITK_F16] = FLOOR_SCALAR,
     [VKF_VARIANT_MATMUL_TILED] = FLOOR_SCALAR,
     [VKF_VARIANT_MATMUL_TILED_F16B] = FLOOR_SCALAR,
     [VKF_VARIANT_MATMUL_TILED_ACT16] = FLOOR_SCALAR,

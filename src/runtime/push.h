@@ -27,6 +27,8 @@ enum {
     VKF_MATMUL_FLAG_B_KN = 4u,
     VKF_MATMUL_FLAG_VEC4 = 8u,
     VKF_MATMUL_FLAG_C_ALIGNED = 128u,   /* C and R rows 16-byte aligned: matmul_coopmat stores fragments directly */
+    VKF_MATMUL_FLAG_A_WIDE = 256u,      /* A's rows start on 8 elements, k % 8 == 0: matmul_coopmat loads 8 k at once */
+    VKF_MATMUL_FLAG_B_WIDE = 512u,      /* the same for B (n, k) */
 };
 
 /* shaders/softmax.comp */
@@ -68,7 +70,7 @@ _Static_assert(sizeof(vkf_push_embed) == 14 * 4, "mirror of embed.comp");
 /* shaders/attention_decode.comp */
 typedef struct vkf_push_attention_decode {
     uint32_t heads, head_dim;
-    uint32_t length_from_state;
+    uint32_t length_from_state;         /* 0: lengths per row; 1: state[0] + 1; 2: state[b] + 1 */
     float scale;
     uint32_t q_offset, q_batch;
     uint32_t k_offset, k_row, k_batch;
@@ -89,15 +91,23 @@ _Static_assert(sizeof(vkf_push_attention_decode) == 26 * 4, "mirror of attention
 /* shaders/kv_append.comp */
 typedef struct vkf_push_kv_append {
     uint32_t batch, d, capacity;
+    uint32_t state_stride;              /* 0: one position for every row; 1: one per row */
 } vkf_push_kv_append;
-_Static_assert(sizeof(vkf_push_kv_append) == 3 * 4, "mirror of kv_append.comp");
+_Static_assert(sizeof(vkf_push_kv_append) == 4 * 4, "mirror of kv_append.comp");
 
 /* shaders/argmax.comp */
 typedef struct vkf_push_argmax {
     uint32_t rows, cols;
     uint32_t token_capacity;
+    uint32_t state_stride;              /* 0: one position for every row; 1: one per row */
 } vkf_push_argmax;
-_Static_assert(sizeof(vkf_push_argmax) == 3 * 4, "mirror of argmax.comp");
+_Static_assert(sizeof(vkf_push_argmax) == 4 * 4, "mirror of argmax.comp");
+
+/* shaders/advance.comp */
+typedef struct vkf_push_advance {
+    uint32_t count;                     /* positions to move on */
+} vkf_push_advance;
+_Static_assert(sizeof(vkf_push_advance) == 1 * 4, "mirror of advance.comp");
 
 /* shaders/attention_fused.comp */
 typedef struct vkf_push_attention_fused {
@@ -120,6 +130,16 @@ typedef struct vkf_push_attention_fused {
     uint32_t global_radius;
 } vkf_push_attention_fused;
 _Static_assert(sizeof(vkf_push_attention_fused) == 31 * 4, "mirror of attention_fused.comp");
+
+/* shaders/attention_split_reduce.comp (fused attention's split-K form) */
+typedef struct vkf_push_attention_split_reduce {
+    uint32_t rows;                      /* batch * heads * lq */
+    uint32_t lq, heads, head_dim;
+    uint32_t dp;                        /* floats per partial row of O */
+    uint32_t splits;
+    uint32_t ml;                        /* first element of the [m, l] pairs */
+} vkf_push_attention_split_reduce;
+_Static_assert(sizeof(vkf_push_attention_split_reduce) == 7 * 4, "mirror of attention_split_reduce.comp");
 
 enum {
     VKF_ATTENTION_FLAG_LENGTHS = 1u,
@@ -163,15 +183,16 @@ typedef struct vkf_push_sample {
     int32_t eos;
     uint32_t min_new;
     uint32_t force_step;                /* UINT32_MAX: never */
+    uint32_t state_stride;              /* 0: one position for every row; 1: one per row */
 } vkf_push_sample;
-_Static_assert(sizeof(vkf_push_sample) == 11 * 4, "mirror of sample.comp");
+_Static_assert(sizeof(vkf_push_sample) == 12 * 4, "mirror of sample.comp");
 
 /* shaders/logits_process.comp */
 typedef struct vkf_push_logits_process {
     uint32_t rows, vocab;
     uint32_t steps;                     /* columns of inputs and row_index */
     uint32_t row_stride;                /* ints per row of row_data */
-    uint32_t flags;                     /* 1: log-probabilities (beam search), 2: row_index bound */
+    uint32_t flags;                     /* 1: log-probabilities (beam search), 2: row_index bound, 4: state per row */
     float penalty;
     uint32_t ngram;
     uint32_t n_suppress, n_end, n_bad;
