@@ -461,7 +461,9 @@ typedef struct vkf_embed_desc {
     uint32_t seq_len;                   /* 0 is read as tokens */
     uint32_t pos_offset;
     /* (1) I32 or NULL: state[0] is added to every position, so a decode step
-     * recorded once serves every position. Positions past the table give NaN. */
+     * recorded once serves every position; more than one element (at least
+     * tokens / seq_len): state[t / seq_len] to token t's, each sequence its own
+     * (a negative one counts as 0). Positions past the table give NaN. */
     vkf_tensor *position_state;
     /* A table split across several tensors (each within one binding): this table
      * holds vocabulary rows table_row0 .. table_row0 + table_rows - 1 (table_rows 0:
@@ -1402,18 +1404,22 @@ typedef void (*vkf_scheduler_done_fn)(void *user, const vkf_scheduler_result *re
 typedef struct vkf_scheduler_stats {
     uint32_t queued;                    /* requests waiting now */
     uint32_t active;                    /* slots answering requests now */
-    uint32_t groups;                    /* groups running now */
+    uint32_t groups;                    /* groups (running batches: one per processor settings and source
+                                           length class in use) running now */
     uint64_t admitted, answered, failed, cancelled;
-    uint64_t steps;                     /* decode steps submitted (one per group and step) */
-    uint64_t encoder_passes;            /* batched encoder passes (one per group) */
+    uint64_t steps;                     /* decode steps submitted (one per group and round) */
+    uint64_t encoder_passes;            /* batched encoder passes (one per group and admission) */
     uint64_t tokens;                    /* ids answered */
-    uint64_t batch_hist[8];             /* groups by rows: 1, 2, 3-4, 5-8, 9-16, 17-32, 33-64, more
-                                           (a whole run counts as a group of 1) */
-    uint64_t batch_rows;                /* rows of every group so far (their sum) */
-    uint64_t compactions;               /* groups moved into a plan of their live rows only */
-    uint64_t compaction_failures;       /* compactions that failed (the group went on as it was) */
+    uint64_t batch_hist[8];             /* encoder passes by arrivals: 1, 2, 3-4, 5-8, 9-16, 17-32, 33-64,
+                                           more (a whole run counts as a pass of 1) */
+    uint64_t batch_rows;                /* arrivals of every encoder pass so far (their sum) */
+    uint64_t compactions;               /* 0: rows keep their slots (no group is moved into a smaller plan) */
+    uint64_t compaction_failures;       /* 0 */
     double busy_ms;                     /* host wall time spent running the model (encoder passes,
                                            steps, whole runs), the device's work included */
+    uint64_t joined;                    /* requests admitted into a group that was decoding others */
+    uint64_t step_rows;                 /* rows of every decode step so far (their sum) */
+    uint32_t max_step_rows;             /* the most rows one decode step decoded */
 } vkf_scheduler_stats;
 
 /* Starts the scheduler's thread on `model` (borrowed: it must outlive the

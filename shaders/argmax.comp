@@ -1,7 +1,8 @@
 #version 450
 // Greedy choice of each sequence's next token: ids[b] = argmax_j logits[b, j]
 // (the lowest j among equal maxima, as torch.argmax), also stored as
-// tokens[b, state[0]]. One workgroup per row.
+// tokens[b, pos], pos = state[0], or state[b] with state_stride 1 (per-row positions;
+// negative: no token stored). One workgroup per row.
 #extension GL_GOOGLE_include_directive : require
 #include "act.glsl"
 #include "common.glsl"
@@ -13,10 +14,11 @@ layout(constant_id = 0) const uint WG = 64;
 layout(push_constant) uniform Push {
     uint rows, cols;
     uint token_capacity;    // columns of tokens
+    uint state_stride;      // 0: state[0] for every row; 1: state[row]
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufLogits { ACT_T logits[]; };  // (rows, cols)
-layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };      // (1): position
+layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };      // (1) or (rows): positions
 layout(set = 0, binding = 2) writeonly buffer BufIds { int ids[]; };         // (rows)
 layout(set = 0, binding = 3) writeonly buffer BufTokens { int tokens[]; };   // (rows, token_capacity)
 
@@ -50,7 +52,7 @@ void main()
     if (tid == 0u) {
         int id = best_index[0] == 0xffffffffu ? 0 : int(best_index[0]);
         ids[row] = id;
-        int pos = state[0];
+        int pos = state[row * pc.state_stride];
         if (pos >= 0 && uint(pos) < pc.token_capacity) tokens[row * pc.token_capacity + uint(pos)] = id;
     }
 }

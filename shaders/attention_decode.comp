@@ -2,9 +2,12 @@
 // Attention for one query row per (sequence, head), as in a decode step:
 //   out[b, h] = softmax(scale * q[b, h] · K[b, h, j]ᵀ + bias(h, j - i), j < n_b) · V[b, h, j]
 // where n_b = state[0] + 1 (self-attention over the KV cache, the current
-// position read from GPU memory) or n_b = lengths[b] (cross-attention over the
-// encoder memory of each source). bias: T5's relative position bias (rel_bias 1),
-// rel_table[h][clamp(j - i, -R, R) + R] with i = state[0], the query's position.
+// position read from GPU memory; length_from_state 1), n_b = state[b] + 1 (each
+// row its own position: length_from_state 2, per-row positions; a negative one, a
+// free slot, attends to no key and writes zeros) or n_b = lengths[b]
+// (cross-attention over the encoder memory of each source). bias: T5's relative
+// position bias (rel_bias 1), rel_table[h][clamp(j - i, -R, R) + R] with i the
+// query's position (state[0], or state[b] per row).
 // Three forms, chosen by specialization:
 //  - split (ROWS 0, CHUNK 0, GPUs with few keys): one workgroup per (b, h), its
 //    invocations sharing the keys; the scores go to a scratch row so keys of any
@@ -40,14 +43,14 @@ layout(constant_id = 4) const uint SPLITS = 1;  // split-K form: workgroups per 
 // k[k_offset + b * k_batch + j * k_row + h * head_dim + c]; likewise q (j = 0), v, out.
 layout(push_constant) uniform Push {
     uint heads, head_dim;
-    uint length_from_state;         // 1: n = state[0] + 1; 0: n = lengths[b]
+    uint length_from_state;         // 1: n = state[0] + 1; 2: n = state[b] + 1; 0: n = lengths[b]
     float scale;
     uint q_offset, q_batch;
     uint k_offset, k_row, k_batch;
     uint v_offset, v_row, v_batch;
     uint out_batch;                 // out row of b starts at b * out_batch
     uint max_keys;                  // scratch row length
-    uint pattern;                   // 0 dense, 1 local:W, 2 strided:W:S, 3 bigbird:B:G:R (query row = state[0])
+    uint pattern;                   // 0 dense, 1 local:W, 2 strided:W:S, 3 bigbird:B:G:R (query row = the position)
     uint window, stride;
     uint bb_block, bb_globals, bb_random;   // bigbird's B, G, R
     uint random_len;                // elements of the random-block table (>= 1); reads are clamped to it
@@ -61,7 +64,7 @@ layout(push_constant) uniform Push {
 layout(set = 0, binding = 0) readonly buffer BufQ { ACT_T q[]; };
 layout(set = 0, binding = 1) readonly buffer BufK { ACT_T k[]; };
 layout(set = 0, binding = 2) readonly buffer BufV { ACT_T v[]; };
-layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch / kv_div) or state (1)
+layout(set = 0, binding = 3) readonly buffer BufLen { int lengths[]; };   // (batch / kv_div), state (1) or (batch)
 layout(set = 0, binding = 4) buffer BufScratch { float scores[]; };       // (batch * heads, max_keys)
 layout(set = 0, binding = 5) writeonly buffer BufOut { ACT_T outv[]; };
 layout(set = 0, binding = 6) readonly buffer BufRandom { int random_blocks[]; };  // (query blocks, R) or the dummy
@@ -87,6 +90,21 @@ uint kv_row(uint b, uint j)
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
+// Row b's key count: its position + 1 (self-attention: one position for every row,
+// or each row its own), or its source's length; clamped to 0..max_keys.
+uint key_count(uint b)
+{
+    int n = pc.length_from_state == 0u ? lengths[b / pc.kv_div]
+                                       : lengths[pc.length_from_state == 2u ? b : 0u] + 1;
+    return uint(clamp(n, 0, int(pc.max_keys)));
+}
+
+// Row b's query position (self-attention: the patterns and the bias).
+uint query_position(uint b)
+{
+    return uint(max(lengths[pc.length_from_state == 2u ? b : 0u], 0));
+}
+
 // bigbird: may the query in block qb see key block kb?
 bool block_allowed(uint qb, uint kb)
 {
@@ -109,11 +127,10 @@ void rows_main()
     const uint bh = linear_workgroup() * WG + gl_LocalInvocationID.x;
     if (bh >= pc.rows) return;
     const uint b = bh / pc.heads, h = bh % pc.heads;
-    int n_signed = pc.length_from_state != 0u ? lengths[0] + 1 : lengths[b / pc.kv_div];
-    const uint n = uint(clamp(n_signed, 0, int(pc.max_keys)));
+    const uint n = key_count(b);
     const uint qb = pc.q_offset + b * pc.q_batch + h * HD;
     const uint kb = pc.k_offset + h * HD, vb = pc.v_offset + h * HD;
-    const uint i = uint(max(lengths[0], 0));
+    const uint i = query_position(b);
     float qv[HD], acc[HD];
     [[unroll]] for (uint c = 0u; c < HD; c++) qv[c] = float(q[qb + c]), acc[c] = 0.0;
     float m = NEG_INF, l = 0.0;
@@ -144,12 +161,11 @@ void split_k_main()
     const uint bh = w / SPLITS, s = w % SPLITS;
     if (bh >= pc.rows) return;          // padding of the 2-D grid: whole workgroup
     const uint b = bh / pc.heads, h = bh % pc.heads, tid = gl_LocalInvocationID.x;
-    int n_signed = pc.length_from_state != 0u ? lengths[0] + 1 : lengths[b / pc.kv_div];
-    const uint n = uint(clamp(n_signed, 0, int(pc.max_keys)));
+    const uint n = key_count(b);
     const uint j0 = s * CHUNK, j1 = min(n, j0 + CHUNK);     // j0 >= j1: an empty chunk
     const uint qb = pc.q_offset + b * pc.q_batch + h * HD;
     const uint kb = pc.k_offset + h * HD, vb = pc.v_offset + h * HD;
-    const uint i = uint(max(lengths[0], 0));    // the query's row for the patterns and the bias
+    const uint i = query_position(b);           // the query's row for the patterns and the bias
     for (uint c = tid; c < HD; c += WG) chunk_q[c] = float(q[qb + c]);
     barrier();
 
@@ -216,16 +232,16 @@ void main()
         return;
     }
     const uint bh = linear_workgroup();
+    if (bh >= pc.rows) return;          // padding of the 2-D grid: whole workgroup
     const uint b = bh / pc.heads, h = bh % pc.heads;
     const uint tid = gl_LocalInvocationID.x;
-    int n_signed = pc.length_from_state != 0u ? lengths[0] + 1 : lengths[b / pc.kv_div];
-    const uint n = uint(clamp(n_signed, 0, int(pc.max_keys)));
+    const uint n = key_count(b);
     const uint qb = pc.q_offset + b * pc.q_batch + h * pc.head_dim;
     const uint kb = pc.k_offset + h * pc.head_dim, vb = pc.v_offset + h * pc.head_dim;
     const uint sb = bh * pc.max_keys;
 
     // The query's row for the sparse patterns: the decode position (self-attention).
-    const uint i = uint(max(lengths[0], 0));
+    const uint i = query_position(b);
     float m = NEG_INF;
     for (uint j = tid; j < n; j += WG) {
         float s = 0.0;

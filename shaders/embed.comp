@@ -1,8 +1,10 @@
 #version 450
 // Token embedding with positions:
-//   out[t, c] = table[ids[t], c] * scale + pe[pos, c],  pos = t % seq_len + pos_offset (+ state[0])
-// With flag 1 the position offset also adds state[0], the decode step's position
-// kept in GPU memory, so one recorded step serves every position. With position
+//   out[t, c] = table[ids[t], c] * scale + pe[pos, c],  pos = t % seq_len + pos_offset (+ state)
+// With pos_from_state 1 the position offset also adds state[0], the decode step's
+// position kept in GPU memory, so one recorded step serves every position; with 2
+// each sequence its own, state[t / seq_len] (per-row positions: rows of one step at
+// different positions; a negative one counts as 0). With position
 // ids (binding 6) token t is at pos = position_ids[t] (+ state[0]) instead; with
 // pad_position a token whose id is pad_id reads row pad_row (fairseq's positions:
 // padding sits at the padding index's zero row).
@@ -26,7 +28,7 @@ layout(push_constant) uniform Push {
     uint positions;         // rows of pe; 0: no positional term
     float scale;
     uint seq_len, pos_offset;
-    uint pos_from_state;    // 1: add state[0] to every position
+    uint pos_from_state;    // 1: add state[0] to every position; 2: state[t / seq_len] to token t's
     uint row0, rows;        // vocabulary rows of this table (a part of a split embedding)
     uint has_position_ids;  // 1: binding 6 holds each token's position
     uint pad_position;      // 1: a pad_id token is at row pad_row
@@ -46,7 +48,7 @@ layout(set = 0, binding = 1) readonly buffer BufTable { float table[]; };   // (
 #endif
 layout(set = 0, binding = 2) readonly buffer BufPe { float pe[]; };         // (positions, d)
 layout(set = 0, binding = 3) writeonly buffer BufOut { ACT_T outv[]; };     // (tokens, d)
-layout(set = 0, binding = 4) readonly buffer BufState { int state[]; };     // (1): position
+layout(set = 0, binding = 4) readonly buffer BufState { int state[]; };     // (1) or (tokens / seq_len): positions
 layout(set = 0, binding = 6) readonly buffer BufPosIds { int position_ids[]; }; // (tokens), with has_position_ids
 
 void main()
@@ -60,7 +62,8 @@ void main()
         const int p = position_ids[t];
         pos = p < 0 ? 0xffffffffu : uint(p);     // negative: past the table, NaN
     }
-    if (pc.pos_from_state != 0u && pos != 0xffffffffu) pos += uint(max(state[0], 0));
+    if (pc.pos_from_state != 0u && pos != 0xffffffffu)
+        pos += uint(max(state[pc.pos_from_state == 2u ? t / pc.seq_len : 0u], 0));
     if (pc.pad_position != 0u && id == pc.pad_id) pos = pc.pad_row;
     if (id < 0 || uint(id) >= pc.vocab || (pc.positions != 0u && pos >= pc.positions)) {
         if (pc.row0 == 0u) outv[e] = ACT_T(uintBitsToFloat(0x7fc00000u));

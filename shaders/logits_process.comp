@@ -22,7 +22,8 @@
 //     text id.
 // A row still inside its target prefix gets -inf everywhere but the prefix's
 // next id (0): teacher forcing through the same choice kernels.
-// The row's sequence: position j < t (t = state[0], the step's input position)
+// The row's sequence: position j < t (t = state[0], the step's input position, or
+// state[row] with flag 4: per-row positions, rows of one step at different ones)
 // holds inputs[row_index[row][j]][j] (beam search: the row that held the row's
 // ancestor at step j; greedy: the row itself), position t the step's input id,
 // which the kernel records as inputs[row][t] for later steps.
@@ -38,7 +39,7 @@ layout(push_constant) uniform Push {
     uint rows, vocab;
     uint steps;             // columns of inputs and row_index
     uint row_stride;        // ints per row of row_data: prefix length, limit, prefix ids
-    uint flags;             // 1: LOG_PROBS (beam search), 2: row_index is bound
+    uint flags;             // 1: LOG_PROBS (beam search), 2: row_index is bound, 4: state per row
     float penalty;          // 1: off
     uint ngram;             // 0: off
     uint n_suppress, n_end, n_bad;
@@ -54,7 +55,7 @@ layout(push_constant) uniform Push {
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufLogits { ACT_T logits[]; };    // (rows, vocab)
-layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };         // (1): the step's position t
+layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };         // (1) or (rows): position t
 layout(set = 0, binding = 2) readonly buffer BufStepIds { int step_ids[]; };    // (rows): the step's input ids
 layout(set = 0, binding = 3) readonly buffer BufRowIndex { int row_index[]; };  // (rows, steps), flag 2
 layout(set = 0, binding = 4) buffer BufInputs { int inputs[]; };                // (rows, steps)
@@ -114,7 +115,7 @@ void main()
     const uint row = linear_workgroup();
     if (row >= pc.rows) return;
     const uint tid = gl_LocalInvocationID.x, V = pc.vocab, base = row * V;
-    const uint t = uint(max(state[0], 0));
+    const uint t = uint(max(state[(pc.flags & 4u) != 0u ? row : 0u], 0));
     const float NEG_INF = uintBitsToFloat(0xff800000u);
     if (tid == 0u && t < pc.steps) inputs[row * pc.steps + t] = step_ids[row];
     const uint P = uint(row_data[row * pc.row_stride]);            // prefix length

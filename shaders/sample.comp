@@ -9,9 +9,9 @@
 // [0, 1) times the kept mass, walked through the kept tokens in index order (each
 // invocation a contiguous chunk). Deterministic for a seed on one device; other
 // devices may round exp() differently and so draw differently near a boundary.
-// eos is left out while the step (state[0]) is below min_new; at force_step the
-// token is eos. Writes ids[row] and
-// tokens[row, state[0]], as argmax.comp.
+// eos is left out while the step (state[0], or state[row] with state_stride 1: per-row
+// positions) is below min_new; at force_step the token is eos. Writes ids[row] and
+// tokens[row, step], as argmax.comp.
 #extension GL_GOOGLE_include_directive : require
 #include "act.glsl"
 #include "common.glsl"
@@ -30,10 +30,11 @@ layout(push_constant) uniform Push {
     int eos;
     uint min_new;
     uint force_step;        // at this step the token is eos (forced_eos_token_id); ~0u: never
+    uint state_stride;      // 0: state[0] for every row; 1: state[row]
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufLogits { ACT_T logits[]; };  // (rows, cols)
-layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };      // (1): position
+layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };      // (1) or (rows): positions
 layout(set = 0, binding = 2) writeonly buffer BufIds { int ids[]; };         // (rows)
 layout(set = 0, binding = 3) writeonly buffer BufTokens { int tokens[]; };   // (rows, token_capacity)
 
@@ -75,7 +76,7 @@ void main()
     const uint row = linear_workgroup();
     if (row >= pc.rows) return;
     const uint tid = gl_LocalInvocationID.x;
-    const int pos = state[0];
+    const int pos = state[row * pc.state_stride];
     const bool no_eos = pos < int(pc.min_new);
     // max over the allowed tokens
     float m = uintBitsToFloat(0xff800000u);

@@ -317,6 +317,96 @@ def test_clients(vkformer, demo, whisper, heldout, quick=False):
             sv.p.kill()
         shutil.rmtree(work, ignore_errors=True)
     limits(vkformer, demo, texts, want)
+    long_recordings(vkformer)
+
+
+def write_chirp(path, seconds, seed):
+    """A 16 kHz 16-bit WAV of a gliding tone with noise (test_whisper's speech stand-in)."""
+    import numpy as np
+    import wave
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * 16000)) / 16000.0
+    f = 200 + 150 * np.sin(2 * np.pi * 0.3 * t)
+    x = 0.3 * np.sin(2 * np.pi * np.cumsum(f) / 16000) + 0.05 * rng.standard_normal(t.size)
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
+        w.writeframes((np.clip(x, -1, 1) * 32767).astype("<i2").tobytes())
+
+
+def long_recordings(vkformer):
+    """Long-form transcription a window at a time, on a random Whisper folder with
+    timestamps whose window is 2 s (tests/gen_whisper.py; a 60-s recording is 29
+    windows): a short recording sent while a long one is being decoded answers
+    first (the long one's windows are jobs between others' work); stream=true sends
+    one transcript.text.delta per segment as its window is decoded, well before
+    transcript.text.done; answers equal `vkformer transcribe --json`'s."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gen_whisper
+    work = tempfile.mkdtemp(prefix="vkf-serve-windows-")
+    sv = None
+    try:
+        folder = os.path.join(work, "ts-whisper")
+        gen_whisper.make_folder(folder, layout="hub", timestamps=100, timestamp_bias=3.0, seed=21)
+        clips, want = {}, {}
+        for name, seconds in (("short", 1.5), ("long", 60.0)):
+            clips[name] = os.path.join(work, name + ".wav")
+            write_chirp(clips[name], seconds, 3)
+            out = subprocess.run([vkformer, "transcribe", "--model", folder, "--json", clips[name]],
+                                 capture_output=True, text=True, timeout=300)
+            if out.returncode != 0:
+                raise SystemExit("vkformer transcribe failed: " + out.stderr)
+            want[name] = json.loads(out.stdout)
+        check(want["long"]["windows"] > 20, "the long recording runs over %d windows" % want["long"]["windows"])
+        sv = Server(vkformer, ["--model", folder])
+        url = sv.url + "/v1/audio/transcriptions"
+
+        def segments_of(verbose):
+            return [(round(x["start"], 2), round(x["end"], 2), x["tokens"]) for x in verbose["segments"]]
+        wanted = {k: [(round(x["start"], 2), round(x["end"], 2), x["ids"]) for x in v["segments"]]
+                  for k, v in want.items()}
+        done = {}
+
+        def send(name):
+            with open(clips[name], "rb") as f:
+                r = requests.post(url, files={"file": (name + ".wav", f.read())},
+                                  data={"model": "ts-whisper", "response_format": "verbose_json"}, timeout=300)
+            done[name] = (time.time(), r.status_code, segments_of(r.json()) if r.status_code == 200 else r.text)
+        t = threading.Thread(target=send, args=("long",))
+        t.start()
+        deadline = time.time() + 60
+        while time.time() < deadline and sv.metric("vkformer_active_slots", model="ts-whisper") < 1:
+            time.sleep(0.002)
+        send("short")
+        t.join(300)
+        check("long" in done and done["long"][1] == 200 and done["long"][2] == wanted["long"],
+              "the long recording's segments equal vkformer transcribe's: %s" % (str(done.get("long"))[:300],))
+        check(done["short"][1] == 200 and done["short"][2] == wanted["short"],
+              "the short recording's segments equal vkformer transcribe's: %s" % (str(done["short"])[:300],))
+        check("long" in done and done["short"][0] < done["long"][0], "a short recording sent while a %d-window one "
+              "is decoded answers first (short at %.3f, long at %.3f)" % (want["long"]["windows"], done["short"][0],
+                                                                         done.get("long", (0,))[0]))
+        # stream=true: the segments' deltas as their windows are decoded
+        t0 = time.time()
+        with open(clips["long"], "rb") as f:
+            r = requests.post(url, files={"file": ("long.wav", f.read())},
+                              data={"model": "ts-whisper", "stream": "true"}, timeout=300, stream=True)
+        events = []
+        for line in r.iter_lines():
+            if line.startswith(b"data: "):
+                events.append((time.time() - t0, json.loads(line[6:])))
+        deltas = [e for e in events if e[1]["type"] == "transcript.text.delta"]
+        last = events[-1] if events else (0, {})
+        check(r.status_code == 200 and r.headers.get("content-type", "").startswith("text/event-stream") and
+              len(deltas) == len(wanted["long"]) and last[1].get("type") == "transcript.text.done" and
+              last[1].get("text") == (want["long"]["text"] or "") and len(events) == len(deltas) + 1,
+              "stream=true: %d deltas (one per segment) then transcript.text.done equal to vkformer transcribe "
+              "(%d segments)" % (len(deltas), len(wanted["long"])))
+        check(deltas and deltas[0][0] < 0.5 * last[0], "stream=true: the first delta comes while the recording is "
+              "still decoded (first at %.3f s, done at %.3f s)" % (deltas[0][0] if deltas else -1, last[0]))
+    finally:
+        if sv and sv.p.poll() is None:
+            sv.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def load_test(sv, texts, want, clients=64, per_client=3):

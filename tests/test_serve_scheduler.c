@@ -1,10 +1,12 @@
 /* The serving scheduler (src/serve/scheduler.c, issue 37) on the demo model:
  * requests submitted from several threads at once are each answered exactly
  * once with the ids vkf_model_generate gives the source alone, in batched
- * encoder passes (fewer than the requests), groups moved into plans of their
- * live rows on the way (compaction); a short request submitted while a
- * long one runs is answered first; per-request max_new and target prefixes in
- * one group; beam search as a whole run; cancel (queued and running), a full
+ * encoder passes (fewer than the requests) and decode steps of several rows;
+ * a short request submitted while a long one runs JOINS its batch (no step of
+ * its own: the steps are the long one's) and is answered first; requests
+ * submitted one after another at staggered steps all join the running batch,
+ * each answered as alone; per-request max_new and target prefixes in one
+ * batch; beam search as a whole run; cancel (queued and running), a full
  * queue, bad input, and destroy with requests left (each cancelled once).
  * usage: test_serve_scheduler MODEL.safetensors HELDOUT.tsv */
 #include "harness.h"
@@ -41,6 +43,7 @@ static void on_done(void *user, const vkf_scheduler_result *r)
         memcpy(a->ids, r->ids, a->len * sizeof *a->ids);
     }
     a->order = ++answered_total;
+    if (r->status != VKF_OK && r->status != VKF_ERROR_STATE) fprintf(stderr, "answer: status %d: %s\n", r->status, r->message);
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
 }
@@ -159,10 +162,11 @@ int main(int argc, char **argv)
     CHECK(wrong == 0);
     vkf_scheduler_stats st;
     CHECK_OK(vkf_scheduler_get_stats(s, &st));
-    fprintf(stderr, "batching: %d requests in %llu encoder passes, %llu steps, %llu compactions\n", n,
-            (unsigned long long)st.encoder_passes, (unsigned long long)st.steps, (unsigned long long)st.compactions);
-    /* outputs of 3..7 ids under a limit of max_len: groups shrink to their live rows */
-    CHECK(st.compactions >= 1 && st.compaction_failures == 0);
+    fprintf(stderr, "batching: %d requests in %llu encoder passes, %llu steps of %llu rows (at most %u), %llu joined\n",
+            n, (unsigned long long)st.encoder_passes, (unsigned long long)st.steps, (unsigned long long)st.step_rows,
+            st.max_step_rows, (unsigned long long)st.joined);
+    /* steps decode several rows at once; rows keep their slots */
+    CHECK(st.max_step_rows >= 2 && st.step_rows > st.steps && st.compactions == 0);
     CHECK(st.answered == (uint64_t)n && st.failed == 0 && st.admitted == (uint64_t)n);
     CHECK(st.encoder_passes >= 1 && st.encoder_passes < (uint64_t)n); /* arrivals were batched */
     CHECK(st.tokens > 0 && st.active == 0 && st.queued == 0);
@@ -175,17 +179,30 @@ int main(int argc, char **argv)
     vkf_generate_options_init(&lo);
     int32_t eos = cfg.eos_id;
     lo.max_new = cfg.max_len, lo.suppress_ids = &eos, lo.n_suppress = 1;
+    vkf_scheduler_stats before;
+    CHECK_OK(vkf_scheduler_get_stats(s, &before));
     CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &lo, on_done, &longer, NULL));
     for (int spin = 0; spin < 2000; spin++) {
         CHECK_OK(vkf_scheduler_get_stats(s, &st));
         if (st.active == 1 && st.queued == 0) break;
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
-    CHECK_OK(vkf_scheduler_submit(s, ids[1], lens[1], NULL, on_done, &shorter, NULL));
+    /* short: the long one's processor settings (so that it may join its batch), 4 ids */
+    vkf_generate_options sh = lo;
+    sh.max_new = 4;
+    CHECK_OK(vkf_scheduler_submit(s, ids[1], lens[1], &sh, on_done, &shorter, NULL));
     wait_answers(n + 2);
     CHECK(longer.calls == 1 && shorter.calls == 1 && longer.status == VKF_OK && shorter.status == VKF_OK);
     CHECK(shorter.order < longer.order);
-    CHECK(shorter.len == want_len[1] && memcmp(shorter.ids, want + max_new, want_len[1] * 4) == 0);
+    {
+        int32_t got[4];
+        uint32_t got_len;
+        float score;
+        const int32_t *p = ids[1];
+        vkf_sequences one = {1, &p, &lens[1]};
+        CHECK_OK(vkf_model_generate_with(m, &one, &sh, got, &got_len, &score));
+        CHECK(shorter.len == got_len && got_len == 4 && memcmp(shorter.ids, got, got_len * 4) == 0);
+    }
     {
         int32_t got[256];
         uint32_t got_len;
@@ -194,6 +211,88 @@ int main(int argc, char **argv)
         vkf_sequences one = {1, &p, &lens[0]};
         CHECK_OK(vkf_model_generate_with(m, &one, &lo, got, &got_len, &score));
         CHECK(longer.len == got_len && longer.len == lo.max_new && memcmp(longer.ids, got, got_len * 4) == 0);
+    }
+    /* the short one joined the long one's batch: the steps were the long one's alone */
+    CHECK_OK(vkf_scheduler_get_stats(s, &st));
+    if (st.steps - before.steps != lo.max_new || st.joined == before.joined)
+        fprintf(stderr, "short after long: %llu steps (want %u), %llu joined\n",
+                (unsigned long long)(st.steps - before.steps), lo.max_new, (unsigned long long)(st.joined - before.joined));
+    CHECK(st.steps - before.steps == lo.max_new && st.joined - before.joined == 1);
+
+    /* 2b. requests submitted one after another, each once the running batch has
+     * taken another step: every one joins it (one submit per step throughout)
+     * and is answered as alone */
+    {
+        enum { STAGGERED = 6 };
+        answer_slot lead = {0}, late[STAGGERED];
+        memset(late, 0, sizeof late);
+        CHECK_OK(vkf_scheduler_get_stats(s, &before));
+        int base2 = answered_total;
+        CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &lo, on_done, &lead, NULL));
+        uint32_t most_groups = 0;
+        for (int i = 0; i < STAGGERED; i++) {
+            uint64_t seen = 0;
+            for (int spin = 0; spin < 5000; spin++) { /* until the batch has taken a step more */
+                CHECK_OK(vkf_scheduler_get_stats(s, &st));
+                if (st.groups > most_groups) most_groups = st.groups;
+                if (!seen && st.active >= 1 && st.queued == 0) seen = st.steps;
+                if (seen && st.steps > seen) break;
+                nanosleep(&(struct timespec){0, 200000}, NULL);
+            }
+            vkf_generate_options lt = lo;
+            lt.max_new = 2 + (uint32_t)i; /* joins the long one's batch, ends before it */
+            CHECK_OK(vkf_scheduler_submit(s, ids[5 + i], lens[5 + i], &lt, on_done, &late[i], NULL));
+        }
+        wait_answers(base2 + 1 + STAGGERED);
+        int bad = 0;
+        for (int i = 0; i < STAGGERED; i++) {
+            CHECK(late[i].calls == 1 && late[i].status == VKF_OK);
+            vkf_generate_options lt = lo;
+            lt.max_new = 2 + (uint32_t)i;
+            int32_t got[8];
+            uint32_t got_len = 0;
+            float score;
+            const int32_t *p = ids[5 + i];
+            vkf_sequences one = {1, &p, &lens[5 + i]};
+            CHECK_OK(vkf_model_generate_with(m, &one, &lt, got, &got_len, &score));
+            bad += late[i].len != got_len || got_len != lt.max_new || memcmp(late[i].ids, got, got_len * 4);
+            CHECK(late[i].order < lead.order);
+        }
+        CHECK(bad == 0);
+        CHECK(lead.calls == 1 && lead.status == VKF_OK && lead.len == longer.len && !memcmp(lead.ids, longer.ids, lead.len * 4));
+        CHECK_OK(vkf_scheduler_get_stats(s, &st));
+        fprintf(stderr, "staggered: %llu steps, %llu joined, at most %u rows a step, %u groups\n",
+                (unsigned long long)(st.steps - before.steps), (unsigned long long)(st.joined - before.joined),
+                st.max_step_rows, most_groups);
+        CHECK(st.steps - before.steps == lo.max_new && st.joined - before.joined == STAGGERED && most_groups == 1);
+    }
+
+    /* 2c. a source longer than the running batch's source length class (16) runs
+     * beside it in a batch of a longer class, answered as alone */
+    {
+        answer_slot lead = {0}, wide = {0};
+        int32_t big[24];
+        uint32_t big_len = 24;
+        for (uint32_t j = 0; j < big_len; j++) big[j] = ids[j % 8][0];
+        int base3 = answered_total;
+        CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &lo, on_done, &lead, NULL));
+        for (int spin = 0; spin < 2000; spin++) {
+            CHECK_OK(vkf_scheduler_get_stats(s, &st));
+            if (st.active == 1 && st.queued == 0) break;
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+        }
+        vkf_generate_options wo = lo;
+        wo.max_new = 5;
+        CHECK_OK(vkf_scheduler_submit(s, big, big_len, &wo, on_done, &wide, NULL));
+        wait_answers(base3 + 2);
+        int32_t got[8];
+        uint32_t got_len = 0;
+        float score;
+        const int32_t *p = big;
+        vkf_sequences one = {1, &p, &big_len};
+        CHECK_OK(vkf_model_generate_with(m, &one, &wo, got, &got_len, &score));
+        CHECK(wide.calls == 1 && wide.status == VKF_OK && wide.len == got_len && !memcmp(wide.ids, got, got_len * 4));
+        CHECK(lead.calls == 1 && lead.status == VKF_OK && lead.len == longer.len && wide.order < lead.order);
     }
 
     /* 3. per-request max_new and a target prefix in one batch of submits */

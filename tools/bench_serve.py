@@ -7,18 +7,21 @@ model's held-out number words, a quarter of them sources whose translations run
 to max_len), at 1, 4, 16 and 64 concurrent clients, against three servers:
 
   continuous   vkformer serve as it ships: requests admitted at every decode-step
-               boundary into groups that run side by side (--max-batch 64)
-  wait-batch   the same scheduler allowed one group at a time
-               (VKFORMER_SERVE_MAX_GROUPS=1): arrivals wait until the whole
-               running batch has finished, then go in together ("static batching")
+               boundary into free slots of the running batch (--max-batch 64)
+  wait-batch   the same scheduler with one batch that admits only while it is
+               empty (VKFORMER_SERVE_MAX_GROUPS=1, VKFORMER_SCHEDULER_WAIT_BATCH=1):
+               arrivals wait until the whole running batch has finished, then go
+               in together ("static batching")
   serial       one request at a time (--max-batch 1, one group)
 
-For each: requests/s, generated tokens/s (digits of the answers), and p50/p99
-latency. A benchmark, not a test: nothing is asserted; the targets (>= 3x serial
+For each: requests/s, generated tokens/s (digits of the answers), p50/p99
+latency, and the server's CPU time per request (user + system of its process,
+lavapipe's threads included, from /proc): on a machine shared with other jobs
+the wall-clock figures move with their load, the CPU time much less. A benchmark, not a test: nothing is asserted; the targets (>= 3x serial
 at 16 clients, >= 1.5x wait-batch) are reported as met or not.
 
 usage: tools/bench_serve.py [--vkformer build/vkformer] [--model models/demo.safetensors]
-                            [--requests 256] [--clients 1,4,16,64] [--json]
+                            [--requests 256] [--clients 1,4,16,64] [--forms continuous,wait-batch,serial] [--json]
 The Vulkan device is the environment's (VK_ICD_FILENAMES, VKFORMER_DEVICE).
 """
 import argparse
@@ -63,7 +66,17 @@ def texts(n, seed=37):
     return out
 
 
-def run(url, work, clients):
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (Linux /proc), or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def run(url, work, clients, pid=None):
     """Closed loop: `clients` threads take the next text until the list is used up."""
     lock = threading.Lock()
     nxt = [0]
@@ -87,16 +100,19 @@ def run(url, work, clients):
                 else:
                     errors[0] += 1
     threads = [threading.Thread(target=client) for _ in range(clients)]
+    cpu0 = cpu_seconds(pid) if pid else None
     t0 = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
+    cpu1 = cpu_seconds(pid) if pid else None
     lat.sort()
     return {"clients": clients, "requests": len(work), "seconds": wall, "req_per_s": len(work) / wall,
             "tokens_per_s": tokens[0] / wall, "p50_ms": 1e3 * statistics.median(lat),
-            "p99_ms": 1e3 * lat[min(len(lat) - 1, int(0.99 * len(lat)))], "errors": errors[0]}
+            "p99_ms": 1e3 * lat[min(len(lat) - 1, int(0.99 * len(lat)))], "errors": errors[0],
+            "cpu_ms_per_req": 1e3 * (cpu1 - cpu0) / len(work) if cpu0 is not None and cpu1 is not None else None}
 
 
 def main():
@@ -105,13 +121,15 @@ def main():
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "demo.safetensors"))
     ap.add_argument("--requests", type=int, default=256)
     ap.add_argument("--clients", default="1,4,16,64")
+    ap.add_argument("--forms", default="continuous,wait-batch,serial")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     counts = [int(c) for c in a.clients.split(",")]
     work = texts(a.requests)
     forms = [("continuous", ["--max-batch", "64"], {}),
-             ("wait-batch", ["--max-batch", "64"], {"VKFORMER_SERVE_MAX_GROUPS": "1"}),
+             ("wait-batch", ["--max-batch", "64"], {"VKFORMER_SERVE_MAX_GROUPS": "1", "VKFORMER_SCHEDULER_WAIT_BATCH": "1"}),
              ("serial", ["--max-batch", "1"], {"VKFORMER_SERVE_MAX_GROUPS": "1"})]
+    forms = [f for f in forms if f[0] in a.forms.split(",")]
     results = {}
     for name, args, extra in forms:
         env = dict(os.environ, **extra)
@@ -119,18 +137,19 @@ def main():
         try:
             run(url, work[:32], 8)  # warm-up: pipelines compiled, plans recorded
             for c in counts:
-                r = run(url, work, c)
+                r = run(url, work, c, p.pid)
                 results[(name, c)] = r
                 if a.json:
                     print(json.dumps(dict(r, form=name)))
                 else:
-                    print("%-11s %3d clients: %7.1f req/s %8.1f tokens/s  p50 %7.1f ms  p99 %7.1f ms%s" %
+                    print("%-11s %3d clients: %7.1f req/s %8.1f tokens/s  p50 %7.1f ms  p99 %7.1f ms  cpu %6.2f ms/req%s" %
                           (name, c, r["req_per_s"], r["tokens_per_s"], r["p50_ms"], r["p99_ms"],
+                           r["cpu_ms_per_req"] if r["cpu_ms_per_req"] is not None else float("nan"),
                            "  (%d errors)" % r["errors"] if r["errors"] else ""), file=sys.stderr)
         finally:
             p.send_signal(signal.SIGTERM)
             p.wait(60)
-    if a.json:
+    if a.json or len(forms) < 3:
         return 0
     print("| clients | continuous req/s | p50 / p99 ms | wait-batch req/s | p50 / p99 ms | serial req/s | "
           "p50 / p99 ms | vs serial | vs wait-batch |")
@@ -141,6 +160,13 @@ def main():
               (c, cont["req_per_s"], cont["p50_ms"], cont["p99_ms"], wb["req_per_s"], wb["p50_ms"], wb["p99_ms"],
                se["req_per_s"], se["p50_ms"], se["p99_ms"], cont["req_per_s"] / se["req_per_s"],
                cont["req_per_s"] / wb["req_per_s"]))
+    print("\n| clients | continuous CPU ms/req | wait-batch CPU ms/req | serial CPU ms/req | serial / continuous |")
+    print("|---|---|---|---|---|")
+    for c in counts:
+        cpu = [results[(f, c)]["cpu_ms_per_req"] for f in ("continuous", "wait-batch", "serial")]
+        if None in cpu:
+            continue
+        print("| %d | %.2f | %.2f | %.2f | %.2fx |" % (c, cpu[0], cpu[1], cpu[2], cpu[2] / cpu[0] if cpu[0] else 0))
     if 16 in counts:
         c16 = results[("continuous", 16)]
         x_serial = c16["req_per_s"] / results[("serial", 16)]["req_per_s"]

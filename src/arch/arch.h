@@ -229,7 +229,8 @@ vkf_status vkf_rec_norm(vkf_cmd *cmd, const vkf_arch *a, const vkf_tensor *x, co
 typedef struct vkf_embed_at {
     const vkf_tensor *position_ids;     /* (tokens) I32 rows of the position table, or NULL: */
     uint32_t seq_len;                   /* token t is at position t % seq_len */
-    const vkf_tensor *state;            /* (1) I32 added to every position (decode steps), or NULL */
+    const vkf_tensor *state;            /* (1) I32 added to every position (decode steps), or (tokens /
+                                           seq_len) I32 each sequence its own (per-row positions), or NULL */
 } vkf_embed_at;
 /* out (tokens, d) = EmbedNorm(table[ids] * embed_scale + PE(position)), the
  * decoder's positions when `decoder`; `scratch` (tokens, d) is needed only when

@@ -3,7 +3,7 @@
  * token per row, against a KV cache) is recorded once and re-submitted per token.
  *   options.c   vkf_generate_options: defaults and checks
  *   plan.c      generation plans: caches, step buffers, the recorded encoder run
- *               and decode step
+ *               and decode step; slot plans (one position per row) for serving
  *   greedy.c    greedy decoding and sampling: one token per row and step, chosen
  *               on the GPU
  *   beam.c      beam search: each step's top 2K per source on the GPU, Hugging
@@ -65,7 +65,7 @@ typedef struct vkf_gen_plan {
     vkf_tensor **cross_kv;              /* (layers) each (sources * cross_keys, 2 inner), owned */
     vkf_tensor **cache_k, **cache_v;    /* (layers) each (B, steps, inner), owned */
     vkf_tensor *src_lengths;            /* (B) I32: each row's source length */
-    vkf_tensor *state;                  /* (1) I32: position of the step's input token */
+    vkf_tensor *state;                  /* (1) I32: position of the step's input token; slot plans: (B), each row's */
     vkf_tensor *step_ids;               /* (B) I32: the step's input tokens, then its outputs */
     vkf_tensor *tokens;                 /* (B, steps) I32 */
     vkf_tensor *y, *y2, *yn, *qkv, *q, *attn, *tmp, *hidden, *scratch, *logits; /* (B, ...) */
@@ -98,6 +98,12 @@ typedef struct vkf_gen_plan {
     vkf_tensor *inputs;                 /* (B, steps) I32: the token each row read at each position */
     vkf_tensor *row_data;               /* (B, 2 + prefix_max) I32: prefix length, limit, prefix ids */
     vkf_tensor *lists;                  /* (max(1, n_lists)) I32: suppressed ids, end ids, bad sequences */
+    /* Slot plans (vkf_gen_plan_build_slots): state holds one position per row (-1: a
+     * free row, which writes nothing and attends to nothing); no encoder plan or
+     * encode command (vkf_gen_plan_encode_slots writes each arrival's cross K/V into
+     * its row); slot_step[r - 1] decodes rows 0..r-1, recorded on first use. */
+    bool slots;
+    vkf_cmd **slot_step;                /* (batch) owned, each NULL until used */
 } vkf_gen_plan;
 
 /* A model's generation state: its plan (kept while calls have its shape), the
@@ -133,6 +139,20 @@ bool vkf_is_end(const vkf_decode_call *c, int32_t id);
 vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t S, uint32_t steps,
                               const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
                               const vkf_proc *proc, vkf_gen_plan **out);
+/* A greedy plan of `slots` rows with one position per row (state (slots) I32):
+ * sources of up to S tokens (cross-attention keys), up to `steps` positions, the
+ * processor proc (NULL: none). Rows join and leave between steps: the caller
+ * writes a row's position (0 to start, -1 to free), input id, source length and
+ * processor row data, and its cross K/V with vkf_gen_plan_encode_slots.
+ * UNSUPPORTED for lowrank cross-attention (keys per batch). */
+vkf_status vkf_gen_plan_build_slots(vkf_arch *a, uint32_t slots, uint32_t S, uint32_t steps, const vkf_proc *proc,
+                                    vkf_gen_plan **out);
+/* The recorded step of a slot plan's first `rows` rows (1..batch; owned by the plan). */
+vkf_status vkf_gen_plan_slot_step(vkf_arch *a, vkf_gen_plan *p, uint32_t rows, vkf_cmd **out);
+/* Runs the encoder plan enc (its batch of sources uploaded, S_enc <= the plan's S)
+ * and writes source i's cross-attention keys and values into row slot[i] of every
+ * layer's cross_kv: one submit. */
+vkf_status vkf_gen_plan_encode_slots(vkf_arch *a, vkf_gen_plan *p, vkf_fwd_plan *enc, const uint32_t *slot);
 /* Uploads a call's processor data (each row's prefix and limit, the lists) into
  * a plan built with its proc; rows_per_source: beams (1 for greedy). */
 vkf_status vkf_gen_plan_upload_call(vkf_gen_plan *p, const vkf_decode_call *c, uint32_t rows_per_source);

@@ -3,7 +3,11 @@
  * decode step, and the step itself, recorded once and re-submitted per token:
  * the arch's decoder layer over one token per row, the logits processors where
  * the call has any, then the choice of the next tokens (argmax, sampling, or
- * beam search's top-k) and the position's advance. */
+ * beam search's top-k) and the position's advance.
+ * Slot plans (the serving scheduler's) keep one position per row instead: rows
+ * join and leave between steps, each step decodes the first rows that hold
+ * requests (recorded once per row count, on first use), and each arrival's
+ * cross-attention keys and values are written into its own row. */
 #include "decode/decode.h"
 
 #include <stdlib.h>
@@ -23,6 +27,8 @@ void vkf_gen_plan_free(vkf_gen_plan *p)
     vkf_cmd_destroy(p->step);
     vkf_cmd_destroy(p->step2);
     vkf_cmd_destroy(p->encode);
+    for (uint32_t r = 0; p->slot_step && r < p->batch; r++) vkf_cmd_destroy(p->slot_step[r]);
+    free(p->slot_step);
     vkf_fwd_plan_free(p->enc);
     for (uint32_t i = 0; i < p->layers; i++) {
         if (p->cross_kv) vkf_tensor_destroy(p->cross_kv[i]);
@@ -55,27 +61,31 @@ uint64_t vkf_gen_plan_bytes(const vkf_gen_plan *p)
                               p->yn,          p->qkv,    p->q,        p->attn,        p->tmp,         p->hidden,
                               p->scratch,     p->logits, p->bb_random, p->parent,     p->beam_scores,
                               p->cand_scores, p->cand_ids, p->topk_stats, p->topk_x, p->topk_id,
-                              p->kv_rows[0],  p->kv_rows[1], p->scores, p->inputs, p->row_data, p->lists,
-                              e->src_ids, e->tgt_ids,    e->src_pos,  e->tgt_pos,     e->src_mask,    e->src_lengths,
-                              e->a,           e->b,      e->n,        e->memory,      e->qkv,         e->q,
-                              e->kv,          e->attn,   e->tmp,      e->hidden,      e->scores,      e->logits,
-                              e->g_kv,        e->g_sum,  e->g_norm};
+                              p->kv_rows[0],  p->kv_rows[1], p->scores, p->inputs, p->row_data, p->lists};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) n += ts[i] ? vkf_tensor_bytes(ts[i]) : 0;
+    if (e) { /* a slot plan has none: its arrivals' encoder plans are the scheduler's */
+        const vkf_tensor *es[] = {e->src_ids, e->tgt_ids, e->src_pos,  e->tgt_pos, e->src_mask, e->src_lengths,
+                                  e->a,       e->b,       e->n,        e->memory,  e->qkv,      e->q,
+                                  e->kv,      e->attn,    e->tmp,      e->hidden,  e->scores,   e->logits,
+                                  e->g_kv,    e->g_sum,   e->g_norm};
+        for (size_t i = 0; i < sizeof es / sizeof es[0]; i++) n += es[i] ? vkf_tensor_bytes(es[i]) : 0;
+    }
     for (uint32_t i = 0; i < p->layers; i++)
         n += vkf_tensor_bytes(p->cross_kv[i]) + vkf_tensor_bytes(p->cache_k[i]) + vkf_tensor_bytes(p->cache_v[i]);
     return n;
 }
 
-/* One decode step for every row: embed the step's input tokens at the position
- * in `state`, run each decoder layer against the KV cache and the
- * cross-attention keys/values, pick the next tokens, advance the position. Beam
+/* One decode step for the first B rows: embed the step's input tokens at the
+ * position in `state` (the rows', or each row its own in a slot plan), run each
+ * decoder layer against the KV cache and the cross-attention keys/values, pick
+ * the next tokens, advance the position. Beam
  * plans (from_rows, rows non-NULL) first make each row's table of cache rows
  * `rows` from its parent's in `from_rows`, attend through it, and end with the
  * candidates' top-k instead of argmax. */
-static vkf_status rec_step(vkf_cmd *cmd, const vkf_arch *a, vkf_gen_plan *p, vkf_tensor *from_rows, vkf_tensor *rows)
+static vkf_status rec_step(vkf_cmd *cmd, const vkf_arch *a, vkf_gen_plan *p, uint32_t B, vkf_tensor *from_rows,
+                           vkf_tensor *rows)
 {
     const vkf_arch_spec *s = &a->spec;
-    uint32_t B = p->batch;
     /* beam search: row r's positions 0..state-1 are where its parent's were, and
      * position state (written below by row r) is in row r */
     if (from_rows) VKF_TRY(vkf_op_kv_gather(cmd, from_rows, p->parent, p->state, rows, B, p->steps));
@@ -140,9 +150,11 @@ uint32_t vkf_beam_topk_chunk(uint32_t vocab)
     return chunk < 512 ? 512 : chunk;
 }
 
-vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t S, uint32_t steps,
-                              const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
-                              const vkf_proc *proc, vkf_gen_plan **out)
+/* vkf_gen_plan_build, or with `slots` vkf_gen_plan_build_slots (greedy, no encoder
+ * plan, one position per row, steps recorded on demand). */
+static vkf_status build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t S, uint32_t steps,
+                        const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
+                        const vkf_proc *proc, bool slots, vkf_gen_plan **out)
 {
     vkf_context *ctx = a->ctx;
     const vkf_arch_spec *s = &a->spec;
@@ -151,7 +163,7 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
     vkf_gen_plan *p = calloc(1, sizeof *p);
     if (!p) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for a generation plan");
     p->batch = B, p->src_len = S, p->steps = steps;
-    p->sources = sources, p->beams = beams;
+    p->sources = sources, p->beams = beams, p->slots = slots;
     if (beam_opts)
         p->min_new = beam_opts->min_new, p->forced_eos = beam_opts->forced_eos, p->renormalize = beam_opts->renormalize;
     if (sampling) p->sample = true, p->sampling = *sampling;
@@ -164,8 +176,14 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
     vkf_status st = p->cross_kv && p->cache_k && p->cache_v ? VKF_OK
                                                             : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (st == VKF_OK) p->layers = (uint32_t)L;
-    if (st == VKF_OK) st = vkf_fwd_plan_alloc(a, sources, S, 1, &p->enc);
+    if (st == VKF_OK && !slots) st = vkf_fwd_plan_alloc(a, sources, S, 1, &p->enc);
     bool lowrank_cross = a->cross_attn.kind == VKF_ATTN_LOWRANK;
+    if (st == VKF_OK && slots && lowrank_cross)
+        st = vkf_fail(VKF_ERROR_UNSUPPORTED, "slot plans: lowrank cross-attention keeps its keys per batch, not per row");
+    if (st == VKF_OK && slots) {
+        p->slot_step = calloc(B, sizeof *p->slot_step);
+        if (!p->slot_step) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
     p->cross_keys = lowrank_cross ? a->cross_attn.rank : S;
     for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
         /* cross-attention keys and values once per source: a source's beams read them (kv_div) */
@@ -186,7 +204,7 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
         free(h);
     }
     if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->src_lengths);
-    if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, 1, &p->state);
+    if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, slots ? B : 1, &p->state);
     if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, B, &p->step_ids);
     if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->tokens);
     if (st == VKF_OK && beams) {
@@ -219,6 +237,10 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
     if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, vkf_arch_hidden_cols(s), &p->hidden);
     if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_F32, (uint64_t)B * s->heads, keys, &p->scratch);
     if (st == VKF_OK) st = vkf_tensor2(ctx, a->act, B, s->tgt_vocab, &p->logits);
+    if (st == VKF_OK && slots) { /* the steps are recorded by vkf_gen_plan_slot_step */
+        *out = p;
+        return VKF_OK;
+    }
     /* The encoder and every layer's cross-attention keys/values: once per batch,
      * once per source (a source's beams read them through kv_div). */
     if (st == VKF_OK) st = vkf_cmd_create(ctx, a->cmd_flags, &p->encode);
@@ -239,16 +261,86 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
                                           inner, p->cross_kv[i]);
     }
     if (st == VKF_OK) st = vkf_cmd_create(ctx, a->cmd_flags, &p->step);
-    if (st == VKF_OK && !beams) st = rec_step(p->step, a, p, NULL, NULL);
-    if (st == VKF_OK && beams) st = rec_step(p->step, a, p, p->kv_rows[0], p->kv_rows[1]);
+    if (st == VKF_OK && !beams) st = rec_step(p->step, a, p, B, NULL, NULL);
+    if (st == VKF_OK && beams) st = rec_step(p->step, a, p, B, p->kv_rows[0], p->kv_rows[1]);
     if (st == VKF_OK && beams) st = vkf_cmd_create(ctx, a->cmd_flags, &p->step2);
-    if (st == VKF_OK && beams) st = rec_step(p->step2, a, p, p->kv_rows[1], p->kv_rows[0]);
+    if (st == VKF_OK && beams) st = rec_step(p->step2, a, p, B, p->kv_rows[1], p->kv_rows[0]);
     if (st != VKF_OK) {
         vkf_gen_plan_free(p);
         return st;
     }
     *out = p;
     return VKF_OK;
+}
+
+vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t S, uint32_t steps,
+                              const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
+                              const vkf_proc *proc, vkf_gen_plan **out)
+{
+    return build(a, sources, beams, S, steps, beam_opts, sampling, proc, false, out);
+}
+
+vkf_status vkf_gen_plan_build_slots(vkf_arch *a, uint32_t slots, uint32_t S, uint32_t steps, const vkf_proc *proc,
+                                    vkf_gen_plan **out)
+{
+    *out = NULL;
+    if (!slots || !S || !steps)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: slots, source length and steps must be positive");
+    return build(a, slots, 0, S, steps, NULL, NULL, proc, true, out);
+}
+
+vkf_status vkf_gen_plan_slot_step(vkf_arch *a, vkf_gen_plan *p, uint32_t rows, vkf_cmd **out)
+{
+    if (!p->slots || rows == 0 || rows > p->batch)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: a step of %u rows (1..%u)", rows, p->batch);
+    vkf_cmd **cmd = &p->slot_step[rows - 1];
+    if (!*cmd) {
+        VKF_TRY(vkf_cmd_create(a->ctx, a->cmd_flags, cmd));
+        vkf_status st = rec_step(*cmd, a, p, rows, NULL, NULL);
+        if (st != VKF_OK) {
+            vkf_cmd_destroy(*cmd);
+            *cmd = NULL;
+            return st;
+        }
+    }
+    *out = *cmd;
+    return VKF_OK;
+}
+
+vkf_status vkf_gen_plan_encode_slots(vkf_arch *a, vkf_gen_plan *p, vkf_fwd_plan *enc, const uint32_t *slot)
+{
+    const vkf_arch_spec *s = &a->spec;
+    uint64_t dm = s->d_model, kv = 2ull * s->heads * s->head_dim;
+    if (!p->slots || enc->src_len > p->src_len || enc->batch > p->batch)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: %u sources of %u tokens do not fit %u rows of %u",
+                        enc->batch, enc->src_len, p->batch, p->src_len);
+    for (uint32_t i = 0; i < enc->batch; i++)
+        if (slot[i] >= p->batch)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: slot %u of %u", slot[i], p->batch);
+    vkf_cmd *cmd;
+    VKF_TRY(vkf_cmd_create(a->ctx, a->cmd_flags, &cmd));
+    /* memory (n * S_enc, d) = Encoder(sources) */
+    vkf_status st = vkf_rec_encoder(cmd, a, enc);
+    /* each layer's cross K/V of source i (S_enc, 2 inner) = memory_i · ckvᵀ, into rows
+     * slot[i] * S .. of cross_kv (the rows past S_enc are never read: lengths mask
+     * them); sources in consecutive slots as one batched product */
+    for (uint32_t l = 0; st == VKF_OK && l < p->layers; l++) {
+        const vkf_linear *w = &a->w.dec[l].ckv;
+        for (uint32_t i = 0, run; st == VKF_OK && i < enc->batch; i += run) {
+            for (run = 1; i + run < enc->batch && slot[i + run] == slot[i] + run;) run++;
+            vkf_matmul_desc d;
+            vkf_matmul_desc_init(&d);
+            d.m = enc->src_len, d.n = w->out, d.k = w->in, d.batch[0] = run;
+            d.a = (vkf_matrix_view){enc->memory, (uint64_t)i * enc->src_len * dm, 0, {enc->src_len * dm, 0}};
+            d.b.tensor = w->w, d.b_scale = w->scale, d.bias = w->b;
+            d.c = (vkf_matrix_view){p->cross_kv[l], (uint64_t)slot[i] * p->cross_keys * kv, 0,
+                                    {p->cross_keys * kv, 0}};
+            st = vkf_cmd_matmul(cmd, &d);
+        }
+    }
+    if (st == VKF_OK) st = vkf_cmd_submit(cmd);
+    vkf_cmd_destroy(cmd);
+    return st;
 }
 
 vkf_status vkf_gen_plan_upload_call(vkf_gen_plan *p, const vkf_decode_call *c, uint32_t rows_per_source)

@@ -10,6 +10,23 @@
 
 #include <string.h>
 
+/* How a decode-step op reads its position tensor: one element, every row's position
+ * (stride 0); more, one per row (stride 1), at least `rows` of them. */
+static vkf_status state_stride(vkf_cmd *cmd, const vkf_tensor *state, uint64_t rows, const char *fn,
+                               uint32_t *out)
+{
+    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    if (state->elements == 1) {
+        *out = 0;
+        return VKF_OK;
+    }
+    if (state->elements < rows)
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: state holds %llu positions: 1 (every row's) or one per row "
+                        "(%llu)", fn, (unsigned long long)state->elements, (unsigned long long)rows);
+    *out = 1;
+    return VKF_OK;
+}
+
 /* ------------------------------------------------------------------ beam search */
 
 vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, const vkf_tensor *parent, const vkf_tensor *state,
@@ -23,6 +40,7 @@ vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, const vkf_tenso
     VKF_TRY(vkf_check_tensor(cmd, dst, VKF_DTYPE_I32, (uint64_t)rows * steps, fn, "dst"));
     VKF_TRY(vkf_check_tensor(cmd, parent, VKF_DTYPE_I32, rows, fn, "parent"));
     VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    if (state->elements != 1) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: state must be one position", fn);
     vkf_push_kv_gather pc = {.rows = rows, .steps = steps};
     uint32_t wg = ctx->tuning.elementwise_workgroup;
     uint32_t groups[3] = {(uint32_t)vkf_div_up(steps, wg), rows, 1};
@@ -60,6 +78,7 @@ vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_te
     VKF_TRY(vkf_check_tensor(cmd, logits, logits->dtype, (uint64_t)rows * vocab, fn, "logits"));
     VKF_TRY(vkf_check_tensor(cmd, beam_scores, VKF_DTYPE_F32, rows, fn, "beam_scores"));
     VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    if (state->elements != 1) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: state must be one position", fn);
     VKF_TRY(vkf_check_tensor(cmd, stats, VKF_DTYPE_F32, parts * 2, fn, "stats"));
     VKF_TRY(vkf_check_tensor(cmd, cand_x, VKF_DTYPE_F32, parts * n_cand, fn, "cand_x"));
     VKF_TRY(vkf_check_tensor(cmd, cand_id, VKF_DTYPE_I32, parts * n_cand, fn, "cand_id"));
@@ -77,10 +96,15 @@ vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_te
     bool rows_form = ctx->tuning.decode_rows;
     uint64_t groups = rows_form ? vkf_div_up(parts, VKF_TOPK_ROWS_WG) : parts;
     uint32_t g1[3] = {groups < max_x ? (uint32_t)groups : max_x, (uint32_t)vkf_div_up(groups, max_x), 1};
-    uint32_t spec1[2] = {rows_form ? VKF_TOPK_ROWS_WG : ctx->tuning.row_workgroup, rows_form ? 1u : 0u};
+    /* the rows form's candidate list: 8, 16, 32 or 64 entries, the fewest holding n_cand (its
+     * insertion is unrolled over them: lavapipe 22.3's loop limiter, beam_partial.comp) */
+    uint32_t width = 8;
+    while (width < n_cand) width *= 2;
+    uint32_t spec1[3] = {rows_form ? VKF_TOPK_ROWS_WG : ctx->tuning.row_workgroup, rows_form ? 1u : 0u,
+                         rows_form ? width : VKF_MAX_CAND};
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_BEAM_PARTIAL_ACT16
-                                                                  : VKF_VARIANT_BEAM_PARTIAL, spec1, 2, &pipe));
+                                                                  : VKF_VARIANT_BEAM_PARTIAL, spec1, 3, &pipe));
     vkf_binding b1[5] = {{logits, VKF_READ}, {state, VKF_READ}, {stats, VKF_WRITE}, {cand_x, VKF_WRITE},
                          {cand_id, VKF_WRITE}};
     VKF_TRY(vkf_cmd_dispatch(cmd, pipe, b1, 5, &pp, sizeof pp, g1, "beam_topk"));
@@ -106,10 +130,11 @@ vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
     if (!logits || logits->dtype == VKF_DTYPE_I32 || !o)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: logits must be an F32 or F16 tensor, options given", fn);
     VKF_TRY(vkf_check_tensor(cmd, logits, logits->dtype, (uint64_t)rows * cols, fn, "logits"));
-    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    uint32_t stride = 0;
+    VKF_TRY(state_stride(cmd, state, rows, fn, &stride));
     VKF_TRY(vkf_check_tensor(cmd, ids, VKF_DTYPE_I32, rows, fn, "ids"));
     VKF_TRY(vkf_check_tensor(cmd, tokens, VKF_DTYPE_I32, (uint64_t)rows * token_capacity, fn, "tokens"));
-    vkf_push_sample pc = {.rows = rows, .cols = cols, .token_capacity = token_capacity,
+    vkf_push_sample pc = {.state_stride = stride, .rows = rows, .cols = cols, .token_capacity = token_capacity,
                           .inv_temperature = 1.0f / o->temperature, .top_k = o->top_k, .top_p = o->top_p,
                           .seed_lo = (uint32_t)o->seed, .seed_hi = (uint32_t)(o->seed >> 32), .eos = eos,
                           .min_new = o->min_new, .force_step = o->forced_eos ? token_capacity - 1 : UINT32_MAX};
@@ -117,6 +142,21 @@ vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
         return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %u rows exceed the device's grid", fn, rows);
     uint32_t groups[3] = {rows, 1, 1};
     uint32_t spec[1] = {ctx->tuning.row_workgroup};
+    if (vkf_loop_limited(ctx)) {
+        /* an invocation's passes over its row: two binary searches of up to 31
+         * passes each (top-k, top-p), a few scans and the chunk walk, about 70 per
+         * column it holds, plus the workgroup-wide loops; wider workgroups where
+         * that passes the budget (NLLB's 256k vocabulary: 1024 invocations) */
+        uint32_t max_wg = ctx->info.max_workgroup_invocations < ctx->info.max_workgroup_size[0]
+                              ? ctx->info.max_workgroup_invocations : ctx->info.max_workgroup_size[0];
+        uint32_t wg = spec[0];
+        while (70 * vkf_div_up(cols, wg) + 3 * (uint64_t)wg + 1024 > VKF_LOOP_BUDGET && wg * 2 <= max_wg) wg *= 2;
+        if (70 * vkf_div_up(cols, wg) + 3 * (uint64_t)wg + 1024 > VKF_LOOP_BUDGET)
+            return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: a vocabulary of %u is more than one workgroup of \"%s\" "
+                            "samples right (Mesa before 26 ends an invocation's loops after 65535 iterations)", fn,
+                            cols, ctx->info.name);
+        spec[0] = wg;
+    }
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_SAMPLE_ACT16 : VKF_VARIANT_SAMPLE, spec,
                              1, &pipe));
@@ -138,7 +178,8 @@ vkf_status vkf_op_logits_process(vkf_cmd *cmd, const vkf_logits_process_desc *d)
                         "penalty > 0", fn);
     uint64_t cells = (uint64_t)d->rows * d->vocab;
     VKF_TRY(vkf_check_tensor(cmd, d->logits, d->logits->dtype, cells, fn, "logits"));
-    VKF_TRY(vkf_check_tensor(cmd, d->state, VKF_DTYPE_I32, 1, fn, "state"));
+    uint32_t per_row = 0;
+    VKF_TRY(state_stride(cmd, d->state, d->rows, fn, &per_row));
     VKF_TRY(vkf_check_tensor(cmd, d->step_ids, VKF_DTYPE_I32, d->rows, fn, "step_ids"));
     if (d->row_index)
         VKF_TRY(vkf_check_tensor(cmd, d->row_index, VKF_DTYPE_I32, (uint64_t)d->rows * d->steps, fn, "row_index"));
@@ -151,7 +192,8 @@ vkf_status vkf_op_logits_process(vkf_cmd *cmd, const vkf_logits_process_desc *d)
     VKF_TRY(vkf_check_tensor(cmd, d->lists, VKF_DTYPE_I32, lists ? lists : 1, fn, "lists"));
     VKF_TRY(vkf_check_tensor(cmd, d->scores, VKF_DTYPE_F32, cells, fn, "scores"));
     vkf_push_logits_process pc = {.rows = d->rows, .vocab = d->vocab, .steps = d->steps, .row_stride = d->row_stride,
-                                  .flags = (d->log_probs ? 1u : 0u) | (d->row_index ? 2u : 0u), .penalty = d->penalty,
+                                  .flags = (d->log_probs ? 1u : 0u) | (d->row_index ? 2u : 0u) | (per_row ? 4u : 0u),
+                                  .penalty = d->penalty,
                                   .ngram = d->ngram, .n_suppress = d->n_suppress, .n_end = d->n_end, .n_bad = d->n_bad,
                                   .min_new = d->min_new, .forced_bos = d->forced_bos,
                                   .forced_eos = d->forced_eos ? 1u : 0u, .eos = d->eos, .n_begin = d->n_begin,
@@ -263,13 +305,15 @@ vkf_status vkf_op_attention_decode(vkf_cmd *cmd, const vkf_attention_decode_desc
     VKF_TRY(vkf_check_tensor(cmd, d->q, act, 1, fn, "q"));
     VKF_TRY(vkf_check_activation(cmd, d->k, act, 1, fn, "k", "q"));
     VKF_TRY(vkf_check_activation(cmd, d->v, act, 1, fn, "v", "q"));
-    VKF_TRY(vkf_check_tensor(cmd, d->lengths, VKF_DTYPE_I32, d->length_from_state ? 1 : kv_rows, fn, "lengths"));
+    uint32_t per_row = 0;
+    if (d->length_from_state) VKF_TRY(state_stride(cmd, d->lengths, d->batch, fn, &per_row));
+    else VKF_TRY(vkf_check_tensor(cmd, d->lengths, VKF_DTYPE_I32, kv_rows, fn, "lengths"));
     VKF_TRY(vkf_check_tensor(cmd, d->scratch, VKF_DTYPE_F32, (uint64_t)d->batch * d->heads * d->max_keys, fn, "scratch"));
     VKF_TRY(vkf_check_activation(cmd, d->out, act, d->batch * dm, fn, "out", "q"));
     vkf_push_attention_decode p = {
         .heads = d->heads,
         .head_dim = d->head_dim,
-        .length_from_state = d->length_from_state ? 1u : 0u,
+        .length_from_state = d->length_from_state ? 1u + per_row : 0u,
         .scale = d->scale,
         .q_offset = (uint32_t)d->q_offset,
         .q_batch = (uint32_t)d->q_batch,
@@ -380,10 +424,11 @@ vkf_status vkf_op_kv_append(vkf_cmd *cmd, const vkf_tensor *qkv, const vkf_tenso
     vkf_dtype act;
     VKF_TRY(vkf_activation_dtype(cmd, qkv, fn, "qkv", &act));
     VKF_TRY(vkf_check_tensor(cmd, qkv, act, (uint64_t)batch * 3 * d, fn, "qkv"));
-    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    uint32_t stride = 0;
+    VKF_TRY(state_stride(cmd, state, batch, fn, &stride));
     VKF_TRY(vkf_check_activation(cmd, cache_k, act, (uint64_t)batch * capacity * d, fn, "cache_k", "qkv"));
     VKF_TRY(vkf_check_activation(cmd, cache_v, act, (uint64_t)batch * capacity * d, fn, "cache_v", "qkv"));
-    vkf_push_kv_append p = {.batch = batch, .d = d, .capacity = capacity};
+    vkf_push_kv_append p = {.batch = batch, .d = d, .capacity = capacity, .state_stride = stride};
     uint32_t wg = ctx->tuning.elementwise_workgroup;
     uint32_t groups[3];
     VKF_TRY(vkf_linear_grid(ctx, vkf_div_up((uint64_t)batch * d, wg), groups, fn));
@@ -404,10 +449,11 @@ vkf_status vkf_op_argmax(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
     vkf_dtype act;
     VKF_TRY(vkf_activation_dtype(cmd, logits, fn, "logits", &act));
     VKF_TRY(vkf_check_tensor(cmd, logits, act, (uint64_t)rows * cols, fn, "logits"));
-    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    uint32_t stride = 0;
+    VKF_TRY(state_stride(cmd, state, rows, fn, &stride));
     VKF_TRY(vkf_check_tensor(cmd, ids, VKF_DTYPE_I32, rows, fn, "ids"));
     VKF_TRY(vkf_check_tensor(cmd, tokens, VKF_DTYPE_I32, (uint64_t)rows * token_capacity, fn, "tokens"));
-    vkf_push_argmax p = {.rows = rows, .cols = cols, .token_capacity = token_capacity};
+    vkf_push_argmax p = {.rows = rows, .cols = cols, .token_capacity = token_capacity, .state_stride = stride};
     uint32_t groups[3];
     VKF_TRY(vkf_linear_grid(ctx, rows, groups, fn));
     uint32_t spec[1] = {ctx->tuning.row_workgroup};
@@ -422,10 +468,15 @@ vkf_status vkf_op_advance(vkf_cmd *cmd, vkf_tensor *state)
     static const char fn[] = "advance";
     VKF_TRY(vkf_check_cmd(cmd, state, fn));
     VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
+    vkf_context *ctx = vkf_cmd_context(cmd);
+    if (state->elements > (uint64_t)ctx->info.max_workgroup_count[0] * 64)
+        return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %llu positions exceed the device's grid", fn,
+                        (unsigned long long)state->elements);
+    vkf_push_advance pc = {.count = (uint32_t)state->elements};
     const vkf_pipeline *pipe;
     static const uint32_t no_spec[1] = {0};
-    VKF_TRY(vkf_pipeline_get(vkf_cmd_context(cmd), VKF_VARIANT_ADVANCE, no_spec, 0, &pipe));
+    VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_ADVANCE, no_spec, 0, &pipe));
     vkf_binding b[1] = {{state, VKF_READ | VKF_WRITE}};
-    uint32_t groups[3] = {1, 1, 1};
-    return vkf_cmd_dispatch(cmd, pipe, b, 1, NULL, 0, groups, "advance");
+    uint32_t groups[3] = {(uint32_t)vkf_div_up(pc.count, 64), 1, 1};
+    return vkf_cmd_dispatch(cmd, pipe, b, 1, &pc, sizeof pc, groups, "advance");
 }

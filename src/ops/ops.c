@@ -458,6 +458,34 @@ static vkf_status matmul_split_k(vkf_cmd *cmd, const vkf_matmul_desc *d, const v
     return vkf_cmd_dispatch(cmd, pipe, b2s, b_i8 ? 6 : 5, &p2, sizeof p2, g2, "matmul_splitk");
 }
 
+bool vkf_loop_limited(const vkf_context *ctx)
+{
+    uint32_t mesa = vkf_mesa_release(&ctx->info);
+    return ctx->info.type == VKF_DEVICE_CPU && mesa > 0 && mesa < 2600;
+}
+
+/* The workgroup of a row kernel (softmax.comp, layernorm.comp: three passes over
+ * the row, each invocation striding it, and the reductions): the device's; where
+ * a loop limiter counts the passes (vkf_loop_limited; 2,000,000 columns measured
+ * wrong at 64 on lavapipe 22.3), the fewest invocations, a power of two, that keep
+ * them in the budget; 0 where even the device's largest workgroup cannot. */
+static uint32_t row_workgroup_for(const vkf_context *ctx, uint64_t cols)
+{
+    uint32_t wg = ctx->tuning.row_workgroup;
+    if (!vkf_loop_limited(ctx)) return wg;
+    uint32_t max_wg = ctx->info.max_workgroup_invocations < ctx->info.max_workgroup_size[0]
+                          ? ctx->info.max_workgroup_invocations : ctx->info.max_workgroup_size[0];
+    while (3 * vkf_div_up(cols, wg) + 64 > VKF_LOOP_BUDGET && wg * 2 <= max_wg) wg *= 2;
+    return 3 * vkf_div_up(cols, wg) + 64 > VKF_LOOP_BUDGET ? 0 : wg;
+}
+
+/* The error for a row past row_workgroup_for. */
+static vkf_status row_too_long(const vkf_context *ctx, uint32_t cols, const char *fn)
+{
+    return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: rows of %u columns are more than one workgroup of \"%s\" runs right "
+                    "(Mesa before 26 ends an invocation's loops after 65535 iterations)", fn, cols, ctx->info.name);
+}
+
 vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
 {
     static const char fn[] = "vkf_cmd_matmul";
@@ -511,6 +539,11 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
     bool aligned4 = d->k % 4 == 0 && (p.a.offset | p.a.row | p.a.batch0 | p.a.batch1) % 4 == 0 &&
                     (p.b.offset | p.b.row | p.b.batch0 | p.b.batch1) % 4 == 0;
     if (aligned4 && !d->b_is_k_by_n) p.flags |= VKF_MATMUL_FLAG_VEC4;
+    /* matmul_coopmat loads 8 consecutive k at once (16 bytes of F16) where an
+     * operand's rows start on 8 elements and k is a multiple of 8. */
+    if (d->k % 8 == 0 && (p.a.offset | p.a.row | p.a.batch0 | p.a.batch1) % 8 == 0) p.flags |= VKF_MATMUL_FLAG_A_WIDE;
+    if (d->k % 8 == 0 && (p.b.offset | p.b.row | p.b.batch0 | p.b.batch1) % 8 == 0 && !d->b_is_k_by_n)
+        p.flags |= VKF_MATMUL_FLAG_B_WIDE;
 
     if (b0 * b1 > UINT32_MAX) return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: batch count passes 2^32", fn);
     const vkf_matmul_tiles *t;
@@ -520,6 +553,16 @@ vkf_status vkf_cmd_matmul(vkf_cmd *cmd, const vkf_matmul_desc *d)
                                           act == VKF_DTYPE_F16 || d->b.tensor->dtype == VKF_DTYPE_F16,
                                           (p.flags & VKF_MATMUL_FLAG_VEC4) != 0, &t, fragment);
     if (family == VKF_VARIANT_MATMUL_GEMV) return matmul_gemv(cmd, d, &p, t, b_i8, act, b0 * b1);
+    /* the CPU kernels run K in one loop of an invocation: k (scalar loads) or k / 4
+     * (vec4) iterations; where a loop limiter cuts them short, refuse (65535 in all,
+     * 70000 measured wrong with scalar loads on lavapipe 22.3; the loop is alone) */
+    bool lanes_k = family == VKF_VARIANT_MATMUL_SUBGROUP || family == VKF_VARIANT_MATMUL_BROADCAST ||
+                   family == VKF_VARIANT_MATMUL_DIRECT;
+    uint64_t k_steps = lanes_k && (p.flags & VKF_MATMUL_FLAG_VEC4) ? d->k / 4 : d->k;
+    if (vkf_loop_limited(ctx) && k_steps > 65000)
+        return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: k %u (%s loads) is more than one invocation of \"%s\" runs right "
+                        "(Mesa before 26 ends an invocation's loops after 65535 iterations)", fn, d->k,
+                        (p.flags & VKF_MATMUL_FLAG_VEC4) ? "vec4" : "scalar", ctx->info.name);
     uint32_t groups[3] = {(uint32_t)vkf_div_up(d->n, t->bn), (uint32_t)vkf_div_up(d->m, t->bm), (uint32_t)(b0 * b1)};
     VKF_TRY(check_grid(ctx, groups, fn));
     /* matmul_coopmat stores whole fragments straight to C (and reads R as
@@ -652,7 +695,8 @@ vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *d)
     }
     uint32_t groups[3];
     VKF_TRY(vkf_linear_grid(ctx, d->rows, groups, fn));
-    uint32_t spec[1] = {ctx->tuning.row_workgroup};
+    uint32_t spec[1] = {row_workgroup_for(ctx, d->cols)};
+    if (!spec[0]) return row_too_long(ctx, d->cols, fn);
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_SOFTMAX, spec, 1, &pipe));
     vkf_binding b[4] = {{d->x, VKF_READ}, {d->mask, VKF_READ}, {d->y, VKF_WRITE}, {d->rel_bias, VKF_READ}};
@@ -696,7 +740,8 @@ vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *d)
     };
     uint32_t groups[3];
     VKF_TRY(vkf_linear_grid(ctx, d->rows, groups, fn));
-    uint32_t spec[1] = {ctx->tuning.row_workgroup};
+    uint32_t spec[1] = {row_workgroup_for(ctx, d->cols)};
+    if (!spec[0]) return row_too_long(ctx, d->cols, fn);
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_LAYERNORM_ACT16 : VKF_VARIANT_LAYERNORM, spec, 1,
                              &pipe));
@@ -769,7 +814,7 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
         .scale = d->scale,
         .seq_len = seq_len,
         .pos_offset = d->pos_offset,
-        .pos_from_state = d->position_state ? 1u : 0u,
+        .pos_from_state = !d->position_state ? 0u : d->position_state->elements > 1 ? 2u : 1u,
         .row0 = d->table_row0,
         .rows = table_rows,
         .has_position_ids = d->position_ids ? 1u : 0u,
@@ -789,6 +834,12 @@ vkf_status vkf_cmd_embed(vkf_cmd *cmd, const vkf_embed_desc *d)
                         d->pad_row, positions);
     if (d->position_state) {
         VKF_TRY(vkf_check_tensor(cmd, d->position_state, VKF_DTYPE_I32, 1, fn, "position_state"));
+        /* more than one element: one position per sequence of seq_len tokens */
+        uint64_t sequences = vkf_div_up(d->tokens, seq_len);
+        if (d->position_state->elements > 1 && d->position_state->elements < sequences)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: position_state holds %llu positions: 1 or one per "
+                            "sequence (%llu)", fn, (unsigned long long)d->position_state->elements,
+                            (unsigned long long)sequences);
         if (!d->positions)
             return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: position_state without a positions table", fn);
     }

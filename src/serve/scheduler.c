@@ -3,23 +3,29 @@
  * end (tools/cli/serve*.c) sits on top; nothing here knows of HTTP.
  *
  *   queue     requests waiting for a slot, in arrival order;
- *   group     requests admitted together at a step boundary: their sources run
- *             through the encoder in one batched pass (the decode layer's
- *             generation plan: cross-attention K/V and KV caches, one row per
- *             request), then one recorded decode step per round;
- *   round     one decode step of every running group, then admission;
- *   whole     beam search, sampling and transcriptions run whole through the
- *             model's own calls, one per round.
- *
- * The recorded decode step reads one position for all its rows (the plan's
- * `state`): rows of one group advance in lockstep, so a request admitted while
- * a group runs starts a group of its own rather than joining a running one.
- * A row that ends is answered at once and its slot counts as free; once half
- * of a group's rows have ended, the live ones move into a plan of their size
- * (compaction: KV caches, cross K/V, inputs copied byte for byte through the
- * host), so ended rows stop costing a row of every step. Plans are kept for
- * later groups of the same shape. Beside running groups, arrivals gather for
- * a few rounds' time (admit_now) so that a group is not one row per step. */
+ *   group     one running batch: a slot plan (decode/plan.c) whose rows are
+ *             slots, each with its own position, cross-attention keys/values,
+ *             KV cache and processor row (target prefix, limit). A request is
+ *             admitted at a step boundary into a free slot of a running group
+ *             whose processor settings it shares and whose source length it
+ *             fits: it JOINS the batch that is decoding others. Groups differ
+ *             only by those (at most max_groups of them), so greedy requests of
+ *             one model normally share one group;
+ *   admission the arrivals of a boundary run through the encoder in one batched
+ *             pass per group, which writes each one's cross K/V into its slot;
+ *   round     one decode step of every group: one submit, the rows 0..top-1
+ *             (top: the highest live slot + 1; a free slot below it holds
+ *             position -1 and writes nothing); a row that ends is answered at
+ *             once and its slot is free at the next boundary;
+ *   whole     beam search, sampling and what a slot cannot hold (a target
+ *             prefix past PREFIX_ROOM, prefix + max_new past max_len, lowrank
+ *             cross-attention) run whole through the model's own calls, one per
+ *             round;
+ *   job       a transcription: one 30-second window per round
+ *             (vkf_transcription_next), so that a long recording's windows are
+ *             successive jobs between the others' steps.
+ * A group whose rows have all ended leaves the running list; its plan is kept
+ * for a later group of the same shape. */
 #include "serve/scheduler.h"
 
 #include <math.h>
@@ -29,13 +35,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_CACHED_PLANS 16
-#define MAX_BATCH 1024 /* vkf_scheduler_options.max_batch's bound: rows of a group, requests of an admission */
+#define MAX_CACHED_PLANS 8
+#define MAX_CACHED_ENCODERS 8
+#define MAX_BATCH 1024 /* vkf_scheduler_options.max_batch's bound: slots of a group, requests of an admission */
+#define PREFIX_ROOM 16 /* target prefix ids a slot holds (the processor's row: 2 + PREFIX_ROOM ints) */
+#define MIN_SOURCE 16  /* a group's source length: a power of two from this up to max_len */
+#define STARVED 64     /* rounds a request may wait for a group it fits before the others wait for it */
+
+typedef struct group group;
 
 typedef struct request {
     uint64_t id;
     struct request *next;               /* in the queue */
-    bool audio, whole;                  /* a transcription; a whole run (beams, sampling, audio) */
+    bool audio, whole;                  /* a transcription; a whole run (beams, sampling, audio, no slot form) */
     bool cancelled, answered;
     int32_t *src;                       /* (n_src) owned */
     uint32_t n_src;
@@ -50,33 +62,41 @@ typedef struct request {
     uint32_t *bad_lengths;              /* owned */
     const int32_t **bad_ptrs;           /* owned */
     vkf_sequences bad;
+    vkf_decode_call call;               /* slot requests: the call of its one source (proc, limit, lists), owned */
+    vkf_proc proc;                      /* slot requests: the processor of the group it may join */
+    group *target;                      /* admission: the group it goes into */
     float *samples;                     /* (n_samples) owned: audio */
     uint64_t n_samples;
+    vkf_transcription *tr;              /* a job's transcription in progress, owned */
     vkf_transcribe_options to;
     char language[64], task[16];
     vkf_scheduler_done_fn done;
     void *user;
     double t_submit, t_admit;
+    uint64_t round_submit;              /* the scheduler's round when it was queued */
 } request;
 
-typedef struct group {
-    vkf_gen_plan *p;                    /* owned until the group ends, then cached */
-    uint32_t rows, B;                   /* requests; plan rows (rows padded with copies of row 0) */
-    request **req;                      /* (rows) owned requests */
-    uint32_t *len;                      /* (rows) ids so far */
-    int32_t *out;                       /* (rows, stride) ids so far */
-    uint32_t stride;
-    const int32_t **src_ids;            /* (B) borrowed from the requests */
-    uint32_t *src_len;                  /* (B) */
-    const int32_t **pre_ids;            /* (B) */
-    uint32_t *pre_len;                  /* (B) */
-    vkf_sequences prefix;
-    vkf_generate_options o;             /* the rows' shared options, target_prefix per row */
-    vkf_decode_call c;
-    uint32_t t, alive;
-    bool compactable;                   /* plain dense attention: rows move between plans as bytes */
-    struct group *next;
-} group;
+struct group {
+    vkf_gen_plan *p;                    /* owned slot plan (batch = slots), or NULL until built */
+    vkf_proc proc;                      /* its processor: always on, PREFIX_ROOM prefix ids per row */
+    int32_t *lists;                     /* (n_lists) owned: the processor's lists (suppressed, end, bad) */
+    uint32_t n_lists;
+    uint32_t slots, S, steps, row_stride;
+    request **req;                      /* (slots) owned: the request in each slot, or NULL (under mu) */
+    int32_t *pos;                       /* (slots) host copy of the positions; -1: free */
+    int32_t *ids;                       /* (slots) host copy of the step's input ids */
+    int32_t *src_len;                   /* (slots) */
+    int32_t *row_data;                  /* (slots, row_stride): prefix length, limit, prefix ids */
+    uint32_t *len;                      /* (slots) new ids so far */
+    int32_t *out;                       /* (slots, steps) new ids so far */
+    uint32_t alive, top, reserved;      /* live slots; rows a step decodes; slots promised to arrivals */
+    bool dirty;                         /* host copies changed since the last upload */
+    group *next;
+};
+
+typedef struct enc_plan {
+    vkf_fwd_plan *p;                    /* owned: an encoder over (batch, src_len) */
+} enc_plan;
 
 struct vkf_scheduler {
     vkf_model *model;                   /* borrowed */
@@ -84,6 +104,8 @@ struct vkf_scheduler {
     vkf_decoder *d;
     vkf_model_config cfg;
     vkf_scheduler_options opt;
+    bool slot_form;                     /* the arch's decode step runs in slot plans */
+    bool wait_batch;                    /* benchmarks: a group admits only while empty (static batching) */
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t mu;
@@ -95,12 +117,14 @@ struct vkf_scheduler {
     group *groups;                      /* running (owned by the thread; read under mu for cancels) */
     uint32_t n_groups, active;          /* running groups; slots answering requests */
     request *whole;                     /* the whole run in progress, or NULL */
-    request **starting;                 /* (n_starting) admitted, their group not yet running */
+    request *jobs;                      /* transcriptions in progress (their `next`), in start order */
+    request **starting;                 /* (n_starting) admitted, not yet in their slots */
     uint32_t n_starting;
-    vkf_gen_plan *cache[MAX_CACHED_PLANS]; /* idle plans, oldest first */
+    vkf_gen_plan *cache[MAX_CACHED_PLANS]; /* idle slot plans, oldest first */
     uint32_t n_cache;
+    enc_plan enc[MAX_CACHED_ENCODERS];  /* encoder plans of arrivals, most recently used last */
     vkf_scheduler_stats stats;
-    double round_ms;                    /* a round's wall time, averaged (EWMA) */
+    uint64_t rounds;                    /* rounds so far (under mu) */
     uint64_t fault_step;                /* tests: this decode step (from 1) fails as a lost device; 0: none */
 };
 
@@ -121,6 +145,8 @@ static void request_free(request *r)
 {
     if (!r) return;
     free(r->src), free(r->prefix), free(r->suppress), free(r->bad_ids), free(r->bad_lengths), free(r->bad_ptrs);
+    vkf_decode_call_free(&r->call);
+    vkf_transcription_free(r->tr);
     free(r->samples);
     free(r);
 }
@@ -175,34 +201,26 @@ static vkf_status copy_options(request *r, const vkf_generate_options *o, uint32
     return VKF_OK;
 }
 
-static bool same_sequences(const vkf_sequences *x, const vkf_sequences *y)
+/* A greedy request's call (one source) and the processor of the group it may
+ * join; false where a slot cannot hold it (it runs whole). */
+static vkf_status prepare_slot(vkf_scheduler *s, request *r, bool *out_fits)
 {
-    uint32_t nx = x ? x->count : 0, ny = y ? y->count : 0;
-    if (nx != ny) return false;
-    for (uint32_t i = 0; i < nx; i++)
-        if (x->lengths[i] != y->lengths[i] || memcmp(x->ids[i], y->ids[i], (size_t)x->lengths[i] * sizeof(int32_t)))
-            return false;
-    return true;
+    *out_fits = false;
+    const int32_t *ids = r->src;
+    vkf_sequences src = {1, &ids, &r->n_src};
+    VKF_TRY(vkf_decode_call_make(s->a, NULL, &r->o, &src, 0, r->o.max_new, &r->call));
+    const vkf_decode_call *c = &r->call;
+    if (c->prefix_len[0] > PREFIX_ROOM || c->prefix_len[0] + c->limit[0] > s->a->spec.max_len) return VKF_OK;
+    /* the group's processor: this one, always on (a prefix, a row's limit and
+     * forced eos are per row there), with room for PREFIX_ROOM prefix ids; on
+     * greedy rows it changes no choice (argmax of the F32 logits either way) */
+    memcpy(&r->proc, &c->proc, sizeof r->proc);
+    r->proc.on = true, r->proc.prefix_max = PREFIX_ROOM;
+    *out_fits = true;
+    return VKF_OK;
 }
 
-/* Whether two requests may share a group: every option but max_new, the
- * target prefix and the streaming callback equal. */
-static bool compatible(const request *x, const request *y)
-{
-    const vkf_generate_options *a = &x->o, *b = &y->o;
-    if (x->whole || y->whole) return false;
-    return a->min_new == b->min_new && a->beams == b->beams && a->forced_eos == b->forced_eos &&
-           a->renormalize == b->renormalize && a->forced_bos == b->forced_bos &&
-           (!a->forced_bos || a->forced_bos_id == b->forced_bos_id) && a->repetition_penalty == b->repetition_penalty &&
-           a->no_repeat_ngram == b->no_repeat_ngram && a->max_new_factor == b->max_new_factor &&
-           a->n_suppress == b->n_suppress &&
-           (!a->n_suppress || !memcmp(a->suppress_ids, b->suppress_ids, a->n_suppress * sizeof(int32_t))) &&
-           a->n_end_ids == b->n_end_ids &&
-           (!a->n_end_ids || !memcmp(a->end_ids, b->end_ids, a->n_end_ids * sizeof(int32_t))) &&
-           same_sequences(a->bad_sequences, b->bad_sequences);
-}
-
-/* Hands a request its answer (outside the lock) and frees it unless a group holds it. */
+/* Hands a request its answer (outside the lock); the caller frees it. */
 static void answer(vkf_scheduler *s, request *r, vkf_scheduler_result *res, bool release_slot)
 {
     double now = vkf_now_ms();
@@ -237,31 +255,53 @@ static bool is_cancelled(vkf_scheduler *s, const request *r)
 
 /* ------------------------------------------------------------------ groups */
 
+/* Field by field (the structs' padding is not part of their value). */
 static bool same_proc(const vkf_proc *x, const vkf_proc *y)
 {
-    return memcmp(x, y, sizeof *x) == 0;
+    return x->on == y->on && x->penalty == y->penalty && x->ngram == y->ngram && x->min_new == y->min_new &&
+           x->forced_eos == y->forced_eos && x->eos == y->eos && x->forced_bos == y->forced_bos &&
+           x->n_suppress == y->n_suppress && x->n_end == y->n_end && x->n_bad == y->n_bad &&
+           x->prefix_max == y->prefix_max && x->unbanned_generator == y->unbanned_generator &&
+           x->n_begin == y->n_begin && x->ts_begin == y->ts_begin && x->no_timestamps == y->no_timestamps &&
+           x->ts_max_initial == y->ts_max_initial && x->ts_eos == y->ts_eos;
 }
 
-/* A cached plan of this shape, or a new one (cached plans dropped to make room
- * where the device runs out of memory). */
-static vkf_status take_plan(vkf_scheduler *s, uint32_t B, uint32_t S, uint32_t steps, const vkf_proc *proc,
-                            vkf_gen_plan **out)
+/* A group's source length for a source of n tokens: a power of two from
+ * MIN_SOURCE, at most max_len (so that groups of a few shapes serve every source). */
+static uint32_t group_source_len(const vkf_arch *a, uint32_t n)
 {
-    for (uint32_t i = 0; i < s->n_cache; i++) {
-        vkf_gen_plan *p = s->cache[i];
-        if (p->batch == B && p->src_len == S && p->steps == steps && same_proc(&p->proc, proc)) {
-            memmove(s->cache + i, s->cache + i + 1, (s->n_cache - i - 1) * sizeof *s->cache);
-            s->n_cache--;
-            *out = p;
-            return VKF_OK;
-        }
+    uint32_t S = MIN_SOURCE;
+    while (S < n) S *= 2;
+    return S < a->spec.max_len ? S : a->spec.max_len;
+}
+
+/* Whether request r may take a slot of group g at this boundary. */
+static bool fits(const vkf_scheduler *s, const group *g, const request *r)
+{
+    if (g->alive + g->reserved >= g->slots || r->n_src > g->S || !same_proc(&g->proc, &r->proc)) return false;
+    if (s->wait_batch && g->alive) return false; /* static batching: only an empty group admits */
+    return g->n_lists == r->call.n_lists &&
+           (!g->n_lists || !memcmp(g->lists, r->call.lists, g->n_lists * sizeof *g->lists));
+}
+
+/* A group (no plan yet) for requests like r. */
+static group *group_new(vkf_scheduler *s, const request *r)
+{
+    group *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->proc = r->proc;
+    g->slots = s->opt.max_batch;
+    g->S = group_source_len(s->a, r->n_src);
+    g->steps = s->a->spec.max_len;
+    g->row_stride = 2 + PREFIX_ROOM;
+    g->n_lists = r->call.n_lists;
+    g->lists = malloc((g->n_lists ? g->n_lists : 1) * sizeof *g->lists);
+    if (!g->lists) {
+        free(g);
+        return NULL;
     }
-    vkf_status st = vkf_gen_plan_build(s->a, B, 0, S, steps, NULL, NULL, proc, out);
-    if (st == VKF_ERROR_OUT_OF_DEVICE_MEMORY && s->n_cache) {
-        while (s->n_cache) vkf_gen_plan_free(s->cache[--s->n_cache]);
-        st = vkf_gen_plan_build(s->a, B, 0, S, steps, NULL, NULL, proc, out);
-    }
-    return st;
+    if (g->n_lists) memcpy(g->lists, r->call.lists, g->n_lists * sizeof *g->lists);
+    return g;
 }
 
 static void cache_plan(vkf_scheduler *s, vkf_gen_plan *p)
@@ -280,10 +320,52 @@ static void group_free(vkf_scheduler *s, group *g, bool keep_plan)
     if (!g) return;
     if (keep_plan) cache_plan(s, g->p);
     else vkf_gen_plan_free(g->p);
-    for (uint32_t b = 0; g->req && b < g->rows; b++) request_free(g->req[b]);
-    vkf_decode_call_free(&g->c);
-    free(g->req), free(g->len), free(g->out), free(g->src_ids), free(g->src_len), free(g->pre_ids), free(g->pre_len);
+    for (uint32_t b = 0; g->req && b < g->slots; b++) request_free(g->req[b]);
+    free(g->lists), free(g->req), free(g->pos), free(g->ids), free(g->src_len), free(g->row_data), free(g->len);
+    free(g->out);
     free(g);
+}
+
+/* The group's plan (a cached one of its shape, or a new one; where the device
+ * has no room for `slots` rows, fewer) and host copies. */
+static vkf_status group_build(vkf_scheduler *s, group *g)
+{
+    for (uint32_t i = 0; i < s->n_cache && !g->p; i++) {
+        vkf_gen_plan *p = s->cache[i];
+        if (p->batch == g->slots && p->src_len == g->S && p->steps == g->steps && same_proc(&p->proc, &g->proc)) {
+            memmove(s->cache + i, s->cache + i + 1, (s->n_cache - i - 1) * sizeof *s->cache);
+            s->n_cache--;
+            g->p = p;
+        }
+    }
+    vkf_status st = VKF_OK;
+    while (!g->p) {
+        st = vkf_gen_plan_build_slots(s->a, g->slots, g->S, g->steps, &g->proc, &g->p);
+        if (st == VKF_ERROR_OUT_OF_DEVICE_MEMORY && s->n_cache) {
+            while (s->n_cache) vkf_gen_plan_free(s->cache[--s->n_cache]);
+            continue;
+        }
+        if ((st == VKF_ERROR_OUT_OF_DEVICE_MEMORY || st == VKF_ERROR_TOO_LARGE) && g->slots > 1 &&
+            g->slots / 2 >= g->reserved) {
+            g->slots /= 2;
+            continue;
+        }
+        if (st != VKF_OK) return st;
+    }
+    uint32_t n = g->slots;
+    g->req = calloc(n, sizeof *g->req);
+    g->pos = malloc(n * sizeof *g->pos);
+    g->ids = calloc(n, sizeof *g->ids);
+    g->src_len = calloc(n, sizeof *g->src_len);
+    g->row_data = calloc((size_t)n * g->row_stride, sizeof *g->row_data);
+    g->len = calloc(n, sizeof *g->len);
+    g->out = malloc((size_t)n * g->steps * sizeof *g->out);
+    if (!g->req || !g->pos || !g->ids || !g->src_len || !g->row_data || !g->len || !g->out)
+        return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t b = 0; b < n; b++) g->pos[b] = -1, g->src_len[b] = 1;
+    st = vkf_tensor_upload(g->p->lists, g->lists, (uint64_t)(g->n_lists ? g->n_lists : 1) * sizeof *g->lists);
+    g->dirty = true;
+    return st;
 }
 
 static uint32_t hist_bin(uint32_t rows)
@@ -293,320 +375,362 @@ static uint32_t hist_bin(uint32_t rows)
     return bin;
 }
 
-/* The group of these requests (already out of the queue): plan, encoder pass,
- * first step's inputs. On failure every request is answered with the error. */
-static group *group_start(vkf_scheduler *s, request **reqs, uint32_t n)
+/* An encoder plan of this shape (cached, most recently used last). */
+static vkf_status take_encoder(vkf_scheduler *s, uint32_t n, uint32_t S, vkf_fwd_plan **out)
 {
-    vkf_arch *a = s->a;
-    group *g = calloc(1, sizeof *g);
-    /* plan rows: one per request (on CPU drivers a step's time grows with its rows, so
-     * padding to fewer plan shapes would cost more than the plans it saves) */
-    uint32_t B = n;
-    vkf_status st = g ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (st == VKF_OK) {
-        g->rows = n, g->B = B;
-        g->req = calloc(n, sizeof *g->req);
-        g->len = calloc(n, sizeof *g->len);
-        g->src_ids = calloc(B, sizeof *g->src_ids);
-        g->src_len = calloc(B, sizeof *g->src_len);
-        g->pre_ids = calloc(B, sizeof *g->pre_ids);
-        g->pre_len = calloc(B, sizeof *g->pre_len);
-        if (!g->req || !g->len || !g->src_ids || !g->src_len || !g->pre_ids || !g->pre_len)
-            st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    }
-    if (st == VKF_OK) {
-        uint32_t max_new = 0;
-        for (uint32_t b = 0; b < B; b++) {
-            request *r = reqs[b < n ? b : 0];
-            if (b < n) g->req[b] = r;
-            g->src_ids[b] = r->src, g->src_len[b] = r->n_src;
-            g->pre_ids[b] = r->prefix, g->pre_len[b] = r->n_prefix;
-            if (r->o.max_new > max_new) max_new = r->o.max_new;
+    enc_plan *e = s->enc;
+    for (int i = 0; i < MAX_CACHED_ENCODERS; i++)
+        if (e[i].p && e[i].p->batch == n && e[i].p->src_len == S) {
+            enc_plan hit = e[i];
+            memmove(e + i, e + i + 1, (MAX_CACHED_ENCODERS - 1 - i) * sizeof *e);
+            e[MAX_CACHED_ENCODERS - 1] = hit;
+            *out = hit.p;
+            return VKF_OK;
         }
-        g->o = reqs[0]->o;
-        g->o.on_tokens = NULL, g->o.on_tokens_user = NULL;
-        g->o.max_new = max_new;
-        g->prefix = (vkf_sequences){B, g->pre_ids, g->pre_len};
-        g->o.target_prefix = &g->prefix;
-        g->stride = max_new;
-        g->out = malloc((size_t)n * max_new * sizeof *g->out);
-        if (!g->out) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    }
-    vkf_sequences src = {B, g ? g->src_ids : NULL, g ? g->src_len : NULL};
-    uint32_t S = 0;
-    if (st == VKF_OK) st = vkf_check_sequences(a, &src, a->spec.src_vocab, "source", &S);
-    /* the padded length rounded up to a multiple of 8 (so that cached plans fit more
-     * groups) where padding is masked out exactly: dense attention everywhere */
-    bool dense = a->encoder_attn.kind == VKF_ATTN_FUSED && a->encoder_attn.pattern == VKF_ATTENTION_DENSE &&
-                 a->cross_attn.kind == VKF_ATTN_FUSED && a->cross_attn.pattern == VKF_ATTENTION_DENSE &&
-                 !a->spec.rel_bias && !a->spec.audio_mels;
-    if (g) g->compactable = dense;
-    if (st == VKF_OK && dense && S % 8) {
-        uint32_t padded = (S + 7) / 8 * 8;
-        if (padded <= a->spec.max_len) S = padded;
-    }
-    if (st == VKF_OK) st = vkf_decode_call_make(a, s->d, &g->o, &src, 0, g->o.max_new, &g->c);
-    if (st == VKF_OK) {
-        /* each row its own limit: its max_new (and max_new_factor), the plan as long as the longest */
-        vkf_decode_call *c = &g->c;
-        c->steps = 0;
-        for (uint32_t b = 0; b < B; b++) {
-            uint32_t own = reqs[b < n ? b : 0]->o.max_new;
-            if (own < c->limit[b]) c->limit[b] = own;
-            if (c->prefix_len[b] + c->limit[b] > c->steps) c->steps = c->prefix_len[b] + c->limit[b];
-        }
-        st = take_plan(s, B, S, c->steps, &c->proc, &g->p);
-    }
-    double t0 = vkf_now_ms();
-    vkf_gen_plan *p = st == VKF_OK ? g->p : NULL;
-    if (st == VKF_OK) st = vkf_upload_ids(a, &src, S, p->enc->src_ids, p->enc->src_mask, p->enc->src_lengths, p->enc->src_pos);
-    if (st == VKF_OK) st = vkf_upload_lowrank(a, p->enc, &src);
-    if (st == VKF_OK) st = vkf_gen_plan_upload_call(p, &g->c, 1);
-    int32_t *h = st == VKF_OK ? malloc((size_t)B * sizeof *h) : NULL;
-    if (st == VKF_OK && !h) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (uint32_t b = 0; st == VKF_OK && b < B; b++) h[b] = (int32_t)g->src_len[b];
-    if (st == VKF_OK) st = vkf_tensor_upload(p->src_lengths, h, (uint64_t)B * sizeof *h);
-    if (st == VKF_OK) st = vkf_cmd_submit(p->encode);
-    int32_t zero = 0;
-    if (st == VKF_OK) st = vkf_tensor_upload(p->state, &zero, sizeof zero);
-    for (uint32_t b = 0; st == VKF_OK && b < B; b++) h[b] = a->spec.decoder_start_id;
-    if (st == VKF_OK) st = vkf_tensor_upload(p->step_ids, h, (uint64_t)B * sizeof *h);
-    free(h);
-    pthread_mutex_lock(&s->mu);
-    s->stats.busy_ms += vkf_now_ms() - t0;
-    if (st == VKF_OK) {
-        s->stats.encoder_passes++;
-        s->stats.batch_hist[hist_bin(n)]++;
-        s->stats.batch_rows += n;
-    }
-    pthread_mutex_unlock(&s->mu);
-    if (st != VKF_OK) {
-        char message[512];
-        snprintf(message, sizeof message, "%s", vkf_last_error());
-        pthread_mutex_lock(&s->mu);
-        s->starting = NULL, s->n_starting = 0; /* no cancel reaches them from here on */
-        pthread_mutex_unlock(&s->mu);
-        for (uint32_t b = 0; b < n; b++) {
-            answer_error(s, reqs[b], st, message, true);
-            if (!g || !g->req || !g->req[b]) request_free(reqs[b]);
-        }
-        group_free(s, g, false);
-        return NULL;
-    }
-    g->alive = n;
-    return g;
+    vkf_fwd_plan *p;
+    vkf_status st = vkf_fwd_plan_alloc(s->a, n, S, 1, &p);
+    if (st != VKF_OK) return st;
+    vkf_fwd_plan_free(e[0].p);
+    memmove(e, e + 1, (MAX_CACHED_ENCODERS - 1) * sizeof *e);
+    e[MAX_CACHED_ENCODERS - 1].p = p;
+    *out = p;
+    return VKF_OK;
 }
 
-/* Answers row b of a group with its ids so far. */
+/* Arrivals reqs[0..n) into free slots of g: one batched encoder pass (in
+ * smaller batches where one would pass the device's limits) writing each one's
+ * cross K/V into its slot, and the host copies of its position, input, source
+ * length and processor row. The caller answers them on failure. */
+static vkf_status group_admit(vkf_scheduler *s, group *g, request **reqs, uint32_t n)
+{
+    vkf_arch *a = s->a;
+    uint32_t slot[MAX_BATCH], free_n = 0;
+    for (uint32_t b = 0; b < g->slots && free_n < n; b++)
+        if (!g->req[b]) slot[free_n++] = b;
+    if (free_n < n) return vkf_fail(VKF_ERROR_STATE, "scheduler: %u arrivals for %u free slots", n, free_n);
+    /* padding masked out exactly (dense attention everywhere): the encoder's length
+     * a multiple of 8, so that its cached plans serve more admissions */
+    bool dense = a->encoder_attn.kind == VKF_ATTN_FUSED && a->encoder_attn.pattern == VKF_ATTENTION_DENSE &&
+                 !a->spec.rel_bias;
+    double t0 = vkf_now_ms();
+    vkf_status st = VKF_OK;
+    uint32_t chunk = n;
+    for (uint32_t first = 0; st == VKF_OK && first < n;) {
+        uint32_t m = n - first < chunk ? n - first : chunk;
+        const int32_t *ids[MAX_BATCH];
+        uint32_t lens[MAX_BATCH], S = 0;
+        for (uint32_t i = 0; i < m; i++) {
+            ids[i] = reqs[first + i]->src, lens[i] = reqs[first + i]->n_src;
+            if (lens[i] > S) S = lens[i];
+        }
+        if (dense && S % 8 && (S + 7) / 8 * 8 <= g->S) S = (S + 7) / 8 * 8;
+        vkf_sequences src = {m, ids, lens};
+        vkf_fwd_plan *enc = NULL;
+        st = take_encoder(s, m, S, &enc);
+        if (st == VKF_OK) st = vkf_upload_ids(a, &src, S, enc->src_ids, enc->src_mask, enc->src_lengths, enc->src_pos);
+        if (st == VKF_OK) st = vkf_upload_lowrank(a, enc, &src);
+        if (st == VKF_OK) st = vkf_gen_plan_encode_slots(a, g->p, enc, slot + first);
+        if ((st == VKF_ERROR_TOO_LARGE || st == VKF_ERROR_OUT_OF_DEVICE_MEMORY) && m > 1) {
+            chunk = m / 2, st = VKF_OK; /* the same arrivals in smaller passes */
+            continue;
+        }
+        if (st == VKF_OK) {
+            pthread_mutex_lock(&s->mu);
+            s->stats.encoder_passes++;
+            s->stats.batch_hist[hist_bin(m)]++;
+            s->stats.batch_rows += m;
+            pthread_mutex_unlock(&s->mu);
+        }
+        first += m;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->stats.busy_ms += vkf_now_ms() - t0;
+    if (st == VKF_OK && g->alive) s->stats.joined += n;
+    for (uint32_t i = 0; st == VKF_OK && i < n; i++) {
+        request *r = reqs[i];
+        const vkf_decode_call *c = &r->call;
+        uint32_t b = slot[i];
+        g->req[b] = r;
+        g->pos[b] = 0, g->ids[b] = a->spec.decoder_start_id, g->src_len[b] = (int32_t)r->n_src, g->len[b] = 0;
+        int32_t *row = g->row_data + (size_t)b * g->row_stride;
+        row[0] = (int32_t)c->prefix_len[0], row[1] = (int32_t)c->limit[0];
+        for (uint32_t j = 0; j < c->prefix_len[0]; j++) row[2 + j] = c->prefix[0][j];
+        g->alive++;
+        if (b + 1 > g->top) g->top = b + 1;
+    }
+    pthread_mutex_unlock(&s->mu);
+    g->dirty = true;
+    return st;
+}
+
+/* Answers slot b of a group with its ids so far and frees the slot. */
 static void answer_row(vkf_scheduler *s, group *g, uint32_t b, vkf_status st, const char *message)
 {
     request *r = g->req[b];
     float score = NAN;
-    vkf_scheduler_result res = {.status = st, .message = message, .ids = g->out + (size_t)b * g->stride,
-                                .lengths = &g->len[b], .scores = &score, .n_best = 1, .stride = g->stride,
-                                .group_rows = g->rows};
-    g->alive--;
+    vkf_scheduler_result res = {.status = st, .message = message, .ids = g->out + (size_t)b * g->steps,
+                                .lengths = &g->len[b], .scores = &score, .n_best = 1, .stride = g->steps,
+                                .group_rows = g->alive};
     answer(s, r, &res, true);
-}
-
-/* Moves rows `idx` (m of them, in order) of a tensor of `rows` equal rows into
- * `dst` (m rows), through the host: the bytes as they are. */
-static vkf_status move_rows(vkf_tensor *src, uint32_t rows, const uint32_t *idx, uint32_t m, vkf_tensor *dst)
-{
-    uint64_t bytes = vkf_tensor_bytes(src), row = bytes / rows;
-    if (vkf_tensor_bytes(dst) != row * m) return vkf_fail(VKF_ERROR_STATE, "compaction: tensor sizes disagree");
-    char *h = malloc(bytes), *o = malloc(row * m);
-    vkf_status st = h && o ? vkf_tensor_download(src, h, bytes) : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (uint32_t i = 0; st == VKF_OK && i < m; i++) memcpy(o + row * i, h + row * idx[i], row);
-    if (st == VKF_OK) st = vkf_tensor_upload(dst, o, row * m);
-    free(h), free(o);
-    return st;
-}
-
-/* A group whose rows have mostly ended goes on in a plan of its live rows
- * only: their KV caches, cross-attention keys/values, inputs and position are
- * moved (byte for byte) into a smaller plan, so that ended rows stop costing a
- * row of every step. The ended requests (answered) are freed. */
-static vkf_status group_compact(vkf_scheduler *s, group *g)
-{
-    uint32_t m = 0, idx[MAX_BATCH];
-    for (uint32_t b = 0; b < g->rows; b++)
-        if (!g->req[b]->answered) idx[m++] = b;
-    vkf_gen_plan *p = g->p, *np = NULL;
-    vkf_decode_call *c = &g->c;
-    /* the call's per-row lists for the live rows (the plan's row data is uploaded from them) */
-    vkf_decode_call nc = *c;
-    nc.prefix_len = malloc(m * sizeof *nc.prefix_len);
-    nc.prefix = malloc(m * sizeof *nc.prefix);
-    nc.limit = malloc(m * sizeof *nc.limit);
-    vkf_status st = nc.prefix_len && nc.prefix && nc.limit ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (uint32_t i = 0; st == VKF_OK && i < m; i++) {
-        uint32_t b = idx[i];
-        nc.prefix_len[i] = c->prefix_len[b], nc.prefix[i] = c->prefix[b], nc.limit[i] = c->limit[b];
-    }
-    if (st == VKF_OK) st = take_plan(s, m, p->src_len, p->steps, &c->proc, &np);
-    for (uint32_t l = 0; st == VKF_OK && l < p->layers; l++) {
-        st = move_rows(p->cache_k[l], p->batch, idx, m, np->cache_k[l]);
-        if (st == VKF_OK) st = move_rows(p->cache_v[l], p->batch, idx, m, np->cache_v[l]);
-        if (st == VKF_OK) st = move_rows(p->cross_kv[l], p->batch, idx, m, np->cross_kv[l]);
-    }
-    if (st == VKF_OK) st = move_rows(p->src_lengths, p->batch, idx, m, np->src_lengths);
-    if (st == VKF_OK) st = move_rows(p->step_ids, p->batch, idx, m, np->step_ids);
-    if (st == VKF_OK) st = move_rows(p->tokens, p->batch, idx, m, np->tokens);
-    if (st == VKF_OK && p->inputs) st = move_rows(p->inputs, p->batch, idx, m, np->inputs);
-    int32_t t = (int32_t)g->t;
-    if (st == VKF_OK) st = vkf_tensor_upload(np->state, &t, sizeof t);
-    if (st == VKF_OK) st = vkf_gen_plan_upload_call(np, &nc, 1);
-    if (st != VKF_OK) {
-        vkf_gen_plan_free(np);
-        free(nc.prefix_len), free(nc.prefix), free(nc.limit);
-        return st;
-    }
-    free(c->prefix_len), free(c->prefix), free(c->limit);
-    c->prefix_len = nc.prefix_len, c->prefix = nc.prefix, c->limit = nc.limit;
-    cache_plan(s, p);
-    g->p = np;
-    for (uint32_t b = 0; b < g->rows; b++)
-        if (g->req[b]->answered) request_free(g->req[b]);
-    for (uint32_t i = 0; i < m; i++) {
-        uint32_t b = idx[i];
-        g->req[i] = g->req[b], g->len[i] = g->len[b];
-        memmove(g->out + (size_t)i * g->stride, g->out + (size_t)b * g->stride, (size_t)g->len[b] * sizeof *g->out);
-        g->src_ids[i] = g->src_ids[b], g->src_len[i] = g->src_len[b];
-        g->pre_ids[i] = g->pre_ids[b], g->pre_len[i] = g->pre_len[b];
-    }
-    g->rows = g->B = m;
     pthread_mutex_lock(&s->mu);
-    s->stats.compactions++;
+    g->req[b] = NULL;
     pthread_mutex_unlock(&s->mu);
-    return VKF_OK;
+    request_free(r);
+    g->pos[b] = -1, g->alive--, g->dirty = true;
+    while (g->top && !g->req[g->top - 1]) g->top--;
 }
 
-/* One decode step of a group; answers the rows that end. Returns false when
- * the group has ended (every row answered). */
+/* One decode step of a group's rows 0..top-1; answers the rows that end.
+ * Returns false once the group has no live row. */
 static bool group_step(vkf_scheduler *s, group *g)
 {
     vkf_gen_plan *p = g->p;
-    const vkf_decode_call *c = &g->c;
     /* cancelled rows first: they are answered at this boundary */
     bool cancelled[MAX_BATCH];
     pthread_mutex_lock(&s->mu);
-    for (uint32_t b = 0; b < g->rows; b++) cancelled[b] = g->req[b]->cancelled;
+    for (uint32_t b = 0; b < g->top; b++) cancelled[b] = g->req[b] && g->req[b]->cancelled;
     pthread_mutex_unlock(&s->mu);
-    for (uint32_t b = 0; b < g->rows; b++)
-        if (!g->req[b]->answered && cancelled[b]) answer_row(s, g, b, VKF_ERROR_STATE, "cancelled");
+    for (uint32_t b = 0; b < g->top; b++)
+        if (cancelled[b] && g->req[b]) answer_row(s, g, b, VKF_ERROR_STATE, "cancelled");
     if (g->alive == 0) return false;
+    uint32_t R = g->top;
     double t0 = vkf_now_ms();
-    int32_t ids[MAX_BATCH];
-    if (s->fault_step && s->stats.steps + 1 == s->fault_step) /* tests: a lost device */
+    vkf_status st = VKF_OK;
+    if (g->dirty) { /* rows joined or left: their positions, inputs, lengths and processor rows */
+        uint64_t n = g->slots;
+        st = vkf_tensor_upload(p->state, g->pos, n * sizeof *g->pos);
+        if (st == VKF_OK) st = vkf_tensor_upload(p->step_ids, g->ids, n * sizeof *g->ids);
+        if (st == VKF_OK) st = vkf_tensor_upload(p->src_lengths, g->src_len, n * sizeof *g->src_len);
+        if (st == VKF_OK) st = vkf_tensor_upload(p->row_data, g->row_data, n * g->row_stride * sizeof *g->row_data);
+        g->dirty = st != VKF_OK;
+    }
+    vkf_cmd *step = NULL;
+    if (st == VKF_OK) st = vkf_gen_plan_slot_step(s->a, p, R, &step);
+    if (st == VKF_OK && s->fault_step && s->stats.steps + 1 == s->fault_step) /* tests: a lost device */
         vkf_test_inject_fault(s->a->ctx, "vkQueueSubmit", VK_ERROR_DEVICE_LOST);
-    vkf_status st = vkf_cmd_submit(p->step);
-    if (st == VKF_OK) st = vkf_tensor_download(p->step_ids, ids, (uint64_t)g->B * sizeof *ids);
+    if (st == VKF_OK) st = vkf_cmd_submit(step);
+    int32_t ids[MAX_BATCH];
+    if (st == VKF_OK) st = vkf_tensor_download(p->step_ids, ids, (uint64_t)g->slots * sizeof *ids);
     pthread_mutex_lock(&s->mu);
     s->stats.busy_ms += vkf_now_ms() - t0;
     s->stats.steps++;
+    s->stats.step_rows += R;
+    if (R > s->stats.max_step_rows) s->stats.max_step_rows = R;
     pthread_mutex_unlock(&s->mu);
     if (st != VKF_OK) {
         char message[512];
         snprintf(message, sizeof message, "%s", vkf_last_error());
-        for (uint32_t b = 0; b < g->rows; b++)
-            if (!g->req[b]->answered) answer_row(s, g, b, st, message);
+        for (uint32_t b = 0; b < g->slots; b++)
+            if (g->req[b]) answer_row(s, g, b, st, message);
+        g->dirty = true; /* the device's copies are unknown now */
         return false;
     }
-    uint32_t t = g->t++;
-    for (uint32_t b = 0; b < g->rows; b++) {
+    for (uint32_t b = 0; b < R; b++) {
         request *r = g->req[b];
-        if (r->answered || t < c->prefix_len[b]) continue;
-        bool end = vkf_is_end(c, ids[b]) || (g->o.forced_eos && !c->proc.on && g->len[b] + 1 == c->limit[b]);
+        if (!r) continue;
+        uint32_t t = (uint32_t)g->pos[b]++;
+        g->ids[b] = ids[b];
+        const vkf_decode_call *c = &r->call;
+        if (t < c->prefix_len[0]) continue; /* a prefix id */
+        /* forced eos is the processor's (on in every group) */
+        bool end = vkf_is_end(c, ids[b]);
         if (!end) {
-            g->out[(size_t)b * g->stride + g->len[b]++] = ids[b];
+            g->out[(size_t)b * g->steps + g->len[b]++] = ids[b];
             if (r->o.on_tokens && !r->o.on_tokens(r->o.on_tokens_user, 0, &ids[b], 1)) end = true;
         }
-        if (end || g->len[b] == c->limit[b] || g->t == c->steps) answer_row(s, g, b, VKF_OK, NULL);
-    }
-    /* most rows ended and steps left: go on with the live ones only */
-    if (g->alive && g->compactable && g->alive * 2 <= g->rows && g->rows >= 2 && g->t + 4 <= c->steps) {
-        st = group_compact(s, g);
-        if (st != VKF_OK) { /* the rows go on where they are: the failure cost only the try */
-            pthread_mutex_lock(&s->mu);
-            s->stats.compaction_failures++;
-            pthread_mutex_unlock(&s->mu);
-            g->compactable = false;
-        }
+        if (end || g->len[b] == c->limit[0] || (uint32_t)g->pos[b] == g->steps) answer_row(s, g, b, VKF_OK, NULL);
     }
     return g->alive > 0;
 }
 
-/* A whole run: beam search, sampling, or a transcription. */
+/* A whole run: beam search, sampling, or a request no slot holds. */
 static void run_whole(vkf_scheduler *s, request *r)
 {
     double t0 = vkf_now_ms();
     vkf_scheduler_result res = {.group_rows = 1};
     char message[512] = "";
-    if (r->audio) {
-        vkf_transcribe_options to = r->to;
-        to.on_progress = NULL, to.on_progress_user = NULL;
-        to.language = r->language[0] ? r->language : NULL;
-        to.task = r->task[0] ? r->task : NULL;
-        res.status = vkf_model_transcribe(s->model, r->samples, r->n_samples, &to, &res.transcript);
+    uint32_t nb = r->o.sample ? 1 : r->o.n_best, stride = r->o.max_new;
+    int32_t *ids = malloc((size_t)nb * stride * sizeof *ids);
+    uint32_t *lengths = malloc((size_t)nb * sizeof *lengths);
+    float *scores = malloc((size_t)nb * sizeof *scores);
+    const int32_t *ptr = r->src;
+    vkf_sequences src = {1, &ptr, &r->n_src};
+    if (ids && lengths && scores) {
+        res.status = vkf_model_generate_with(s->model, &src, &r->o, ids, lengths, scores);
         if (res.status != VKF_OK) snprintf(message, sizeof message, "%s", vkf_last_error());
     } else {
-        uint32_t nb = r->o.sample ? 1 : r->o.n_best, stride = r->o.max_new;
-        int32_t *ids = malloc((size_t)nb * stride * sizeof *ids);
-        uint32_t *lengths = malloc((size_t)nb * sizeof *lengths);
-        float *scores = malloc((size_t)nb * sizeof *scores);
-        const int32_t *ptr = r->src;
-        vkf_sequences src = {1, &ptr, &r->n_src};
-        if (ids && lengths && scores) {
-            res.status = vkf_model_generate_with(s->model, &src, &r->o, ids, lengths, scores);
-            if (res.status != VKF_OK) snprintf(message, sizeof message, "%s", vkf_last_error());
-        } else {
-            res.status = VKF_ERROR_OUT_OF_HOST_MEMORY;
-            snprintf(message, sizeof message, "out of host memory for a request's %u hypotheses", nb);
-        }
-        res.ids = ids, res.lengths = lengths, res.scores = scores, res.n_best = nb, res.stride = stride;
-        pthread_mutex_lock(&s->mu);
-        s->stats.busy_ms += vkf_now_ms() - t0;
-        s->stats.batch_hist[0]++;
-    s->stats.batch_rows++;
-        pthread_mutex_unlock(&s->mu);
-        res.message = message;
-        if (is_cancelled(s, r) && res.status == VKF_OK) res.status = VKF_ERROR_STATE, res.message = "cancelled";
-        answer(s, r, &res, true);
-        free(ids), free(lengths), free(scores);
-        goto out;
+        res.status = VKF_ERROR_OUT_OF_HOST_MEMORY;
+        snprintf(message, sizeof message, "out of host memory for a request's %u hypotheses", nb);
     }
+    res.ids = ids, res.lengths = lengths, res.scores = scores, res.n_best = nb, res.stride = stride;
     pthread_mutex_lock(&s->mu);
     s->stats.busy_ms += vkf_now_ms() - t0;
     s->stats.batch_hist[0]++;
     s->stats.batch_rows++;
     pthread_mutex_unlock(&s->mu);
-    if (is_cancelled(s, r) && res.status == VKF_OK) {
+    res.message = message;
+    if (is_cancelled(s, r) && res.status == VKF_OK) res.status = VKF_ERROR_STATE, res.message = "cancelled";
+    answer(s, r, &res, true);
+    free(ids), free(lengths), free(scores);
+    request_free(r);
+}
+
+/* A transcription's first step (features, language, prompt): false when it was
+ * answered already (an error). */
+static bool job_begin(vkf_scheduler *s, request *r)
+{
+    double t0 = vkf_now_ms();
+    vkf_transcribe_options to = r->to;
+    to.on_progress = NULL, to.on_progress_user = NULL;
+    to.language = r->language[0] ? r->language : NULL;
+    to.task = r->task[0] ? r->task : NULL;
+    vkf_status st = vkf_transcription_begin(s->model, r->samples, r->n_samples, &to, &r->tr);
+    pthread_mutex_lock(&s->mu);
+    s->stats.busy_ms += vkf_now_ms() - t0;
+    pthread_mutex_unlock(&s->mu);
+    if (st == VKF_OK) {
+        free(r->samples); /* not needed after begin */
+        r->samples = NULL;
+        return true;
+    }
+    char message[512];
+    snprintf(message, sizeof message, "%s", vkf_last_error());
+    answer_error(s, r, st, message, true);
+    request_free(r);
+    return false;
+}
+
+/* One window of a transcription job; answers it once it is done, failed or
+ * cancelled. Returns false then. */
+static bool job_step(vkf_scheduler *s, request *r)
+{
+    vkf_scheduler_result res = {.group_rows = 1};
+    char message[512] = "";
+    bool done = false;
+    if (is_cancelled(s, r)) {
+        res.status = VKF_ERROR_STATE, res.message = "cancelled";
+        answer(s, r, &res, true);
+        return false;
+    }
+    double t0 = vkf_now_ms();
+    res.status = vkf_transcription_next(r->tr, &done);
+    if (res.status == VKF_OK && done) {
+        res.status = vkf_transcription_finish(r->tr, &res.transcript);
+        r->tr = NULL; /* finish frees it */
+    }
+    if (res.status != VKF_OK) snprintf(message, sizeof message, "%s", vkf_last_error());
+    pthread_mutex_lock(&s->mu);
+    s->stats.busy_ms += vkf_now_ms() - t0;
+    if (res.status != VKF_OK || done) s->stats.batch_hist[0]++, s->stats.batch_rows++;
+    pthread_mutex_unlock(&s->mu);
+    if (res.status == VKF_OK && !done) return true;
+    if (res.status == VKF_OK && is_cancelled(s, r)) {
         vkf_transcript_free(res.transcript);
         res.transcript = NULL, res.status = VKF_ERROR_STATE;
         snprintf(message, sizeof message, "cancelled");
     }
     res.message = message;
     answer(s, r, &res, true);
-out:
-    request_free(r);
+    return false;
 }
 
 /* ------------------------------------------------------------------ the thread */
 
-/* Whether the waiting requests start a group at this boundary (under mu). With
- * no group running: at once. Beside running groups, a group of one or two rows
- * costs a whole decode step per round, as a big one does: arrivals gather for
- * up to four rounds' time (1..50 ms), unless enough of them wait already. */
+/* Whether the waiting requests are admitted at this boundary (under mu). With
+ * no group decoding: at once. Beside running groups an admission costs an
+ * encoder pass (a submit) of its own: arrivals gather for up to two rounds,
+ * unless an eighth of the slots' worth waits already. */
 static bool admit_now(vkf_scheduler *s, const request *head)
 {
     if (!s->n_groups) return true;
     uint32_t enough = s->opt.max_batch / 8 > 2 ? s->opt.max_batch / 8 : 2;
-    if (s->queued >= enough) return true;
-    double hold = 4 * s->round_ms;
-    if (hold < 1) hold = 1;
-    if (hold > 50) hold = 50;
-    return vkf_now_ms() - head->t_submit >= hold;
+    return s->queued >= enough || s->rounds - head->round_submit >= 2;
+}
+
+/* Takes the queue's greedy requests that have room into `batch` (under mu): each
+ * into a running group it fits, or a new one (in *fresh) while max_groups allows. */
+static uint32_t admit(vkf_scheduler *s, request **batch, group **fresh)
+{
+    uint32_t n = 0, groups = s->n_groups;
+    for (request **pp = &s->queue_head; *pp && s->active + n < s->opt.max_batch;) {
+        request *r = *pp;
+        group *g = NULL;
+        if (!r->whole) {
+            for (group *x = s->groups; x && !g; x = x->next)
+                if (fits(s, x, r)) g = x;
+            for (group *x = *fresh; x && !g; x = x->next)
+                if (fits(s, x, r)) g = x;
+            if (!g && groups < s->opt.max_groups && (g = group_new(s, r))) {
+                g->next = *fresh, *fresh = g;
+                groups++;
+            }
+        }
+        if (!g) {
+            /* one that fits no group for long (its source length or settings differ
+             * from every running group's, all max_groups of them busy): nobody
+             * else is admitted until a group has ended and made room for it */
+            if (!r->whole && s->rounds - r->round_submit >= STARVED) break;
+            pp = &r->next;
+            continue;
+        }
+        g->reserved++;
+        r->target = g;
+        *pp = r->next, batch[n++] = r, s->queued--;
+    }
+    s->active += n;
+    s->stats.admitted += n;
+    s->starting = batch, s->n_starting = n;
+    s->queue_tail = NULL;
+    for (request *r = s->queue_head; r; r = r->next) s->queue_tail = r;
+    return n;
+}
+
+/* The admitted requests into their groups (new ones built and made running);
+ * a request whose group fails is answered with the error. */
+static void place(vkf_scheduler *s, request **batch, uint32_t n, group *fresh)
+{
+    double now = vkf_now_ms();
+    for (uint32_t i = 0; i < n; i++) batch[i]->t_admit = now;
+    /* per group (a new one built first): its arrivals in one admission */
+    request *mine[MAX_BATCH];
+    bool placed[MAX_BATCH] = {false}; /* batch stays whole: cancels read it until `starting` is cleared */
+    group *all[2] = {fresh, s->groups};
+    for (int list = 0; list < 2; list++)
+        for (group *g = all[list]; g; g = g->next) {
+            uint32_t m = 0;
+            for (uint32_t i = 0; i < n; i++)
+                if (!placed[i] && batch[i]->target == g) mine[m++] = batch[i], placed[i] = true;
+            if (!m) continue;
+            vkf_status st = list == 0 ? group_build(s, g) : VKF_OK;
+            if (st == VKF_OK) st = group_admit(s, g, mine, m);
+            char why[512] = "";
+            if (st != VKF_OK) snprintf(why, sizeof why, "%s", vkf_last_error());
+            g->reserved -= m;
+            for (uint32_t i = 0; i < m; i++) mine[i]->target = NULL;
+            if (st == VKF_OK) continue;
+            pthread_mutex_lock(&s->mu);
+            s->starting = NULL, s->n_starting = 0; /* no cancel reaches them from here on */
+            pthread_mutex_unlock(&s->mu);
+            for (uint32_t i = 0; i < m; i++) {
+                answer_error(s, mine[i], st, why, true);
+                request_free(mine[i]);
+            }
+        }
+    /* new groups with rows run from here on; the others are dropped */
+    pthread_mutex_lock(&s->mu);
+    s->starting = NULL, s->n_starting = 0;
+    while (fresh) {
+        group *g = fresh;
+        fresh = g->next;
+        if (g->alive) {
+            g->next = s->groups, s->groups = g, s->n_groups++;
+        } else {
+            pthread_mutex_unlock(&s->mu);
+            group_free(s, g, g->req != NULL);
+            pthread_mutex_lock(&s->mu);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 static void *scheduler_main(void *arg)
@@ -614,10 +738,11 @@ static void *scheduler_main(void *arg)
     vkf_scheduler *s = arg;
     request *batch[MAX_BATCH];
     for (;;) {
-        request *whole = NULL, *dropped = NULL;
+        request *whole = NULL, *dropped = NULL, *job = NULL;
+        group *fresh = NULL;
         uint32_t n = 0;
         pthread_mutex_lock(&s->mu);
-        while (!s->stop && !s->queue_head && !s->groups) pthread_cond_wait(&s->cv, &s->mu);
+        while (!s->stop && !s->queue_head && !s->groups && !s->jobs) pthread_cond_wait(&s->cv, &s->mu);
         if (s->stop) {
             pthread_mutex_unlock(&s->mu);
             break;
@@ -633,31 +758,21 @@ static void *scheduler_main(void *arg)
         }
         s->queue_tail = NULL;
         for (request *r = s->queue_head; r; r = r->next) s->queue_tail = r;
-        /* admission at this step boundary: a whole run, or the head's compatible followers */
+        /* admission at this step boundary: a whole run at the head, or greedy
+         * requests into free slots */
         request *head = s->queue_head;
         if (head && s->active < s->opt.max_batch) {
             if (head->whole) {
-                s->queue_head = head->next, whole = head, s->queued--, s->active++;
-            } else if (s->n_groups < s->opt.max_groups && admit_now(s, head)) {
-                uint32_t room = s->opt.max_batch - s->active;
-                for (request **pp = &s->queue_head; *pp && n < room;) {
-                    request *r = *pp;
-                    if (!compatible(head, r)) {
-                        pp = &r->next;
-                        continue;
-                    }
-                    *pp = r->next, batch[n++] = r, s->queued--;
-                }
-                s->active += n, s->n_groups += n > 0;
-                s->starting = batch, s->n_starting = n;
-                s->stats.admitted += n;
+                s->queue_head = head->next, s->queued--, s->active++;
+                if (head->audio) job = head;
+                else whole = head;
+                s->stats.admitted++;
+                if (!s->queue_head) s->queue_tail = NULL;
+            } else if (admit_now(s, head)) {
+                n = admit(s, batch, &fresh);
             }
-            s->queue_tail = NULL;
-            for (request *r = s->queue_head; r; r = r->next) s->queue_tail = r;
         }
-        if (whole) s->stats.admitted++;
         pthread_mutex_unlock(&s->mu);
-        double now = vkf_now_ms();
         while (dropped) {
             request *r = dropped;
             dropped = r->next;
@@ -665,7 +780,7 @@ static void *scheduler_main(void *arg)
             request_free(r);
         }
         if (whole) {
-            whole->t_admit = now;
+            whole->t_admit = vkf_now_ms();
             pthread_mutex_lock(&s->mu);
             s->whole = whole;
             pthread_mutex_unlock(&s->mu);
@@ -674,18 +789,37 @@ static void *scheduler_main(void *arg)
             s->whole = NULL;
             pthread_mutex_unlock(&s->mu);
         }
-        if (n) {
-            for (uint32_t i = 0; i < n; i++) batch[i]->t_admit = now;
-            group *g = group_start(s, batch, n);
+        if (job) { /* a transcription starts: its windows run one per round from here on */
+            job->t_admit = vkf_now_ms();
+            job->next = NULL;
             pthread_mutex_lock(&s->mu);
-            if (g) g->next = s->groups, s->groups = g;
-            else s->n_groups--;
-            s->starting = NULL, s->n_starting = 0;
+            s->whole = job; /* cancels reach it while it begins */
+            pthread_mutex_unlock(&s->mu);
+            bool started = job_begin(s, job);
+            pthread_mutex_lock(&s->mu);
+            s->whole = NULL;
+            if (started) {
+                request **tail = &s->jobs;
+                while (*tail) tail = &(*tail)->next;
+                *tail = job;
+            }
             pthread_mutex_unlock(&s->mu);
         }
-        /* one step of every running group */
-        double round_start = vkf_now_ms();
-        bool stepped = s->groups != NULL;
+        if (n || fresh) place(s, batch, n, fresh);
+        /* one window of every transcription */
+        for (request **jp = &s->jobs; *jp;) {
+            request *r = *jp;
+            if (job_step(s, r)) {
+                jp = &r->next;
+                continue;
+            }
+            pthread_mutex_lock(&s->mu);
+            *jp = r->next;
+            pthread_mutex_unlock(&s->mu);
+            request_free(r);
+        }
+        /* one step of every running group: one submit each */
+        bool stepped = s->groups != NULL || s->jobs != NULL;
         for (group **gp = &s->groups; *gp;) {
             group *g = *gp;
             if (group_step(s, g)) {
@@ -698,9 +832,8 @@ static void *scheduler_main(void *arg)
             group_free(s, g, true);
         }
         if (stepped) {
-            double ms = vkf_now_ms() - round_start;
             pthread_mutex_lock(&s->mu);
-            s->round_ms = s->round_ms > 0 ? 0.8 * s->round_ms + 0.2 * ms : ms;
+            s->rounds++;
             pthread_mutex_unlock(&s->mu);
         }
     }
@@ -716,11 +849,18 @@ static void *scheduler_main(void *arg)
         answer_error(s, r, VKF_ERROR_STATE, "cancelled: the scheduler stopped", false);
         request_free(r);
     }
+    while (s->jobs) {
+        request *r = s->jobs;
+        s->jobs = r->next;
+        r->cancelled = true;
+        answer_error(s, r, VKF_ERROR_STATE, "cancelled: the scheduler stopped", true);
+        request_free(r);
+    }
     while (s->groups) {
         group *g = s->groups;
         s->groups = g->next;
-        for (uint32_t b = 0; b < g->rows; b++)
-            if (!g->req[b]->answered) {
+        for (uint32_t b = 0; b < g->slots; b++)
+            if (g->req[b]) {
                 g->req[b]->cancelled = true;
                 answer_row(s, g, b, VKF_ERROR_STATE, "cancelled: the scheduler stopped");
             }
@@ -748,6 +888,12 @@ vkf_status vkf_scheduler_create(vkf_model *model, const vkf_scheduler_options *o
     const vkf_family_model *fm;
     vkf_model_parts(model, &s->a, &s->d, &fm);
     vkf_model_get_config(model, &s->cfg);
+    /* lowrank cross-attention keeps K/V per batch, audio runs whole: no slots */
+    s->slot_form = s->a->cross_attn.kind != VKF_ATTN_LOWRANK && !s->cfg.audio_mels;
+    /* Benchmarks: VKFORMER_SCHEDULER_WAIT_BATCH=1 admits into a group only while it
+     * is empty, so arrivals wait for the running batch to end (static batching). */
+    const char *wb = getenv("VKFORMER_SCHEDULER_WAIT_BATCH");
+    s->wait_batch = wb && strcmp(wb, "1") == 0;
     /* Tests only: VKFORMER_SCHEDULER_FAULT=K:STEP makes the K-th scheduler this
      * process creates (from 0) fail its STEP-th decode step (from 1) with
      * VKF_ERROR_DEVICE_LOST, as a lost device would (the runtime's fault injection). */
@@ -778,6 +924,7 @@ void vkf_scheduler_destroy(vkf_scheduler *s)
     pthread_mutex_unlock(&s->mu);
     if (s->thread_started) pthread_join(s->thread, NULL);
     while (s->n_cache) vkf_gen_plan_free(s->cache[--s->n_cache]);
+    for (int i = 0; i < MAX_CACHED_ENCODERS; i++) vkf_fwd_plan_free(s->enc[i].p);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);
@@ -794,6 +941,7 @@ static vkf_status enqueue(vkf_scheduler *s, request *r, uint64_t *out_id)
     if (st == VKF_OK) {
         r->id = s->next_id++;
         r->t_submit = vkf_now_ms();
+        r->round_submit = s->rounds;
         if (s->queue_tail) s->queue_tail->next = r;
         else s->queue_head = r;
         s->queue_tail = r, s->queued++;
@@ -824,12 +972,15 @@ vkf_status vkf_scheduler_submit(vkf_scheduler *s, const int32_t *ids, uint32_t c
     if (!r) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     r->done = done, r->user = user;
     /* the groups run the greedy step, which leaves min_new and renormalize to beam search */
-    r->whole = o.sample || o.beams > 1 || o.min_new > 0 || o.renormalize;
+    r->whole = o.sample || o.beams > 1 || o.min_new > 0 || o.renormalize || !s->slot_form;
     r->n_src = count;
     r->src = malloc((size_t)count * sizeof *r->src);
     vkf_status st = r->src ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (st == VKF_OK) memcpy(r->src, ids, (size_t)count * sizeof *ids);
     if (st == VKF_OK) st = copy_options(r, &o, s->a->spec.max_len);
+    bool slot = false;
+    if (st == VKF_OK && !r->whole) st = prepare_slot(s, r, &slot);
+    if (st == VKF_OK && !slot) r->whole = true;
     if (st != VKF_OK) {
         request_free(r);
         return st;
@@ -879,9 +1030,11 @@ void vkf_scheduler_cancel(vkf_scheduler *s, uint64_t id)
     for (request *r = s->queue_head; r && !found; r = r->next)
         if (r->id == id) r->cancelled = found = true;
     for (group *g = s->groups; g && !found; g = g->next)
-        for (uint32_t b = 0; b < g->rows && !found; b++)
-            if (g->req[b]->id == id) g->req[b]->cancelled = found = true;
+        for (uint32_t b = 0; b < g->slots && !found; b++)
+            if (g->req[b] && g->req[b]->id == id) g->req[b]->cancelled = found = true;
     if (!found && s->whole && s->whole->id == id) s->whole->cancelled = found = true;
+    for (request *r = s->jobs; r && !found; r = r->next)
+        if (r->id == id) r->cancelled = found = true;
     for (uint32_t i = 0; i < s->n_starting && !found; i++)
         if (s->starting[i]->id == id) s->starting[i]->cancelled = found = true;
     pthread_cond_signal(&s->cv);

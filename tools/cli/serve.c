@@ -127,7 +127,7 @@ char *serve_metrics_text(server *sv)
         {"decode_steps_total", "decode steps submitted (one per group and step)"},
         {"encoder_passes_total", "batched encoder passes"},
         {"tokens_total", "ids generated and answered"},
-        {"compactions_total", "groups moved into a plan of their live rows only"},
+        {"joined_total", "requests admitted into a running batch that was decoding others"},
     };
     /* every model and device once: the schedulers' counters */
     uint32_t total = 0;
@@ -158,7 +158,7 @@ char *serve_metrics_text(server *sv)
                   counters[c][0]);
         EACH_REPLICA({
             uint64_t v[] = {s->admitted,      s->answered,       s->failed, s->cancelled, s->steps,
-                            s->encoder_passes, s->tokens, s->compactions};
+                            s->encoder_passes, s->tokens, s->joined};
             tb_printf(&b, "vkformer_%s{model=\"%s\",device=\"%u\"} %llu\n", counters[c][0], name, d,
                       (unsigned long long)v[c]);
         });

@@ -415,10 +415,12 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Waits for every submitted job; a job that failed with a device-level error is
- * handed to another copy of the model (each copy once). The client leaving or
- * the timeout cancels the jobs (their `done` still comes, and is waited for). */
-static wait_end wait_jobs(server *sv, struct MHD_Connection *c, waiter *w, job *jobs, uint32_t n, double t0)
+/* Waits for every submitted job, or (early non-NULL) until *early turns true
+ * (read under w->mu); a job that failed with a device-level error is handed to
+ * another copy of the model (each copy once). The client leaving or the timeout
+ * cancels the jobs (their `done` still comes, and is waited for). */
+static wait_end wait_jobs(server *sv, struct MHD_Connection *c, waiter *w, job *jobs, uint32_t n, double t0,
+                          const bool *early)
 {
     wait_end end = WAIT_DONE;
     for (;;) {
@@ -427,9 +429,11 @@ static wait_end wait_jobs(server *sv, struct MHD_Connection *c, waiter *w, job *
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_nsec += 50 * 1000 * 1000;
         if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
-        if (w->remaining) pthread_cond_timedwait(&w->cv, &w->mu, &until);
+        if (w->remaining && !(early && *early)) pthread_cond_timedwait(&w->cv, &w->mu, &until);
         uint32_t remaining = w->remaining;
+        bool started = early && *early;
         pthread_mutex_unlock(&w->mu);
+        if (started && end == WAIT_DONE) return WAIT_DONE;
         if (end == WAIT_DONE) {
             /* device-level failures: once more on another device */
             for (uint32_t i = 0; i < n; i++) {
@@ -618,7 +622,7 @@ static wait_end translate_texts(server *sv, struct MHD_Connection *c, serve_mode
     if (*status != 200) /* a submit failed: what went in is not wanted any more */
         for (uint32_t i = 0; i < n; i++)
             if (jobs[i].rep && jobs[i].id) vkf_scheduler_cancel(jobs[i].rep->sched, jobs[i].id);
-    wait_end end = wait_jobs(sv, c, &w, jobs, n, t0);
+    wait_end end = wait_jobs(sv, c, &w, jobs, n, t0, NULL);
     if (end != WAIT_DONE && *status == 200) {
         *status = end == WAIT_GONE ? 499 : 504;
         snprintf(why, cap, "the request was not answered in %u s (--timeout)", sv->timeout_s);
@@ -893,37 +897,205 @@ static const char *skip_spaces(const char *s)
     return s ? s + strspn(s, " ") : "";
 }
 
-/* The OpenAI answer of a transcript in response_format `format`; stream: as server-sent events. */
+/* ------------------------------------------------------------------ transcription as server-sent events */
+
+/* A transcription streamed to its client: the scheduler's on_window hands each
+ * window's new segments here as transcript.text.delta events while the rest of
+ * the recording is decoded (a 30-second window at a time), and the response's
+ * reader sends them as they come, then transcript.text.done. Everything below
+ * w.mu. The stream owns the samples and holds an in-flight count until MHD
+ * frees the response. */
+typedef struct sse {
+    waiter w;
+    job j;
+    server *sv;
+    struct MHD_Connection *c;
+    vkf_transcribe_options to;
+    float *samples;
+    double t0;
+    char *buf;                          /* events formatted so far */
+    size_t len, cap, sent;              /* bytes in buf; handed to MHD */
+    uint32_t segments;                  /* segments sent as deltas */
+    bool windowed;                      /* a window's segments have come */
+    bool ended;                         /* the last event is in buf */
+    bool cancelled;                     /* the client left or the timeout passed: the job is cancelled */
+    bool failed;                        /* buf could not grow: the stream ends */
+} sse;
+
+static void sse_event(sse *s, json_t *e)
+{
+    char *text = e ? json_dumps(e, JSON_COMPACT) : NULL;
+    json_decref(e);
+    size_t n = text ? strlen(text) + 8 : 0;
+    if (!text || s->len + n + 1 > s->cap) {
+        size_t cap = (s->len + n + 1) * 2 + 256;
+        char *b = text ? realloc(s->buf, cap) : NULL;
+        if (!b) {
+            s->failed = true;
+            free(text);
+            return;
+        }
+        s->buf = b, s->cap = cap;
+    }
+    s->len += (size_t)snprintf(s->buf + s->len, s->cap - s->len, "data: %s\n\n", text);
+    free(text);
+}
+
+/* Deltas for the segments of t not yet sent (the first one's leading spaces cut). */
+static void sse_deltas(sse *s, const vkf_transcript *t)
+{
+    for (; s->segments < t->n_segments; s->segments++) {
+        const char *seg = t->segments[s->segments].text ? t->segments[s->segments].text : "";
+        if (s->segments == 0) seg = skip_spaces(seg);
+        sse_event(s, json_pack("{s:s,s:s}", "type", "transcript.text.delta", "delta", seg));
+    }
+}
+
+/* vkf_transcribe_options.on_window, on the scheduler's thread. */
+static void sse_window(void *user, const vkf_transcript *so_far)
+{
+    sse *s = user;
+    pthread_mutex_lock(&s->w.mu);
+    sse_deltas(s, so_far);
+    s->windowed = true;
+    pthread_cond_broadcast(&s->w.cv);
+    pthread_mutex_unlock(&s->w.mu);
+}
+
+/* The job has answered (under w.mu): the last deltas and transcript.text.done,
+ * or an error event; a device-level failure before any delta goes to another
+ * device instead (false: not ended). */
+static bool sse_end(sse *s)
+{
+    job *j = &s->j;
+    if (j->st == VKF_OK && j->transcript) {
+        sse_deltas(s, j->transcript);
+        sse_event(s, json_pack("{s:s,s:s}", "type", "transcript.text.done", "text", skip_spaces(j->transcript->text)));
+        return s->ended = true;
+    }
+    if (!s->cancelled && !s->segments && device_level(j->st) && j->rep && j->tries < j->m->n_rep) {
+        if (!atomic_exchange(&j->rep->failed, true))
+            fprintf(stderr, "vkformer serve: model %s, device %s failed (%s): its requests go to the others\n",
+                    j->m->name, j->rep->info.name, j->message);
+        job_free(j);
+        pthread_mutex_unlock(&s->w.mu);
+        vkf_status st = job_submit(j);
+        pthread_mutex_lock(&s->w.mu);
+        if (st == VKF_OK) return false;
+    }
+    sse_event(s, json_pack("{s:s,s:{s:s}}", "type", "error", "error", "message",
+                           s->cancelled ? "the request was not answered in time (--timeout)" : j->message));
+    return s->ended = true;
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    (void)pos;
+    sse *s = cls;
+    pthread_mutex_lock(&s->w.mu);
+    for (;;) {
+        if (s->sent < s->len) {
+            size_t n = s->len - s->sent < max ? s->len - s->sent : max;
+            memcpy(out, s->buf + s->sent, n);
+            s->sent += n;
+            pthread_mutex_unlock(&s->w.mu);
+            return (ssize_t)n;
+        }
+        if (s->failed) break;
+        if (s->ended) {
+            pthread_mutex_unlock(&s->w.mu);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        if (s->j.done && !s->w.remaining) {
+            sse_end(s);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&s->w.cv, &s->w.mu, &until);
+        if (s->cancelled || s->sent < s->len || s->j.done) continue;
+        pthread_mutex_unlock(&s->w.mu);
+        bool gone = client_gone(s->c), late = now_ms() - s->t0 > s->sv->timeout_s * 1e3;
+        if (gone || late) vkf_scheduler_cancel(s->j.rep->sched, s->j.id);
+        pthread_mutex_lock(&s->w.mu);
+        if (gone) break;
+        if (late) s->cancelled = true;
+    }
+    pthread_mutex_unlock(&s->w.mu);
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+/* Frees the stream once its job has answered (cancelled first if it has not). */
+static void sse_free(void *cls)
+{
+    sse *s = cls;
+    pthread_mutex_lock(&s->w.mu);
+    bool pending = s->w.remaining > 0;
+    pthread_mutex_unlock(&s->w.mu);
+    if (pending && s->j.rep) vkf_scheduler_cancel(s->j.rep->sched, s->j.id);
+    pthread_mutex_lock(&s->w.mu);
+    while (s->w.remaining) pthread_cond_wait(&s->w.cv, &s->w.mu);
+    pthread_mutex_unlock(&s->w.mu);
+    job_free(&s->j);
+    vkf_audio_free(s->samples);
+    free(s->buf);
+    atomic_fetch_sub(&s->sv->in_flight, 1);
+    pthread_mutex_destroy(&s->w.mu);
+    pthread_cond_destroy(&s->w.cv);
+    free(s);
+}
+
+/* stream=true: the recording's windows as they are decoded. An error before the
+ * first window (an unknown language, a full queue) is the JSON error it would
+ * be without streaming; after it, an "error" event ends the stream. Takes the
+ * samples. */
+static enum MHD_Result stream_transcription(server *sv, struct MHD_Connection *c, serve_request *r, serve_model *m,
+                                            float *samples, uint64_t count, const vkf_transcribe_options *to)
+{
+    sse *s = calloc(1, sizeof *s);
+    if (!s) {
+        vkf_audio_free(samples);
+        return reply_error(sv, c, r, 500, "out of host memory");
+    }
+    pthread_mutex_init(&s->w.mu, NULL);
+    pthread_cond_init(&s->w.cv, NULL);
+    s->sv = sv, s->c = c, s->samples = samples, s->to = *to, s->t0 = now_ms();
+    s->to.on_window = sse_window, s->to.on_window_user = s;
+    s->j = (job){.w = &s->w, .m = m, .samples = samples, .n_samples = count, .to = &s->to};
+    atomic_fetch_add(&sv->in_flight, 1);
+    enum MHD_Result res = MHD_NO;
+    vkf_status st = job_submit(&s->j);
+    wait_end end = st == VKF_OK ? wait_jobs(sv, c, &s->w, &s->j, 1, s->t0, &s->windowed) : WAIT_DONE;
+    pthread_mutex_lock(&s->w.mu);
+    bool started = s->windowed || (s->j.done && s->j.st == VKF_OK);
+    pthread_mutex_unlock(&s->w.mu);
+    struct MHD_Response *resp = NULL;
+    if (st != VKF_OK) res = reply_error(sv, c, r, status_of(st, s->j.message), "%s", s->j.message);
+    else if (end == WAIT_TIMEOUT) res = reply_error(sv, c, r, 504, "the request was not answered in %u s (--timeout)", sv->timeout_s);
+    else if (end == WAIT_DONE && !started) res = reply_error(sv, c, r, status_of(s->j.st, s->j.message), "%s", s->j.message);
+    else if (end == WAIT_DONE) resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, s, sse_free);
+    if (!resp) {
+        sse_free(s);
+        return end == WAIT_DONE && started ? reply_error(sv, c, r, 500, "out of host memory") : res;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    res = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    if (!r->counted) {
+        r->counted = true;
+        serve_count(sv, r->route, 200);
+    }
+    return res;
+}
+
+/* The OpenAI answer of a transcript in response_format `format` (stream=true: stream_transcription). */
 static enum MHD_Result answer_transcript(server *sv, struct MHD_Connection *c, serve_request *r, const vkf_transcript *t,
-                                         const char *format, bool stream, bool translate)
+                                         const char *format, bool translate)
 {
     const char *text = skip_spaces(t->text);
-    if (stream) {
-        /* transcript.text.delta per segment, then transcript.text.done (the
-         * segments come when the whole recording is decoded) */
-        char *body = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&body, &len);
-        if (!f) return reply_error(sv, c, r, 500, "out of host memory");
-        for (uint32_t i = 0; i < t->n_segments; i++) {
-            const char *seg = t->segments[i].text ? t->segments[i].text : "";
-            if (i == 0) seg = skip_spaces(seg);
-            json_t *e = json_pack("{s:s,s:s}", "type", "transcript.text.delta", "delta", seg);
-            char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
-            if (s) fprintf(f, "data: %s\n\n", s);
-            free(s);
-            json_decref(e);
-        }
-        json_t *e = json_pack("{s:s,s:s}", "type", "transcript.text.done", "text", text);
-        char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
-        if (s) fprintf(f, "data: %s\n\n", s);
-        free(s);
-        json_decref(e);
-        fclose(f);
-        enum MHD_Result res = reply(sv, c, r, 200, "text/event-stream", body, len, NULL);
-        free(body);
-        return res;
-    }
     if (strcmp(format, "json") == 0) return reply_json(sv, c, r, 200, json_pack("{s:s}", "text", text));
     if (strcmp(format, "text") == 0) {
         size_t n = strlen(text);
@@ -1048,6 +1220,7 @@ static enum MHD_Result route_audio(server *sv, struct MHD_Connection *c, serve_r
     to.task = translate ? "translate" : "transcribe";
     /* timestamps as the model's generation_config says (vkformer transcribe's default):
      * srt, vtt and verbose_json take the segments' times as they come */
+    if (stream) return stream_transcription(sv, c, r, m, samples, count, &to);
     waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     job j = {.w = &w, .m = m, .samples = samples, .n_samples = count, .to = &to};
     atomic_fetch_add(&sv->in_flight, 1);
@@ -1057,11 +1230,11 @@ static enum MHD_Result route_audio(server *sv, struct MHD_Connection *c, serve_r
     if (st != VKF_OK) {
         res = reply_error(sv, c, r, status_of(st, j.message), "%s", j.message);
     } else {
-        wait_end end = wait_jobs(sv, c, &w, &j, 1, t0);
+        wait_end end = wait_jobs(sv, c, &w, &j, 1, t0, NULL);
         if (end == WAIT_GONE) res = MHD_NO;
         else if (end == WAIT_TIMEOUT) res = reply_error(sv, c, r, 504, "the request was not answered in %u s (--timeout)", sv->timeout_s);
         else if (j.st != VKF_OK) res = reply_error(sv, c, r, status_of(j.st, j.message), "%s", j.message);
-        else res = answer_transcript(sv, c, r, j.transcript, format, stream, translate);
+        else res = answer_transcript(sv, c, r, j.transcript, format, translate);
     }
     job_free(&j);
     vkf_audio_free(samples);
