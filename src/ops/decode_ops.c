@@ -141,22 +141,12 @@ vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
     if (rows > ctx->info.max_workgroup_count[0])
         return vkf_fail(VKF_ERROR_TOO_LARGE, "%s: %u rows exceed the device's grid", fn, rows);
     uint32_t groups[3] = {rows, 1, 1};
-    uint32_t spec[1] = {ctx->tuning.row_workgroup};
-    if (vkf_loop_limited(ctx)) {
-        /* an invocation's passes over its row: two binary searches of up to 31
-         * passes each (top-k, top-p), a few scans and the chunk walk, about 70 per
-         * column it holds, plus the workgroup-wide loops; wider workgroups where
-         * that passes the budget (NLLB's 256k vocabulary: 1024 invocations) */
-        uint32_t max_wg = ctx->info.max_workgroup_invocations < ctx->info.max_workgroup_size[0]
-                              ? ctx->info.max_workgroup_invocations : ctx->info.max_workgroup_size[0];
-        uint32_t wg = spec[0];
-        while (70 * vkf_div_up(cols, wg) + 3 * (uint64_t)wg + 1024 > VKF_LOOP_BUDGET && wg * 2 <= max_wg) wg *= 2;
-        if (70 * vkf_div_up(cols, wg) + 3 * (uint64_t)wg + 1024 > VKF_LOOP_BUDGET)
-            return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: a vocabulary of %u is more than one workgroup of \"%s\" "
-                            "samples right (Mesa before 26 ends an invocation's loops after 65535 iterations)", fn,
-                            cols, ctx->info.name);
-        spec[0] = wg;
-    }
+    /* an invocation's passes over its row: two binary searches of up to 31 passes
+     * each (top-k, top-p), a few scans and the chunk walk, about 70 per column it
+     * holds, plus the workgroup-wide loops (NLLB's 256k vocabulary: 1024 invocations
+     * on lavapipe 22.3) */
+    uint32_t spec[1] = {vkf_loop_row_workgroup(ctx, cols, 70, 3, 1024)};
+    if (!spec[0]) return vkf_loop_row_too_long(ctx, cols, fn);
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_SAMPLE_ACT16 : VKF_VARIANT_SAMPLE, spec,
                              1, &pipe));

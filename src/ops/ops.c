@@ -464,23 +464,20 @@ bool vkf_loop_limited(const vkf_context *ctx)
     return ctx->info.type == VKF_DEVICE_CPU && mesa > 0 && mesa < 2600;
 }
 
-/* The workgroup of a row kernel (softmax.comp, layernorm.comp: three passes over
- * the row, each invocation striding it, and the reductions): the device's; where
- * a loop limiter counts the passes (vkf_loop_limited; 2,000,000 columns measured
- * wrong at 64 on lavapipe 22.3), the fewest invocations, a power of two, that keep
- * them in the budget; 0 where even the device's largest workgroup cannot. */
-static uint32_t row_workgroup_for(const vkf_context *ctx, uint64_t cols)
+uint32_t vkf_loop_row_workgroup(const vkf_context *ctx, uint64_t cols, uint32_t passes, uint32_t per_wg,
+                                uint32_t fixed)
 {
     uint32_t wg = ctx->tuning.row_workgroup;
     if (!vkf_loop_limited(ctx)) return wg;
     uint32_t max_wg = ctx->info.max_workgroup_invocations < ctx->info.max_workgroup_size[0]
                           ? ctx->info.max_workgroup_invocations : ctx->info.max_workgroup_size[0];
-    while (3 * vkf_div_up(cols, wg) + 64 > VKF_LOOP_BUDGET && wg * 2 <= max_wg) wg *= 2;
-    return 3 * vkf_div_up(cols, wg) + 64 > VKF_LOOP_BUDGET ? 0 : wg;
+#define LOOPS(w) ((uint64_t)passes * vkf_div_up(cols, (w)) + (uint64_t)per_wg * (w) + fixed)
+    while (LOOPS(wg) > VKF_LOOP_BUDGET && wg * 2 <= max_wg) wg *= 2;
+    return LOOPS(wg) > VKF_LOOP_BUDGET ? 0 : wg;
+#undef LOOPS
 }
 
-/* The error for a row past row_workgroup_for. */
-static vkf_status row_too_long(const vkf_context *ctx, uint32_t cols, const char *fn)
+vkf_status vkf_loop_row_too_long(const vkf_context *ctx, uint32_t cols, const char *fn)
 {
     return vkf_fail(VKF_ERROR_UNSUPPORTED, "%s: rows of %u columns are more than one workgroup of \"%s\" runs right "
                     "(Mesa before 26 ends an invocation's loops after 65535 iterations)", fn, cols, ctx->info.name);
@@ -695,8 +692,10 @@ vkf_status vkf_cmd_softmax(vkf_cmd *cmd, const vkf_softmax_desc *d)
     }
     uint32_t groups[3];
     VKF_TRY(vkf_linear_grid(ctx, d->rows, groups, fn));
-    uint32_t spec[1] = {row_workgroup_for(ctx, d->cols)};
-    if (!spec[0]) return row_too_long(ctx, d->cols, fn);
+    /* softmax.comp, layernorm.comp: three passes over the row, and the reductions
+     * (2,000,000 columns measured wrong at 64 invocations on lavapipe 22.3) */
+    uint32_t spec[1] = {vkf_loop_row_workgroup(ctx, d->cols, 3, 0, 64)};
+    if (!spec[0]) return vkf_loop_row_too_long(ctx, d->cols, fn);
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_SOFTMAX, spec, 1, &pipe));
     vkf_binding b[4] = {{d->x, VKF_READ}, {d->mask, VKF_READ}, {d->y, VKF_WRITE}, {d->rel_bias, VKF_READ}};
@@ -740,8 +739,10 @@ vkf_status vkf_cmd_layernorm(vkf_cmd *cmd, const vkf_layernorm_desc *d)
     };
     uint32_t groups[3];
     VKF_TRY(vkf_linear_grid(ctx, d->rows, groups, fn));
-    uint32_t spec[1] = {row_workgroup_for(ctx, d->cols)};
-    if (!spec[0]) return row_too_long(ctx, d->cols, fn);
+    /* softmax.comp, layernorm.comp: three passes over the row, and the reductions
+     * (2,000,000 columns measured wrong at 64 invocations on lavapipe 22.3) */
+    uint32_t spec[1] = {vkf_loop_row_workgroup(ctx, d->cols, 3, 0, 64)};
+    if (!spec[0]) return vkf_loop_row_too_long(ctx, d->cols, fn);
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, act == VKF_DTYPE_F16 ? VKF_VARIANT_LAYERNORM_ACT16 : VKF_VARIANT_LAYERNORM, spec, 1,
                              &pipe));

@@ -178,5 +178,14 @@ vkf_status vkf_op_block_sum(vkf_cmd *cmd, const vkf_block_sum_desc *d);
  * limit, their counts being upper bounds) or fail with an error. */
 #define VKF_LOOP_BUDGET 32768u
 bool vkf_loop_limited(const vkf_context *ctx);
+/* The workgroup of a kernel whose invocations each loop over a row of `cols`
+ * (softmax, layernorm, sampling): the device's row_workgroup; where
+ * vkf_loop_limited, the fewest invocations (a power of two, at most the device's
+ * largest workgroup) that keep passes * cols / wg + per_wg * wg + fixed loop
+ * iterations per invocation within VKF_LOOP_BUDGET; 0 where none does, which
+ * vkf_loop_row_too_long reports. */
+uint32_t vkf_loop_row_workgroup(const vkf_context *ctx, uint64_t cols, uint32_t passes, uint32_t per_wg,
+                                uint32_t fixed);
+vkf_status vkf_loop_row_too_long(const vkf_context *ctx, uint32_t cols, const char *fn);
 
 #endif /* VKF_OPS_H */
