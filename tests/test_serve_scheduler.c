@@ -89,6 +89,49 @@ static bool holding_stream(void *user, uint32_t source, const int32_t *ids, uint
     return true;
 }
 
+/* A streaming callback on a long request that stops the scheduler's thread
+ * after every `every`-th token (up to `stops` times) until the test has done
+ * what it does there (submitted another request): arrivals then come at known
+ * steps of the long one however loaded the machine is. */
+typedef struct gate {
+    int every, stops, tokens;
+    bool stopped;                       /* the scheduler's thread waits in the callback */
+} gate;
+static bool gate_stream(void *user, uint32_t source, const int32_t *ids, uint32_t count)
+{
+    (void)source, (void)ids;
+    gate *g = user;
+    pthread_mutex_lock(&mu);
+    g->tokens += (int)count;
+    if (g->stops > 0 && g->tokens % g->every == 0) {
+        g->stops--, g->stopped = true;
+        pthread_cond_broadcast(&cv);
+        while (g->stopped) pthread_cond_wait(&cv, &mu);
+    }
+    pthread_mutex_unlock(&mu);
+    return true;
+}
+/* Waits (60 s at most) until the scheduler's thread stops at the gate. */
+static bool gate_reached(gate *g)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 60;
+    pthread_mutex_lock(&mu);
+    while (!g->stopped)
+        if (pthread_cond_timedwait(&cv, &mu, &until) != 0) break;
+    bool ok = g->stopped;
+    pthread_mutex_unlock(&mu);
+    return ok;
+}
+static void gate_open(gate *g)
+{
+    pthread_mutex_lock(&mu);
+    g->stopped = false;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -181,16 +224,16 @@ int main(int argc, char **argv)
     lo.max_new = cfg.max_len, lo.suppress_ids = &eos, lo.n_suppress = 1;
     vkf_scheduler_stats before;
     CHECK_OK(vkf_scheduler_get_stats(s, &before));
-    CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &lo, on_done, &longer, NULL));
-    for (int spin = 0; spin < 2000; spin++) {
-        CHECK_OK(vkf_scheduler_get_stats(s, &st));
-        if (st.active == 1 && st.queued == 0) break;
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
-    }
+    gate g2 = {.every = 1, .stops = 1};
+    vkf_generate_options lg = lo;
+    lg.on_tokens = gate_stream, lg.on_tokens_user = &g2;
+    CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &lg, on_done, &longer, NULL));
+    CHECK(gate_reached(&g2)); /* the long one has its first id */
     /* short: the long one's processor settings (so that it may join its batch), 4 ids */
     vkf_generate_options sh = lo;
     sh.max_new = 4;
     CHECK_OK(vkf_scheduler_submit(s, ids[1], lens[1], &sh, on_done, &shorter, NULL));
+    gate_open(&g2);
     wait_answers(n + 2);
     CHECK(longer.calls == 1 && shorter.calls == 1 && longer.status == VKF_OK && shorter.status == VKF_OK);
     CHECK(shorter.order < longer.order);
@@ -228,20 +271,22 @@ int main(int argc, char **argv)
         memset(late, 0, sizeof late);
         CHECK_OK(vkf_scheduler_get_stats(s, &before));
         int base2 = answered_total;
-        CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &lo, on_done, &lead, NULL));
+        /* late[i] is submitted after the lead's id 3(i + 1): the last one (7 ids)
+         * arrives at step 18 and ends by step 18 + 2 (admission) + 7 + 1 < max_len */
+        CHECK(3 * STAGGERED + 2 + (1 + STAGGERED) + 1 < (int)lo.max_new);
+        gate g3 = {.every = 3, .stops = STAGGERED};
+        vkf_generate_options lg3 = lo;
+        lg3.on_tokens = gate_stream, lg3.on_tokens_user = &g3;
+        CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &lg3, on_done, &lead, NULL));
         uint32_t most_groups = 0;
         for (int i = 0; i < STAGGERED; i++) {
-            uint64_t seen = 0;
-            for (int spin = 0; spin < 5000; spin++) { /* until the batch has taken a step more */
-                CHECK_OK(vkf_scheduler_get_stats(s, &st));
-                if (st.groups > most_groups) most_groups = st.groups;
-                if (!seen && st.active >= 1 && st.queued == 0) seen = st.steps;
-                if (seen && st.steps > seen) break;
-                nanosleep(&(struct timespec){0, 200000}, NULL);
-            }
+            CHECK(gate_reached(&g3));
+            CHECK_OK(vkf_scheduler_get_stats(s, &st));
+            if (st.groups > most_groups) most_groups = st.groups;
             vkf_generate_options lt = lo;
             lt.max_new = 2 + (uint32_t)i; /* joins the long one's batch, ends before it */
             CHECK_OK(vkf_scheduler_submit(s, ids[5 + i], lens[5 + i], &lt, on_done, &late[i], NULL));
+            gate_open(&g3);
         }
         wait_answers(base2 + 1 + STAGGERED);
         int bad = 0;
@@ -275,15 +320,15 @@ int main(int argc, char **argv)
         uint32_t big_len = 24;
         for (uint32_t j = 0; j < big_len; j++) big[j] = ids[j % 8][0];
         int base3 = answered_total;
-        CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &lo, on_done, &lead, NULL));
-        for (int spin = 0; spin < 2000; spin++) {
-            CHECK_OK(vkf_scheduler_get_stats(s, &st));
-            if (st.active == 1 && st.queued == 0) break;
-            nanosleep(&(struct timespec){0, 1000000}, NULL);
-        }
+        gate g4 = {.every = 1, .stops = 1};
+        vkf_generate_options lg4 = lo;
+        lg4.on_tokens = gate_stream, lg4.on_tokens_user = &g4;
+        CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &lg4, on_done, &lead, NULL));
+        CHECK(gate_reached(&g4));
         vkf_generate_options wo = lo;
         wo.max_new = 5;
         CHECK_OK(vkf_scheduler_submit(s, big, big_len, &wo, on_done, &wide, NULL));
+        gate_open(&g4);
         wait_answers(base3 + 2);
         int32_t got[8];
         uint32_t got_len = 0;
