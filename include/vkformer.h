@@ -1344,29 +1344,29 @@ VKF_API vkf_status vkf_pool_collect_transcript(vkf_pool *pool, uint64_t ticket, 
  * thread of its own (src/serve/scheduler.c; `vkformer serve` is its HTTP front
  * end, docs/serving.md). It batches across requests:
  *  - requests wait in a queue; at each decode-step boundary the scheduler admits
- *    waiting requests into free slots: the ones with compatible options (all but
- *    max_new and the target prefix equal) form a group, whose sources run
- *    through the encoder in one batched pass; the group keeps its own
- *    cross-attention keys/values and self-attention KV caches, one row a slot;
- *  - every step decodes one step of each running group (a group's rows in one
- *    recorded decode step; the groups' steps one after another), so a request
- *    admitted while others run starts at once and never waits for them to end;
+ *    waiting greedy requests into free slots of a group: a running batch whose
+ *    rows are slots, each with its own position, cross-attention keys/values,
+ *    self-attention KV cache and processor row (target prefix, max_new). A
+ *    request JOINS a running group whose logits-processor settings it shares
+ *    and whose source length class (a power of two from 16) it fits; else it
+ *    starts a new group (at most max_groups run). The arrivals of a boundary run
+ *    through the encoder in one batched pass per group;
+ *  - every round decodes one step of each running group (its live rows in one
+ *    recorded decode step, one submit per group), so a request admitted while
+ *    others run starts at once and never waits for them to end;
  *  - a request whose row ends (an end id, its max_new, a stop from its
  *    streaming callback, a cancel) is answered at that step and its slot is
- *    free again for admission; once half a group's rows have ended, its live
- *    rows move (caches and keys/values byte for byte) into a plan of their own
- *    size, so ended rows stop costing work (dense attention; other variants keep
- *    computing them until the group ends); plans are kept for reuse by later
- *    groups of the same shape;
- *  - the rows of one group share the decode step's position (the recorded step
- *    reads one position for all its rows), which is why a request that arrives
- *    while a group runs starts a group of its own instead of joining it;
+ *    free again for admission; plans are kept for reuse by later groups of the
+ *    same shape;
  *  - requests with beam search (beams > 1), sampling, min_new or renormalize
- *    (which the greedy step leaves to beam search), and transcriptions run
- *    whole, one at a time, between rounds (each holds the groups while it runs);
- *  - beside running groups, arrivals gather for up to four rounds' time
- *    (1..50 ms) or until max_batch / 8 of them wait, so that a busy scheduler
- *    does not run one-row groups.
+ *    (which the greedy step leaves to beam search) run whole, one at a time, on
+ *    the model's own decoder; between two of their steps a round of the groups
+ *    runs (greedy requests are admitted and decoded meanwhile), and a cancel ends
+ *    one at its next step;
+ *  - a transcription is a job of one 30-second window per round;
+ *  - beside running groups, arrivals gather for up to two rounds or until
+ *    max_batch / 8 of them wait, so that a busy scheduler runs one encoder pass
+ *    for several of them.
  * Threads: every call may be made from any thread; `done` and streaming
  * callbacks are called from the scheduler's thread and must not call the
  * scheduler. The model belongs to the scheduler while it exists: other threads

@@ -6,7 +6,8 @@
  * its own: the steps are the long one's) and is answered first; requests
  * submitted one after another at staggered steps all join the running batch,
  * each answered as alone; per-request max_new and target prefixes in one
- * batch; beam search as a whole run; cancel (queued and running), a full
+ * batch; beam search as a whole run, with greedy requests admitted and decoded
+ * between its steps and a cancel that ends it; cancel (queued and running), a full
  * queue, bad input, and destroy with requests left (each cancelled once).
  * usage: test_serve_scheduler MODEL.safetensors HELDOUT.tsv */
 #include "harness.h"
@@ -377,6 +378,70 @@ int main(int argc, char **argv)
         vkf_sequences one = {1, &p, &lens[4]};
         CHECK_OK(vkf_model_generate_with(m, &one, &bo, got, &got_len, &score));
         CHECK(beam.calls == 1 && beam.status == VKF_OK && beam.len == got_len && !memcmp(beam.ids, got, got_len * 4));
+    }
+
+    /* 4b. greedy requests are decoded between a beam run's steps: while a long
+     * greedy request holds the scheduler's thread at its first id, a long beam
+     * search and then a short greedy request arrive; the beam search starts at
+     * the next boundary, the short one joins the greedy group between its steps
+     * and is answered first; all three as alone */
+    {
+        answer_slot g1 = {0}, w = {0}, sh4 = {0};
+        gate gb = {.every = 1, .stops = 1};
+        vkf_generate_options l1 = lo;
+        l1.on_tokens = gate_stream, l1.on_tokens_user = &gb;
+        vkf_generate_options wo4 = lo; /* eos suppressed: the beams run to max_len */
+        wo4.beams = 2;
+        vkf_generate_options so4 = lo;
+        so4.max_new = 3;
+        CHECK_OK(vkf_scheduler_get_stats(s, &before));
+        base = answered_total;
+        CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &l1, on_done, &g1, NULL));
+        CHECK(gate_reached(&gb));
+        CHECK_OK(vkf_scheduler_submit(s, ids[6], lens[6], &wo4, on_done, &w, NULL));
+        CHECK_OK(vkf_scheduler_submit(s, ids[7], lens[7], &so4, on_done, &sh4, NULL));
+        gate_open(&gb);
+        wait_answers(base + 3);
+        int32_t got[64];
+        uint32_t got_len = 0;
+        float score;
+        const int32_t *p = ids[6];
+        vkf_sequences one = {1, &p, &lens[6]};
+        CHECK_OK(vkf_model_generate_with(m, &one, &wo4, got, &got_len, &score));
+        CHECK(w.calls == 1 && w.status == VKF_OK && w.len == got_len && !memcmp(w.ids, got, got_len * 4));
+        p = ids[7], one.lengths = &lens[7];
+        CHECK_OK(vkf_model_generate_with(m, &one, &so4, got, &got_len, &score));
+        CHECK(sh4.calls == 1 && sh4.status == VKF_OK && sh4.len == got_len && !memcmp(sh4.ids, got, got_len * 4));
+        CHECK(g1.calls == 1 && g1.status == VKF_OK && g1.len == longer.len && !memcmp(g1.ids, longer.ids, g1.len * 4));
+        if (!(sh4.order < w.order && g1.order < w.order))
+            fprintf(stderr, "beside a beam run: short answered %d, long greedy %d, beams %d\n", sh4.order, g1.order, w.order);
+        CHECK(sh4.order < w.order && g1.order < w.order);
+        CHECK_OK(vkf_scheduler_get_stats(s, &st));
+        CHECK(st.joined - before.joined == 1); /* the short one joined the long greedy one's group */
+    }
+
+    /* 4c. a cancel ends a running beam search at its next step: cancelled while
+     * a greedy request's step between its steps holds the scheduler's thread,
+     * it is answered (cancelled) long before the greedy one ends */
+    {
+        answer_slot g1 = {0}, w = {0};
+        gate gc = {.every = 1, .stops = 2};
+        vkf_generate_options l1 = lo;
+        l1.on_tokens = gate_stream, l1.on_tokens_user = &gc;
+        vkf_generate_options wo4 = lo;
+        wo4.beams = 2;
+        base = answered_total;
+        uint64_t w_id = 0;
+        CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &l1, on_done, &g1, NULL));
+        CHECK(gate_reached(&gc));
+        CHECK_OK(vkf_scheduler_submit(s, ids[6], lens[6], &wo4, on_done, &w, &w_id));
+        gate_open(&gc);
+        CHECK(gate_reached(&gc)); /* the greedy one's second id: a round between the beams' steps */
+        vkf_scheduler_cancel(s, w_id);
+        gate_open(&gc);
+        wait_answers(base + 2);
+        CHECK(w.calls == 1 && w.status == VKF_ERROR_STATE && w.order < g1.order);
+        CHECK(g1.calls == 1 && g1.status == VKF_OK && g1.len == longer.len && !memcmp(g1.ids, longer.ids, g1.len * 4));
     }
 
     /* 5. bad input: refused at once, no done call */

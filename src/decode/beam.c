@@ -197,6 +197,8 @@ vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src
         }
         int32_t *swap = hist;
         hist = next_hist, next_hist = swap;
+        if (t + 1 < steps && finished < B && d->between_steps && !d->between_steps(d->between_user))
+            st = vkf_fail(VKF_ERROR_STATE, "cancelled");
     }
     /* the n_best of each source, best first (among equals the later one, as a stable sort popped from its end);
      * the ids after the prefix */

@@ -114,6 +114,12 @@ typedef struct vkf_decoder {
     uint32_t n_banned;
     vkf_generate_stats stats;
     vkf_chunking chunks;
+    /* Called between the steps of a greedy, sampling or beam run, once a step's
+     * ids are handled and more steps follow (the serving scheduler decodes the
+     * other requests there); false stops the run with VKF_ERROR_STATE, "cancelled".
+     * The hook must not use this decoder. NULL: none. */
+    bool (*between_steps)(void *user);
+    void *between_user;
 } vkf_decoder;
 
 /* ------------------------------------------------------------------ options.c */

@@ -81,6 +81,8 @@ vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *s
             if (end || out_lengths[b] == c->limit[b]) done[b] = true, finished++;
         }
         t++;
+        if (st == VKF_OK && t < steps && finished < B && d->between_steps && !d->between_steps(d->between_user))
+            st = vkf_fail(VKF_ERROR_STATE, "cancelled");
     }
     if (st == VKF_OK) st = vkf_tensor_download(p->tokens, tokens, (uint64_t)B * steps * sizeof *tokens);
     for (uint32_t b = 0; st == VKF_OK && b < B; b++) {

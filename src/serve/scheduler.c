@@ -19,8 +19,10 @@
  *             once and its slot is free at the next boundary;
  *   whole     beam search, sampling and what a slot cannot hold (a target
  *             prefix past PREFIX_ROOM, prefix + max_new past max_len, lowrank
- *             cross-attention) run whole through the model's own calls, one per
- *             round;
+ *             cross-attention) run whole through the model's own calls, one at
+ *             a time; between two of its steps a round of the others runs
+ *             (greedy requests are admitted and decoded meanwhile), and a cancel
+ *             ends it at the next step;
  *   job       a transcription: one 30-second window per round
  *             (vkf_transcription_next), so that a long recording's windows are
  *             successive jobs between the others' steps.
@@ -733,109 +735,142 @@ static void place(vkf_scheduler *s, request **batch, uint32_t n, group *fresh)
     pthread_mutex_unlock(&s->mu);
 }
 
+static bool between_whole_steps(void *user);
+
+/* One round: cancelled requests answered, an admission at this step boundary
+ * (a whole run or a transcription at the queue's head starts, or greedy
+ * requests go into free slots), one window of every transcription and one step
+ * of every running group. A nested round runs between the steps of a whole run
+ * (between_whole_steps): it starts no whole run or transcription (they wait for
+ * the one in progress) and admits the greedy requests behind them. Returns
+ * false once the scheduler stops. */
+static bool run_round(vkf_scheduler *s, bool nested)
+{
+    request *batch[MAX_BATCH];
+    request *whole = NULL, *dropped = NULL, *job = NULL;
+    group *fresh = NULL;
+    uint32_t n = 0;
+    pthread_mutex_lock(&s->mu);
+    while (!nested && !s->stop && !s->queue_head && !s->groups && !s->jobs) pthread_cond_wait(&s->cv, &s->mu);
+    if (s->stop) {
+        pthread_mutex_unlock(&s->mu);
+        return false;
+    }
+    /* cancelled requests leave the queue */
+    for (request **pp = &s->queue_head; *pp;) {
+        request *r = *pp;
+        if (!r->cancelled) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next, r->next = dropped, dropped = r, s->queued--;
+    }
+    s->queue_tail = NULL;
+    for (request *r = s->queue_head; r; r = r->next) s->queue_tail = r;
+    /* admission at this step boundary: a whole run at the head, or greedy
+     * requests into free slots (in a nested round: those behind a whole one) */
+    request *head = s->queue_head;
+    while (nested && head && head->whole) head = head->next;
+    if (head && s->active < s->opt.max_batch) {
+        if (head->whole) {
+            s->queue_head = head->next, s->queued--, s->active++;
+            if (head->audio) job = head;
+            else whole = head;
+            s->stats.admitted++;
+            if (!s->queue_head) s->queue_tail = NULL;
+        } else if (admit_now(s, head)) {
+            n = admit(s, batch, &fresh);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    while (dropped) {
+        request *r = dropped;
+        dropped = r->next;
+        answer_error(s, r, VKF_ERROR_STATE, "cancelled", false);
+        request_free(r);
+    }
+    if (whole) {
+        whole->t_admit = vkf_now_ms();
+        pthread_mutex_lock(&s->mu);
+        s->whole = whole;
+        pthread_mutex_unlock(&s->mu);
+        /* its steps alternate with rounds of the others (between_whole_steps) */
+        s->d->between_steps = between_whole_steps, s->d->between_user = s;
+        run_whole(s, whole);
+        s->d->between_steps = NULL, s->d->between_user = NULL;
+        pthread_mutex_lock(&s->mu);
+        s->whole = NULL;
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (job) { /* a transcription starts: its windows run one per round from here on */
+        job->t_admit = vkf_now_ms();
+        job->next = NULL;
+        pthread_mutex_lock(&s->mu);
+        s->whole = job; /* cancels reach it while it begins */
+        pthread_mutex_unlock(&s->mu);
+        bool started = job_begin(s, job);
+        pthread_mutex_lock(&s->mu);
+        s->whole = NULL;
+        if (started) {
+            request **tail = &s->jobs;
+            while (*tail) tail = &(*tail)->next;
+            *tail = job;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (n || fresh) place(s, batch, n, fresh);
+    /* one window of every transcription (not between a whole run's steps: a
+     * window decodes with the model's own decoder, which the run is using) */
+    for (request **jp = &s->jobs; !nested && *jp;) {
+        request *r = *jp;
+        if (job_step(s, r)) {
+            jp = &r->next;
+            continue;
+        }
+        pthread_mutex_lock(&s->mu);
+        *jp = r->next;
+        pthread_mutex_unlock(&s->mu);
+        request_free(r);
+    }
+    /* one step of every running group: one submit each */
+    bool stepped = s->groups != NULL || (!nested && s->jobs != NULL);
+    for (group **gp = &s->groups; *gp;) {
+        group *g = *gp;
+        if (group_step(s, g)) {
+            gp = &g->next;
+            continue;
+        }
+        pthread_mutex_lock(&s->mu);
+        *gp = g->next, s->n_groups--;
+        pthread_mutex_unlock(&s->mu);
+        group_free(s, g, true);
+    }
+    if (stepped) {
+        pthread_mutex_lock(&s->mu);
+        s->rounds++;
+        pthread_mutex_unlock(&s->mu);
+    }
+    return true;
+}
+
+/* Between two steps of a whole run (beam search, sampling): a round of the
+ * others, so that greedy requests are admitted and decoded while it runs;
+ * false (the run ends, answered "cancelled") once it is cancelled or the
+ * scheduler stops. */
+static bool between_whole_steps(void *user)
+{
+    vkf_scheduler *s = user;
+    pthread_mutex_lock(&s->mu);
+    if (s->stop && s->whole) s->whole->cancelled = true; /* answered as cancelled, as the queue's are */
+    bool go = !s->stop && !(s->whole && s->whole->cancelled);
+    pthread_mutex_unlock(&s->mu);
+    return go && run_round(s, true);
+}
+
 static void *scheduler_main(void *arg)
 {
     vkf_scheduler *s = arg;
-    request *batch[MAX_BATCH];
-    for (;;) {
-        request *whole = NULL, *dropped = NULL, *job = NULL;
-        group *fresh = NULL;
-        uint32_t n = 0;
-        pthread_mutex_lock(&s->mu);
-        while (!s->stop && !s->queue_head && !s->groups && !s->jobs) pthread_cond_wait(&s->cv, &s->mu);
-        if (s->stop) {
-            pthread_mutex_unlock(&s->mu);
-            break;
-        }
-        /* cancelled requests leave the queue */
-        for (request **pp = &s->queue_head; *pp;) {
-            request *r = *pp;
-            if (!r->cancelled) {
-                pp = &r->next;
-                continue;
-            }
-            *pp = r->next, r->next = dropped, dropped = r, s->queued--;
-        }
-        s->queue_tail = NULL;
-        for (request *r = s->queue_head; r; r = r->next) s->queue_tail = r;
-        /* admission at this step boundary: a whole run at the head, or greedy
-         * requests into free slots */
-        request *head = s->queue_head;
-        if (head && s->active < s->opt.max_batch) {
-            if (head->whole) {
-                s->queue_head = head->next, s->queued--, s->active++;
-                if (head->audio) job = head;
-                else whole = head;
-                s->stats.admitted++;
-                if (!s->queue_head) s->queue_tail = NULL;
-            } else if (admit_now(s, head)) {
-                n = admit(s, batch, &fresh);
-            }
-        }
-        pthread_mutex_unlock(&s->mu);
-        while (dropped) {
-            request *r = dropped;
-            dropped = r->next;
-            answer_error(s, r, VKF_ERROR_STATE, "cancelled", false);
-            request_free(r);
-        }
-        if (whole) {
-            whole->t_admit = vkf_now_ms();
-            pthread_mutex_lock(&s->mu);
-            s->whole = whole;
-            pthread_mutex_unlock(&s->mu);
-            run_whole(s, whole);
-            pthread_mutex_lock(&s->mu);
-            s->whole = NULL;
-            pthread_mutex_unlock(&s->mu);
-        }
-        if (job) { /* a transcription starts: its windows run one per round from here on */
-            job->t_admit = vkf_now_ms();
-            job->next = NULL;
-            pthread_mutex_lock(&s->mu);
-            s->whole = job; /* cancels reach it while it begins */
-            pthread_mutex_unlock(&s->mu);
-            bool started = job_begin(s, job);
-            pthread_mutex_lock(&s->mu);
-            s->whole = NULL;
-            if (started) {
-                request **tail = &s->jobs;
-                while (*tail) tail = &(*tail)->next;
-                *tail = job;
-            }
-            pthread_mutex_unlock(&s->mu);
-        }
-        if (n || fresh) place(s, batch, n, fresh);
-        /* one window of every transcription */
-        for (request **jp = &s->jobs; *jp;) {
-            request *r = *jp;
-            if (job_step(s, r)) {
-                jp = &r->next;
-                continue;
-            }
-            pthread_mutex_lock(&s->mu);
-            *jp = r->next;
-            pthread_mutex_unlock(&s->mu);
-            request_free(r);
-        }
-        /* one step of every running group: one submit each */
-        bool stepped = s->groups != NULL || s->jobs != NULL;
-        for (group **gp = &s->groups; *gp;) {
-            group *g = *gp;
-            if (group_step(s, g)) {
-                gp = &g->next;
-                continue;
-            }
-            pthread_mutex_lock(&s->mu);
-            *gp = g->next, s->n_groups--;
-            pthread_mutex_unlock(&s->mu);
-            group_free(s, g, true);
-        }
-        if (stepped) {
-            pthread_mutex_lock(&s->mu);
-            s->rounds++;
-            pthread_mutex_unlock(&s->mu);
-        }
+    while (run_round(s, false)) {
     }
     /* stopping: everything left is cancelled */
     pthread_mutex_lock(&s->mu);
