@@ -1359,8 +1359,10 @@ VKF_API vkf_status vkf_pool_collect_transcript(vkf_pool *pool, uint64_t ticket, 
  *    free again for admission; plans are kept for reuse by later groups of the
  *    same shape;
  *  - requests with beam search (beams > 1), sampling, min_new or renormalize
- *    (which the greedy step leaves to beam search) run whole, one at a time, on
- *    the model's own decoder; between two of their steps a round of the groups
+ *    (which the greedy step leaves to beam search) run whole, one run at a time,
+ *    on the model's own decoder (the waiting ones with the same options but
+ *    the target prefix, sampling aside, as one batch of sources); between two
+ *    of their steps a round of the groups
  *    runs (greedy requests are admitted and decoded meanwhile), and a cancel ends
  *    one at its next step;
  *  - a transcription is a job of one 30-second window per round;
@@ -1396,7 +1398,7 @@ typedef struct vkf_scheduler_result {
     vkf_transcript *transcript;
     double queued_ms;                   /* from submit to admission */
     double run_ms;                      /* from admission to the answer */
-    uint32_t group_rows;                /* rows of the group that decoded it (1 for a whole run) */
+    uint32_t group_rows;                /* rows of the group that decoded it (a whole run: its requests) */
 } vkf_scheduler_result;
 typedef void (*vkf_scheduler_done_fn)(void *user, const vkf_scheduler_result *result);
 
@@ -1411,7 +1413,8 @@ typedef struct vkf_scheduler_stats {
     uint64_t encoder_passes;            /* batched encoder passes (one per group and admission) */
     uint64_t tokens;                    /* ids answered */
     uint64_t batch_hist[8];             /* encoder passes by arrivals: 1, 2, 3-4, 5-8, 9-16, 17-32, 33-64,
-                                           more (a whole run counts as a pass of 1) */
+                                           more (a whole run counts its requests: beam searches that
+                                           waited together run as one) */
     uint64_t batch_rows;                /* arrivals of every encoder pass so far (their sum) */
     uint64_t compactions;               /* 0: rows keep their slots (no group is moved into a smaller plan) */
     uint64_t compaction_failures;       /* 0 */

@@ -26,6 +26,7 @@ typedef struct answer_slot {
     int32_t ids[64];
     uint32_t len;
     int order;                          /* answer order, from 1 */
+    uint32_t rows;                      /* group_rows */
 } answer_slot;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -44,6 +45,7 @@ static void on_done(void *user, const vkf_scheduler_result *r)
         memcpy(a->ids, r->ids, a->len * sizeof *a->ids);
     }
     a->order = ++answered_total;
+    a->rows = r->group_rows;
     if (r->status != VKF_OK && r->status != VKF_ERROR_STATE) fprintf(stderr, "answer: status %d: %s\n", r->status, r->message);
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
@@ -442,6 +444,60 @@ int main(int argc, char **argv)
         wait_answers(base + 2);
         CHECK(w.calls == 1 && w.status == VKF_ERROR_STATE && w.order < g1.order);
         CHECK(g1.calls == 1 && g1.status == VKF_OK && g1.len == longer.len && !memcmp(g1.ids, longer.ids, g1.len * 4));
+    }
+
+    /* 4d. beam searches that wait together run as one batch of sources (a target
+     * prefix each, or none), each answered as alone; a sampling request waits
+     * for its own run */
+    {
+        enum { NW = 3 };
+        answer_slot g1 = {0}, w[NW], smp = {0};
+        memset(w, 0, sizeof w);
+        gate gd = {.every = 1, .stops = 1};
+        vkf_generate_options l1 = lo;
+        l1.on_tokens = gate_stream, l1.on_tokens_user = &gd;
+        vkf_generate_options wo[NW];
+        int32_t pre_id[NW];
+        const int32_t *pre_ptr[NW];
+        uint32_t pre_len[NW];
+        vkf_sequences pre_seq[NW];
+        base = answered_total;
+        CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &l1, on_done, &g1, NULL));
+        CHECK(gate_reached(&gd));
+        for (int i = 0; i < NW; i++) {
+            vkf_generate_options_init(&wo[i]);
+            wo[i].beams = 3, wo[i].n_best = 2, wo[i].max_new = 12;
+            /* the second one continues its greedy output's first id */
+            pre_id[i] = want[(size_t)(10 + i) * max_new], pre_ptr[i] = &pre_id[i], pre_len[i] = 1;
+            pre_seq[i] = (vkf_sequences){1, &pre_ptr[i], &pre_len[i]};
+            if (i == 1) wo[i].target_prefix = &pre_seq[i];
+            CHECK_OK(vkf_scheduler_submit(s, ids[10 + i], lens[10 + i], &wo[i], on_done, &w[i], NULL));
+        }
+        vkf_generate_options sa;
+        vkf_generate_options_init(&sa);
+        sa.sample = true, sa.seed = 7, sa.max_new = 12, sa.top_k = 5;
+        CHECK_OK(vkf_scheduler_submit(s, ids[13], lens[13], &sa, on_done, &smp, NULL));
+        gate_open(&gd);
+        wait_answers(base + NW + 2);
+        for (int i = 0; i < NW; i++) {
+            int32_t got[2 * 12];
+            uint32_t got_len[2];
+            float score[2];
+            const int32_t *p = ids[10 + i];
+            vkf_sequences one = {1, &p, &lens[10 + i]};
+            CHECK_OK(vkf_model_generate_with(m, &one, &wo[i], got, got_len, score));
+            CHECK(w[i].calls == 1 && w[i].status == VKF_OK && w[i].len == got_len[0] && !memcmp(w[i].ids, got, got_len[0] * 4));
+            if (w[i].rows != NW) fprintf(stderr, "beam request %d ran in a batch of %u\n", i, w[i].rows);
+            CHECK(w[i].rows == NW);
+        }
+        int32_t got[12];
+        uint32_t got_len;
+        float score;
+        const int32_t *p = ids[13];
+        vkf_sequences one = {1, &p, &lens[13]};
+        CHECK_OK(vkf_model_generate_with(m, &one, &sa, got, &got_len, &score));
+        CHECK(smp.calls == 1 && smp.status == VKF_OK && smp.rows == 1 && smp.len == got_len && !memcmp(smp.ids, got, got_len * 4));
+        CHECK(g1.calls == 1 && g1.status == VKF_OK && g1.len == longer.len);
     }
 
     /* 5. bad input: refused at once, no done call */

@@ -43,6 +43,7 @@
 #define PREFIX_ROOM 16 /* target prefix ids a slot holds (the processor's row: 2 + PREFIX_ROOM ints) */
 #define MIN_SOURCE 16  /* a group's source length: a power of two from this up to max_len */
 #define STARVED 64     /* rounds a request may wait for a group it fits before the others wait for it */
+#define WHOLE_BATCH 64 /* requests of one whole run at most (beam search of several sources at once) */
 
 typedef struct group group;
 
@@ -118,7 +119,8 @@ struct vkf_scheduler {
     uint32_t queued;
     group *groups;                      /* running (owned by the thread; read under mu for cancels) */
     uint32_t n_groups, active;          /* running groups; slots answering requests */
-    request *whole;                     /* the whole run in progress, or NULL */
+    request **whole;                    /* (n_whole) the whole run in progress (its requests), or NULL */
+    uint32_t n_whole;
     request *jobs;                      /* transcriptions in progress (their `next`), in start order */
     request **starting;                 /* (n_starting) admitted, not yet in their slots */
     uint32_t n_starting;
@@ -545,36 +547,83 @@ static bool group_step(vkf_scheduler *s, group *g)
     return g->alive > 0;
 }
 
-/* A whole run: beam search, sampling, or a request no slot holds. */
-static void run_whole(vkf_scheduler *s, request *r)
+/* Whether two lists of n ids are equal. */
+static bool same_ids(const int32_t *x, const int32_t *y, uint32_t n)
+{
+    return n == 0 || memcmp(x, y, (size_t)n * sizeof *x) == 0;
+}
+
+/* Whether whole requests x and y may run as one batch: deterministic (no
+ * sampling: a draw depends on the row), no streaming, and every option but the
+ * target prefix equal (copy_options set max_new). */
+static bool same_whole(const request *x, const request *y)
+{
+    const vkf_generate_options *a = &x->o, *b = &y->o;
+    if (x->audio || y->audio || a->sample || b->sample || a->on_tokens || b->on_tokens) return false;
+    if (a->max_new != b->max_new || a->min_new != b->min_new || a->beams != b->beams ||
+        a->length_penalty != b->length_penalty || a->early_stopping != b->early_stopping || a->n_best != b->n_best ||
+        a->forced_eos != b->forced_eos || a->renormalize != b->renormalize || a->forced_bos != b->forced_bos ||
+        a->forced_bos_id != b->forced_bos_id || a->repetition_penalty != b->repetition_penalty ||
+        a->no_repeat_ngram != b->no_repeat_ngram || a->max_new_factor != b->max_new_factor ||
+        a->n_suppress != b->n_suppress || a->n_end_ids != b->n_end_ids || !same_ids(x->suppress, y->suppress, a->n_suppress) ||
+        !same_ids(x->end_ids, y->end_ids, a->n_end_ids))
+        return false;
+    uint32_t nx = a->bad_sequences ? a->bad_sequences->count : 0, ny = b->bad_sequences ? b->bad_sequences->count : 0;
+    if (nx != ny) return false;
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < nx; i++) {
+        if (x->bad_lengths[i] != y->bad_lengths[i]) return false;
+        total += x->bad_lengths[i];
+    }
+    return same_ids(x->bad_ids, y->bad_ids, total);
+}
+
+/* A whole run: beam search, sampling, or requests no slot holds; reqs[0..n)
+ * (same_whole, n > 1) decode as one batch of sources, each with its own prefix. */
+static void run_whole(vkf_scheduler *s, request **reqs, uint32_t n)
 {
     double t0 = vkf_now_ms();
-    vkf_scheduler_result res = {.group_rows = 1};
+    const request *r0 = reqs[0];
     char message[512] = "";
-    uint32_t nb = r->o.sample ? 1 : r->o.n_best, stride = r->o.max_new;
-    int32_t *ids = malloc((size_t)nb * stride * sizeof *ids);
-    uint32_t *lengths = malloc((size_t)nb * sizeof *lengths);
-    float *scores = malloc((size_t)nb * sizeof *scores);
-    const int32_t *ptr = r->src;
-    vkf_sequences src = {1, &ptr, &r->n_src};
-    if (ids && lengths && scores) {
-        res.status = vkf_model_generate_with(s->model, &src, &r->o, ids, lengths, scores);
-        if (res.status != VKF_OK) snprintf(message, sizeof message, "%s", vkf_last_error());
+    uint32_t nb = r0->o.sample ? 1 : r0->o.n_best, stride = r0->o.max_new;
+    int32_t *ids = malloc((size_t)n * nb * stride * sizeof *ids);
+    uint32_t *lengths = malloc((size_t)n * nb * sizeof *lengths);
+    float *scores = malloc((size_t)n * nb * sizeof *scores);
+    const int32_t **src_ids = malloc((size_t)n * sizeof *src_ids), **pre_ids = malloc((size_t)n * sizeof *pre_ids);
+    uint32_t *src_len = malloc((size_t)n * sizeof *src_len), *pre_len = malloc((size_t)n * sizeof *pre_len);
+    vkf_status st = VKF_OK;
+    if (ids && lengths && scores && src_ids && pre_ids && src_len && pre_len) {
+        bool prefixed = false;
+        for (uint32_t i = 0; i < n; i++) {
+            src_ids[i] = reqs[i]->src, src_len[i] = reqs[i]->n_src;
+            pre_ids[i] = reqs[i]->prefix, pre_len[i] = reqs[i]->n_prefix;
+            prefixed |= reqs[i]->n_prefix > 0;
+        }
+        vkf_sequences src = {n, src_ids, src_len}, prefix = {n, pre_ids, pre_len};
+        vkf_generate_options o = r0->o;
+        o.target_prefix = prefixed ? &prefix : NULL;
+        st = vkf_model_generate_with(s->model, &src, &o, ids, lengths, scores);
+        if (st != VKF_OK) snprintf(message, sizeof message, "%s", vkf_last_error());
     } else {
-        res.status = VKF_ERROR_OUT_OF_HOST_MEMORY;
-        snprintf(message, sizeof message, "out of host memory for a request's %u hypotheses", nb);
+        st = VKF_ERROR_OUT_OF_HOST_MEMORY;
+        snprintf(message, sizeof message, "out of host memory for %u requests' %u hypotheses", n, nb);
     }
-    res.ids = ids, res.lengths = lengths, res.scores = scores, res.n_best = nb, res.stride = stride;
     pthread_mutex_lock(&s->mu);
     s->stats.busy_ms += vkf_now_ms() - t0;
-    s->stats.batch_hist[0]++;
-    s->stats.batch_rows++;
+    s->stats.batch_hist[hist_bin(n)]++;
+    s->stats.batch_rows += n;
     pthread_mutex_unlock(&s->mu);
-    res.message = message;
-    if (is_cancelled(s, r) && res.status == VKF_OK) res.status = VKF_ERROR_STATE, res.message = "cancelled";
-    answer(s, r, &res, true);
-    free(ids), free(lengths), free(scores);
-    request_free(r);
+    for (uint32_t i = 0; i < n; i++) {
+        request *r = reqs[i];
+        vkf_scheduler_result res = {.status = st, .message = message, .group_rows = n};
+        if (st == VKF_OK)
+            res.ids = ids + (size_t)i * nb * stride, res.lengths = lengths + (size_t)i * nb,
+            res.scores = scores + (size_t)i * nb, res.n_best = nb, res.stride = stride;
+        if (is_cancelled(s, r) && res.status == VKF_OK) res.status = VKF_ERROR_STATE, res.message = "cancelled";
+        answer(s, r, &res, true);
+        request_free(r);
+    }
+    free(ids), free(lengths), free(scores), free(src_ids), free(pre_ids), free(src_len), free(pre_len);
 }
 
 /* A transcription's first step (features, language, prompt): false when it was
@@ -746,8 +795,9 @@ static bool between_whole_steps(void *user);
  * false once the scheduler stops. */
 static bool run_round(vkf_scheduler *s, bool nested)
 {
-    request *batch[MAX_BATCH];
-    request *whole = NULL, *dropped = NULL, *job = NULL;
+    request *batch[MAX_BATCH], *whole[WHOLE_BATCH];
+    request *dropped = NULL, *job = NULL;
+    uint32_t n_whole = 0;
     group *fresh = NULL;
     uint32_t n = 0;
     pthread_mutex_lock(&s->mu);
@@ -775,9 +825,20 @@ static bool run_round(vkf_scheduler *s, bool nested)
         if (head->whole) {
             s->queue_head = head->next, s->queued--, s->active++;
             if (head->audio) job = head;
-            else whole = head;
+            else whole[n_whole++] = head;
             s->stats.admitted++;
-            if (!s->queue_head) s->queue_tail = NULL;
+            /* the waiting requests that may share its batch go with it */
+            for (request **pp = &s->queue_head; n_whole && *pp && n_whole < WHOLE_BATCH && s->active < s->opt.max_batch;) {
+                request *r = *pp;
+                if (!r->whole || !same_whole(head, r)) {
+                    pp = &r->next;
+                    continue;
+                }
+                *pp = r->next, s->queued--, s->active++, s->stats.admitted++;
+                whole[n_whole++] = r;
+            }
+            s->queue_tail = NULL;
+            for (request *r = s->queue_head; r; r = r->next) s->queue_tail = r;
         } else if (admit_now(s, head)) {
             n = admit(s, batch, &fresh);
         }
@@ -789,28 +850,29 @@ static bool run_round(vkf_scheduler *s, bool nested)
         answer_error(s, r, VKF_ERROR_STATE, "cancelled", false);
         request_free(r);
     }
-    if (whole) {
-        whole->t_admit = vkf_now_ms();
+    if (n_whole) {
+        double now = vkf_now_ms();
+        for (uint32_t i = 0; i < n_whole; i++) whole[i]->t_admit = now;
         pthread_mutex_lock(&s->mu);
-        s->whole = whole;
+        s->whole = whole, s->n_whole = n_whole;
         pthread_mutex_unlock(&s->mu);
         /* its steps alternate with rounds of the others (between_whole_steps) */
         s->d->between_steps = between_whole_steps, s->d->between_user = s;
-        run_whole(s, whole);
+        run_whole(s, whole, n_whole); /* answers and frees them */
         s->d->between_steps = NULL, s->d->between_user = NULL;
         pthread_mutex_lock(&s->mu);
-        s->whole = NULL;
+        s->whole = NULL, s->n_whole = 0;
         pthread_mutex_unlock(&s->mu);
     }
     if (job) { /* a transcription starts: its windows run one per round from here on */
         job->t_admit = vkf_now_ms();
         job->next = NULL;
         pthread_mutex_lock(&s->mu);
-        s->whole = job; /* cancels reach it while it begins */
+        s->whole = &job, s->n_whole = 1; /* cancels reach it while it begins */
         pthread_mutex_unlock(&s->mu);
         bool started = job_begin(s, job);
         pthread_mutex_lock(&s->mu);
-        s->whole = NULL;
+        s->whole = NULL, s->n_whole = 0;
         if (started) {
             request **tail = &s->jobs;
             while (*tail) tail = &(*tail)->next;
@@ -861,8 +923,11 @@ static bool between_whole_steps(void *user)
 {
     vkf_scheduler *s = user;
     pthread_mutex_lock(&s->mu);
-    if (s->stop && s->whole) s->whole->cancelled = true; /* answered as cancelled, as the queue's are */
-    bool go = !s->stop && !(s->whole && s->whole->cancelled);
+    bool go = false; /* while one of its requests is not cancelled */
+    for (uint32_t i = 0; i < s->n_whole; i++) {
+        if (s->stop) s->whole[i]->cancelled = true; /* answered as cancelled, as the queue's are */
+        go |= !s->whole[i]->cancelled;
+    }
     pthread_mutex_unlock(&s->mu);
     return go && run_round(s, true);
 }
@@ -1067,7 +1132,8 @@ void vkf_scheduler_cancel(vkf_scheduler *s, uint64_t id)
     for (group *g = s->groups; g && !found; g = g->next)
         for (uint32_t b = 0; b < g->slots && !found; b++)
             if (g->req[b] && g->req[b]->id == id) g->req[b]->cancelled = found = true;
-    if (!found && s->whole && s->whole->id == id) s->whole->cancelled = found = true;
+    for (uint32_t i = 0; i < s->n_whole && !found; i++)
+        if (s->whole[i]->id == id) s->whole[i]->cancelled = found = true;
     for (request *r = s->jobs; r && !found; r = r->next)
         if (r->id == id) r->cancelled = found = true;
     for (uint32_t i = 0; i < s->n_starting && !found; i++)

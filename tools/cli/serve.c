@@ -163,8 +163,8 @@ char *serve_metrics_text(server *sv)
                       (unsigned long long)v[c]);
         });
     }
-    tb_printf(&b, "# HELP vkformer_batch_rows Requests per group (batched encoder pass); a whole run (beams, "
-                  "sampling, audio) is a group of 1.\n# TYPE vkformer_batch_rows histogram\n");
+    tb_printf(&b, "# HELP vkformer_batch_rows Requests per group (batched encoder pass); a whole run counts its "
+                  "requests (beam searches that waited together run as one batch; sampling and audio: 1).\n# TYPE vkformer_batch_rows histogram\n");
     EACH_REPLICA({
         static const char *const le[8] = {"1", "2", "4", "8", "16", "32", "64", "+Inf"};
         uint64_t cum = 0;
