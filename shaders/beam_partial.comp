@@ -33,10 +33,11 @@ layout(push_constant) uniform Push {
     uint rows, vocab, chunk, chunks, n_cand;
     int eos;
     uint min_new, force_step, renormalize;   // renormalize: 0, 1 or 2 (see above)
+    uint state_stride;                       // 0: state[0] for every row; 1: state[row] (slot plans)
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufLogits { ACT_T logits[]; };    // (rows, vocab)
-layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };         // (1): the step
+layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };         // (1) or (rows): the step
 layout(set = 0, binding = 2) writeonly buffer BufStats { float stats[]; };      // (rows, chunks, 2)
 layout(set = 0, binding = 3) writeonly buffer BufCandX { float cand_x[]; };     // (rows, chunks, n_cand)
 layout(set = 0, binding = 4) writeonly buffer BufCandId { int cand_id[]; };     // (rows, chunks, n_cand); -1: none
@@ -58,7 +59,7 @@ void rows_main()
     if (g >= pc.rows * pc.chunks) return;
     const uint row = g / pc.chunks, c = g - row * pc.chunks;
     const uint v0 = c * pc.chunk, v1 = min(v0 + pc.chunk, pc.vocab), base = row * pc.vocab;
-    const int step = state[0];
+    const int step = state[row * pc.state_stride];
     const bool no_eos = step < int(pc.min_new);
     const bool forced = step >= 0 && uint(step) == pc.force_step;
     const int skip = no_eos && pc.renormalize == 1u ? pc.eos : -1;
@@ -125,7 +126,7 @@ void main()
     if (g >= pc.rows * pc.chunks) return;
     const uint row = g / pc.chunks, c = g - row * pc.chunks, tid = gl_LocalInvocationID.x;
     const uint v0 = c * pc.chunk, v1 = min(v0 + pc.chunk, pc.vocab), base = row * pc.vocab;
-    const int step = state[0];
+    const int step = state[row * pc.state_stride];
     const bool no_eos = step < int(pc.min_new);
     const bool forced = step >= 0 && uint(step) == pc.force_step;
     const int skip = no_eos && pc.renormalize == 1u ? pc.eos : -1;

@@ -22,13 +22,14 @@ layout(push_constant) uniform Push {
     uint sources, beams, vocab, n_cand;
     uint chunks;
     uint force_step;        // ~0u: never
+    uint state_stride;      // 0: state[0] for every row; 1: state[row] (slot plans: the source's first row)
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufStats { float stats[]; };       // (sources*beams, chunks, 2)
 layout(set = 0, binding = 1) readonly buffer BufCandX { float cand_x[]; };      // (sources*beams, chunks, n_cand)
 layout(set = 0, binding = 2) readonly buffer BufCandId { int cand_id[]; };      // (sources*beams, chunks, n_cand)
 layout(set = 0, binding = 3) readonly buffer BufScores { float beam_scores[]; }; // (sources*beams)
-layout(set = 0, binding = 4) readonly buffer BufState { int state[]; };          // (1): the step
+layout(set = 0, binding = 4) readonly buffer BufState { int state[]; };          // (1) or (rows): the step
 layout(set = 0, binding = 5) writeonly buffer BufCandScores { float cand_scores[]; };  // (sources, n_cand)
 layout(set = 0, binding = 6) writeonly buffer BufCandIds { int cand_ids[]; };          // (sources, n_cand)
 
@@ -51,7 +52,7 @@ void main()
     if (b >= pc.sources) return;
     const uint tid = gl_LocalInvocationID.x;
     const uint K = pc.beams, V = pc.vocab, C = pc.chunks, N = pc.n_cand;
-    const int step = state[0];
+    const int step = state[b * pc.beams * pc.state_stride];
     const bool forced = step >= 0 && uint(step) == pc.force_step;
     const float NEG_INF = uintBitsToFloat(0xff800000u);
     // each row's log_softmax constants from its chunks: max, then log(sum(exp(x - max)))

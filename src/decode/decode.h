@@ -177,6 +177,32 @@ uint32_t vkf_beam_topk_chunk(uint32_t vocab);
  * sources); out_ids rows are `stride` ids apart. */
 vkf_status vkf_decode_greedy(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src, const vkf_decode_call *c,
                              uint32_t stride, int32_t *out_ids, uint32_t *out_lengths);
+/* One source's beam search on the host (beam.c): its beams' ids so far and its
+ * finished hypotheses, as Hugging Face's BeamHypotheses. The GPU scores the
+ * (beam, token) pairs and keeps the best; this is what decides on them. */
+typedef struct vkf_beam_source {
+    uint32_t beams, steps;
+    uint32_t count;                     /* finished hypotheses */
+    double worst;                       /* 1e9 while none */
+    double *score;                      /* (beams + 1) */
+    uint32_t *len;                      /* (beams + 1) ids without eos */
+    int32_t *ids;                       /* (beams + 1, steps) */
+    int32_t *hist, *next;               /* (beams + 1, steps): each beam's ids so far; the last row is scratch */
+    bool done;                          /* ended: its beams lead nowhere */
+} vkf_beam_source;
+vkf_status vkf_beam_source_init(vkf_beam_source *bs, uint32_t beams, uint32_t steps);
+void vkf_beam_source_free(vkf_beam_source *bs);
+/* Step t of source b of call c (prefix, limit, end ids, options): its n_cand best
+ * candidates cs/ci (ci = k * vocab + id for beam k; -1: none; changed where
+ * forced eos ends the source at its own last step) give each beam k the beam it
+ * continues (parent[k], 0..beams-1), its id and its score (score[k] holds the
+ * beam's score on entry). Returns true when the source ends at this step. */
+bool vkf_beam_source_step(vkf_beam_source *bs, const vkf_arch *a, const vkf_decode_call *c, uint32_t b, uint32_t t,
+                          float *cs, int32_t *ci, uint32_t n_cand, int32_t *parent, int32_t *tok, float *score);
+/* The n_best hypotheses, best first (among equals the later one), each without
+ * the first P ids (the prefix), `stride` ids apart (padded). */
+void vkf_beam_source_result(const vkf_beam_source *bs, const vkf_arch *a, uint32_t P, uint32_t n_best, uint32_t stride,
+                            int32_t *out_ids, uint32_t *out_lengths, float *out_scores);
 /* Beam search of one batch (checked options c->o); out_ids rows are `stride` ids apart. */
 vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src, const vkf_decode_call *c,
                            uint32_t stride, int32_t *out_ids, uint32_t *out_lengths, float *out_scores);

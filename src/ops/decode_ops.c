@@ -39,9 +39,9 @@ vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, const vkf_tenso
     VKF_TRY(vkf_check_tensor(cmd, src, VKF_DTYPE_I32, (uint64_t)rows * steps, fn, "src"));
     VKF_TRY(vkf_check_tensor(cmd, dst, VKF_DTYPE_I32, (uint64_t)rows * steps, fn, "dst"));
     VKF_TRY(vkf_check_tensor(cmd, parent, VKF_DTYPE_I32, rows, fn, "parent"));
-    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
-    if (state->elements != 1) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: state must be one position", fn);
-    vkf_push_kv_gather pc = {.rows = rows, .steps = steps};
+    uint32_t stride = 0;
+    VKF_TRY(state_stride(cmd, state, rows, fn, &stride));
+    vkf_push_kv_gather pc = {.rows = rows, .steps = steps, .state_stride = stride};
     uint32_t wg = ctx->tuning.elementwise_workgroup;
     uint32_t groups[3] = {(uint32_t)vkf_div_up(steps, wg), rows, 1};
     if (groups[0] > ctx->info.max_workgroup_count[0] || rows > ctx->info.max_workgroup_count[1])
@@ -77,8 +77,8 @@ vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_te
     uint64_t parts = (uint64_t)rows * chunks;
     VKF_TRY(vkf_check_tensor(cmd, logits, logits->dtype, (uint64_t)rows * vocab, fn, "logits"));
     VKF_TRY(vkf_check_tensor(cmd, beam_scores, VKF_DTYPE_F32, rows, fn, "beam_scores"));
-    VKF_TRY(vkf_check_tensor(cmd, state, VKF_DTYPE_I32, 1, fn, "state"));
-    if (state->elements != 1) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: state must be one position", fn);
+    uint32_t stride = 0;
+    VKF_TRY(state_stride(cmd, state, rows, fn, &stride));
     VKF_TRY(vkf_check_tensor(cmd, stats, VKF_DTYPE_F32, parts * 2, fn, "stats"));
     VKF_TRY(vkf_check_tensor(cmd, cand_x, VKF_DTYPE_F32, parts * n_cand, fn, "cand_x"));
     VKF_TRY(vkf_check_tensor(cmd, cand_id, VKF_DTYPE_I32, parts * n_cand, fn, "cand_id"));
@@ -91,7 +91,8 @@ vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_te
     uint32_t spec[1] = {ctx->tuning.row_workgroup};
     /* stage 1: every (row, chunk) */
     vkf_push_beam_partial pp = {.rows = rows, .vocab = vocab, .chunk = chunk, .chunks = chunks, .n_cand = n_cand,
-                                .eos = eos, .min_new = min_new, .force_step = force_step, .renormalize = renormalize};
+                                .eos = eos, .min_new = min_new, .force_step = force_step, .renormalize = renormalize,
+                                .state_stride = stride};
     /* the rows form (CPU drivers): one invocation per (row, chunk), VKF_TOPK_ROWS_WG per workgroup */
     bool rows_form = ctx->tuning.decode_rows;
     uint64_t groups = rows_form ? vkf_div_up(parts, VKF_TOPK_ROWS_WG) : parts;
@@ -110,7 +111,7 @@ vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_te
     VKF_TRY(vkf_cmd_dispatch(cmd, pipe, b1, 5, &pp, sizeof pp, g1, "beam_topk"));
     /* stage 2: per source */
     vkf_push_beam_topk pc = {.sources = sources, .beams = beams, .vocab = vocab, .n_cand = n_cand, .chunks = chunks,
-                             .force_step = force_step};
+                             .force_step = force_step, .state_stride = stride};
     uint32_t g2[3] = {sources, 1, 1};
     VKF_TRY(vkf_pipeline_get(ctx, VKF_VARIANT_BEAM_TOPK, spec, 1, &pipe));
     vkf_binding b2[7] = {{stats, VKF_READ}, {cand_x, VKF_READ}, {cand_id, VKF_READ}, {beam_scores, VKF_READ},

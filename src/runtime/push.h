@@ -151,16 +151,18 @@ enum {
 /* shaders/kv_gather.comp */
 typedef struct vkf_push_kv_gather {
     uint32_t rows, steps;
+    uint32_t state_stride;              /* 0: one position for every row; 1: one per row */
 } vkf_push_kv_gather;
-_Static_assert(sizeof(vkf_push_kv_gather) == 2 * 4, "mirror of kv_gather.comp");
+_Static_assert(sizeof(vkf_push_kv_gather) == 3 * 4, "mirror of kv_gather.comp");
 
 /* shaders/beam_topk.comp */
 typedef struct vkf_push_beam_topk {
     uint32_t sources, beams, vocab, n_cand;
     uint32_t chunks;
     uint32_t force_step;                /* UINT32_MAX: never */
+    uint32_t state_stride;              /* 0: one position for every row; 1: one per row */
 } vkf_push_beam_topk;
-_Static_assert(sizeof(vkf_push_beam_topk) == 6 * 4, "mirror of beam_topk.comp");
+_Static_assert(sizeof(vkf_push_beam_topk) == 7 * 4, "mirror of beam_topk.comp");
 
 /* shaders/beam_partial.comp */
 typedef struct vkf_push_beam_partial {
@@ -169,8 +171,9 @@ typedef struct vkf_push_beam_partial {
     uint32_t min_new;
     uint32_t force_step;                /* UINT32_MAX: never */
     uint32_t renormalize;               /* 0: log_softmax, 1: eos out of it before min_new, 2: log-probs as given */
+    uint32_t state_stride;              /* 0: one position for every row; 1: one per row */
 } vkf_push_beam_partial;
-_Static_assert(sizeof(vkf_push_beam_partial) == 9 * 4, "mirror of beam_partial.comp");
+_Static_assert(sizeof(vkf_push_beam_partial) == 10 * 4, "mirror of beam_partial.comp");
 
 /* shaders/sample.comp */
 typedef struct vkf_push_sample {
