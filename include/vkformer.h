@@ -1358,11 +1358,14 @@ VKF_API vkf_status vkf_pool_collect_transcript(vkf_pool *pool, uint64_t ticket, 
  *    streaming callback, a cancel) is answered at that step and its slot is
  *    free again for admission; plans are kept for reuse by later groups of the
  *    same shape;
- *  - requests with beam search (beams > 1), sampling, min_new or renormalize
- *    (which the greedy step leaves to beam search) run whole, one run at a time,
- *    on the model's own decoder (the waiting ones with the same options but
- *    the target prefix, sampling aside, as one batch of sources); between two
- *    of their steps a round of the groups
+ *  - beam searches join groups of their own beams and processor settings (a
+ *    slot holds a request's beams; n_best, length penalty, early stopping,
+ *    max_new and prefix are per request), beside the greedy groups;
+ *  - requests with sampling, min_new or renormalize (beam search's plan-wide
+ *    settings) or more beams than max_batch run whole, one run at a time, on the
+ *    model's own decoder (the waiting ones with the same options but the
+ *    target prefix, sampling aside, as one batch of sources); between two of
+ *    their steps a round of the groups
  *    runs (greedy requests are admitted and decoded meanwhile), and a cancel ends
  *    one at its next step;
  *  - a transcription is a job of one 30-second window per round;

@@ -27,6 +27,10 @@ typedef struct answer_slot {
     uint32_t len;
     int order;                          /* answer order, from 1 */
     uint32_t rows;                      /* group_rows */
+    uint32_t n_best;                    /* hypotheses (up to 4 kept below) */
+    uint32_t hyp_len[4];
+    int32_t hyp[4][64];
+    float score[4];
 } answer_slot;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -46,6 +50,12 @@ static void on_done(void *user, const vkf_scheduler_result *r)
     }
     a->order = ++answered_total;
     a->rows = r->group_rows;
+    a->n_best = r->status == VKF_OK ? r->n_best : 0;
+    for (uint32_t j = 0; j < a->n_best && j < 4; j++) {
+        a->hyp_len[j] = r->lengths[j] <= 64 ? r->lengths[j] : 0;
+        memcpy(a->hyp[j], r->ids + (size_t)j * r->stride, a->hyp_len[j] * sizeof *r->ids);
+        a->score[j] = r->scores[j];
+    }
     if (r->status != VKF_OK && r->status != VKF_ERROR_STATE) fprintf(stderr, "answer: status %d: %s\n", r->status, r->message);
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
@@ -364,7 +374,7 @@ int main(int argc, char **argv)
     CHECK(pre.calls == 1 && pre.status == VKF_OK && pre.len == want_len[3] - 1 &&
           memcmp(pre.ids, want + 3 * (size_t)max_new + 1, pre.len * 4) == 0);
 
-    /* 4. beam search as a whole run equals vkf_model_generate_with */
+    /* 4. beam search in a group (plain: no processor) equals vkf_model_generate_with */
     answer_slot beam = {0};
     vkf_generate_options bo;
     vkf_generate_options_init(&bo);
@@ -382,18 +392,19 @@ int main(int argc, char **argv)
         CHECK(beam.calls == 1 && beam.status == VKF_OK && beam.len == got_len && !memcmp(beam.ids, got, got_len * 4));
     }
 
-    /* 4b. greedy requests are decoded between a beam run's steps: while a long
-     * greedy request holds the scheduler's thread at its first id, a long beam
-     * search and then a short greedy request arrive; the beam search starts at
-     * the next boundary, the short one joins the greedy group between its steps
-     * and is answered first; all three as alone */
+    /* 4b. greedy requests are decoded between a whole run's steps (a beam
+     * search with min_new runs whole): while a long greedy request holds the
+     * scheduler's thread at its first id, a long whole beam search and then a
+     * short greedy request arrive; the whole run starts at the next boundary,
+     * the short one joins the greedy group between its steps and is answered
+     * first; all three as alone */
     {
         answer_slot g1 = {0}, w = {0}, sh4 = {0};
         gate gb = {.every = 1, .stops = 1};
         vkf_generate_options l1 = lo;
         l1.on_tokens = gate_stream, l1.on_tokens_user = &gb;
         vkf_generate_options wo4 = lo; /* eos suppressed: the beams run to max_len */
-        wo4.beams = 2;
+        wo4.beams = 2, wo4.min_new = 1;
         vkf_generate_options so4 = lo;
         so4.max_new = 3;
         CHECK_OK(vkf_scheduler_get_stats(s, &before));
@@ -422,7 +433,7 @@ int main(int argc, char **argv)
         CHECK(st.joined - before.joined == 1); /* the short one joined the long greedy one's group */
     }
 
-    /* 4c. a cancel ends a running beam search at its next step: cancelled while
+    /* 4c. a cancel ends a running whole beam search at its next step: cancelled while
      * a greedy request's step between its steps holds the scheduler's thread,
      * it is answered (cancelled) long before the greedy one ends */
     {
@@ -431,7 +442,7 @@ int main(int argc, char **argv)
         vkf_generate_options l1 = lo;
         l1.on_tokens = gate_stream, l1.on_tokens_user = &gc;
         vkf_generate_options wo4 = lo;
-        wo4.beams = 2;
+        wo4.beams = 2, wo4.min_new = 1;
         base = answered_total;
         uint64_t w_id = 0;
         CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &l1, on_done, &g1, NULL));
@@ -446,9 +457,9 @@ int main(int argc, char **argv)
         CHECK(g1.calls == 1 && g1.status == VKF_OK && g1.len == longer.len && !memcmp(g1.ids, longer.ids, g1.len * 4));
     }
 
-    /* 4d. beam searches that wait together run as one batch of sources (a target
-     * prefix each, or none), each answered as alone; a sampling request waits
-     * for its own run */
+    /* 4d. whole beam searches (min_new) that wait together run as one batch of
+     * sources (a target prefix each, or none), each answered as alone; a
+     * sampling request waits for its own run */
     {
         enum { NW = 3 };
         answer_slot g1 = {0}, w[NW], smp = {0};
@@ -466,7 +477,7 @@ int main(int argc, char **argv)
         CHECK(gate_reached(&gd));
         for (int i = 0; i < NW; i++) {
             vkf_generate_options_init(&wo[i]);
-            wo[i].beams = 3, wo[i].n_best = 2, wo[i].max_new = 12;
+            wo[i].beams = 3, wo[i].n_best = 2, wo[i].max_new = 12, wo[i].min_new = 1;
             /* the second one continues its greedy output's first id */
             pre_id[i] = want[(size_t)(10 + i) * max_new], pre_ptr[i] = &pre_id[i], pre_len[i] = 1;
             pre_seq[i] = (vkf_sequences){1, &pre_ptr[i], &pre_len[i]};
@@ -498,6 +509,55 @@ int main(int argc, char **argv)
         CHECK_OK(vkf_model_generate_with(m, &one, &sa, got, &got_len, &score));
         CHECK(smp.calls == 1 && smp.status == VKF_OK && smp.rows == 1 && smp.len == got_len && !memcmp(smp.ids, got, got_len * 4));
         CHECK(g1.calls == 1 && g1.status == VKF_OK && g1.len == longer.len);
+    }
+
+    /* 4e. beam searches in a group: while a greedy request holds the scheduler's
+     * thread, a long beam search (eos suppressed: the processor on) arrives; once
+     * it runs, a short one with the same settings JOINS its group and is answered
+     * first, and one with other beams starts a group beside it; each as alone,
+     * with its n_best hypotheses and scores */
+    {
+        answer_slot g1 = {0}, bl = {0}, bsh = {0}, bw = {0};
+        gate ge = {.every = 2, .stops = 2};
+        vkf_generate_options l1 = lo;
+        l1.on_tokens = gate_stream, l1.on_tokens_user = &ge;
+        vkf_generate_options bl_o = lo, bsh_o = lo, bw_o = lo;
+        bl_o.beams = 3, bl_o.n_best = 3, bl_o.max_new = 20;
+        bsh_o.beams = 3, bsh_o.n_best = 2, bsh_o.max_new = 4;
+        bw_o.beams = 4, bw_o.max_new = 6;
+        CHECK_OK(vkf_scheduler_get_stats(s, &before));
+        base = answered_total;
+        CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &l1, on_done, &g1, NULL));
+        CHECK(gate_reached(&ge));
+        CHECK_OK(vkf_scheduler_submit(s, ids[14], lens[14], &bl_o, on_done, &bl, NULL));
+        gate_open(&ge);
+        CHECK(gate_reached(&ge)); /* two rounds on: the long beam search runs */
+        CHECK_OK(vkf_scheduler_submit(s, ids[15], lens[15], &bsh_o, on_done, &bsh, NULL));
+        CHECK_OK(vkf_scheduler_submit(s, ids[16], lens[16], &bw_o, on_done, &bw, NULL));
+        gate_open(&ge);
+        wait_answers(base + 4);
+        const answer_slot *got_slot[3] = {&bl, &bsh, &bw};
+        const vkf_generate_options *got_o[3] = {&bl_o, &bsh_o, &bw_o};
+        for (int i = 0; i < 3; i++) {
+            int32_t got[3 * 20];
+            uint32_t got_len[3];
+            float score[3];
+            const int32_t *p = ids[14 + i];
+            vkf_sequences one = {1, &p, &lens[14 + i]};
+            CHECK_OK(vkf_model_generate_with(m, &one, got_o[i], got, got_len, score));
+            const answer_slot *a = got_slot[i];
+            const uint32_t nb = got_o[i]->n_best, stride = got_o[i]->max_new;
+            bool same = a->calls == 1 && a->status == VKF_OK && a->n_best == nb;
+            for (uint32_t j = 0; same && j < nb; j++) /* every hypothesis and its score, bit for bit */
+                same = a->hyp_len[j] == got_len[j] && !memcmp(a->hyp[j], got + j * stride, got_len[j] * 4) &&
+                       memcmp(&a->score[j], &score[j], sizeof score[j]) == 0;
+            if (!same) fprintf(stderr, "beam group request %d: status %d, %u ids (alone: %u)\n", i, a->status, a->len, got_len[0]);
+            CHECK(same);
+        }
+        CHECK(bsh.order < bl.order && g1.calls == 1 && g1.status == VKF_OK);
+        CHECK_OK(vkf_scheduler_get_stats(s, &st));
+        if (st.joined - before.joined != 1) fprintf(stderr, "beam groups: %llu joined\n", (unsigned long long)(st.joined - before.joined));
+        CHECK(st.joined - before.joined == 1); /* the short beam search joined the long one's group */
     }
 
     /* 5. bad input: refused at once, no done call */

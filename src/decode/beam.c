@@ -56,7 +56,7 @@ static bool hyp_is_done(const vkf_beam_source *h, double best_sum_logprobs, uint
 
 vkf_status vkf_beam_source_init(vkf_beam_source *h, uint32_t beams, uint32_t steps)
 {
-    *h = (vkf_beam_source){.beams = beams, .steps = steps, .worst = 1e9};
+    *h = (vkf_beam_source){.beams = beams, .steps = steps, .worst = 1e9, .device_eos_step = UINT32_MAX};
     size_t n = (size_t)(beams + 1) * steps;
     h->score = malloc((beams + 1) * sizeof *h->score);
     h->len = malloc((beams + 1) * sizeof *h->len);
@@ -83,9 +83,9 @@ bool vkf_beam_source_step(vkf_beam_source *h, const vkf_arch *a, const vkf_decod
     const uint32_t P = c->prefix_len[b];
     const bool last = t + 1 == P + c->limit[b];
     int32_t *scratch = h->next + (size_t)K * steps;
-    if (last && o->forced_eos && !c->proc.on && t + 1 < steps) {
-        /* forced_eos at a source's own last step (the step forces it only at the
-         * plan's last): eos after each beam, at the beam's score, best first
+    if (last && o->forced_eos && !c->proc.on && t != h->device_eos_step) {
+        /* forced_eos at a source's own last step (where the device does not force
+         * it: a beam plan forces it only at its last step): eos after each beam, at the beam's score, best first
          * (equal scores: the lower beam), as the device's forced step ranks them */
         for (uint32_t rank = 0; rank < NC; rank++) ci[rank] = -1, cs[rank] = -INFINITY;
         for (uint32_t k = 0; k < K; k++) {
@@ -201,7 +201,10 @@ vkf_status vkf_decode_beam(vkf_arch *a, vkf_decoder *d, const vkf_sequences *src
     vkf_beam_source *hyps = calloc(B, sizeof *hyps);
     vkf_status st = parent && tok && score && cs && ci && hyps
                         ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for beam search");
-    for (uint32_t b = 0; st == VKF_OK && b < B; b++) st = vkf_beam_source_init(&hyps[b], K, steps);
+    for (uint32_t b = 0; st == VKF_OK && b < B; b++) {
+        st = vkf_beam_source_init(&hyps[b], K, steps);
+        hyps[b].device_eos_step = steps - 1; /* the plan's forced step, where forced_eos asks for one */
+    }
     /* every row's source length; start: bos, beam 0 of each source alone (the others at -1e9) */
     for (uint32_t r = 0; st == VKF_OK && r < R; r++) {
         parent[r] = r < B ? (int32_t)src->lengths[r] : 0; /* cross-attention lengths: one per source (kv_div) */

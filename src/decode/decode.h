@@ -101,9 +101,12 @@ typedef struct vkf_gen_plan {
     /* Slot plans (vkf_gen_plan_build_slots): state holds one position per row (-1: a
      * free row, which writes nothing and attends to nothing); no encoder plan or
      * encode command (vkf_gen_plan_encode_slots writes each arrival's cross K/V into
-     * its row); slot_step[r - 1] decodes rows 0..r-1, recorded on first use. */
+     * its row); slot_step[r - 1] decodes rows 0..r-1, recorded on first use. A
+     * beam slot plan (beams > 0) holds batch / beams sources of `beams` rows each,
+     * cross K/V and source lengths per source; its steps read one table of cache
+     * rows and write the other (slot_step: kv_rows 0 to 1, slot_step2: 1 to 0). */
     bool slots;
-    vkf_cmd **slot_step;                /* (batch) owned, each NULL until used */
+    vkf_cmd **slot_step, **slot_step2;  /* (batch) owned, each NULL until used */
 } vkf_gen_plan;
 
 /* A model's generation state: its plan (kept while calls have its shape), the
@@ -145,19 +148,23 @@ bool vkf_is_end(const vkf_decode_call *c, int32_t id);
 vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t S, uint32_t steps,
                               const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
                               const vkf_proc *proc, vkf_gen_plan **out);
-/* A greedy plan of `slots` rows with one position per row (state (slots) I32):
- * sources of up to S tokens (cross-attention keys), up to `steps` positions, the
- * processor proc (NULL: none). Rows join and leave between steps: the caller
- * writes a row's position (0 to start, -1 to free), input id, source length and
- * processor row data, and its cross K/V with vkf_gen_plan_encode_slots.
+/* A plan of `slots` rows with one position per row (state (slots) I32): greedy
+ * (beams 0), or beam search of slots / beams sources of `beams` rows each (slots
+ * a multiple of beams); sources of up to S tokens (cross-attention
+ * keys), up to `steps` positions, the processor proc (NULL: none). Rows join
+ * and leave between steps: the caller writes a row's position (0 to start, -1
+ * to free), input id, processor row data, its source's length and cross K/V
+ * (vkf_gen_plan_encode_slots), and for beams each row's parent and score.
  * UNSUPPORTED for lowrank cross-attention (keys per batch). */
-vkf_status vkf_gen_plan_build_slots(vkf_arch *a, uint32_t slots, uint32_t S, uint32_t steps, const vkf_proc *proc,
-                                    vkf_gen_plan **out);
-/* The recorded step of a slot plan's first `rows` rows (1..batch; owned by the plan). */
-vkf_status vkf_gen_plan_slot_step(vkf_arch *a, vkf_gen_plan *p, uint32_t rows, vkf_cmd **out);
+vkf_status vkf_gen_plan_build_slots(vkf_arch *a, uint32_t slots, uint32_t beams, uint32_t S, uint32_t steps,
+                                    const vkf_proc *proc, vkf_gen_plan **out);
+/* The recorded step of a slot plan's first `rows` rows (1..batch, a multiple of
+ * beams; owned by the plan); beam plans alternate `parity` 0 and 1 step by step
+ * (which table of cache rows the step reads). */
+vkf_status vkf_gen_plan_slot_step(vkf_arch *a, vkf_gen_plan *p, uint32_t rows, uint32_t parity, vkf_cmd **out);
 /* Runs the encoder plan enc (its batch of sources uploaded, S_enc <= the plan's S)
  * and writes source i's cross-attention keys and values into row slot[i] of every
- * layer's cross_kv: one submit. */
+ * layer's cross_kv (a beam plan's: source slot[i]): one submit. */
 vkf_status vkf_gen_plan_encode_slots(vkf_arch *a, vkf_gen_plan *p, vkf_fwd_plan *enc, const uint32_t *slot);
 /* Uploads a call's processor data (each row's prefix and limit, the lists) into
  * a plan built with its proc; rows_per_source: beams (1 for greedy). */
@@ -188,6 +195,8 @@ typedef struct vkf_beam_source {
     uint32_t *len;                      /* (beams + 1) ids without eos */
     int32_t *ids;                       /* (beams + 1, steps) */
     int32_t *hist, *next;               /* (beams + 1, steps): each beam's ids so far; the last row is scratch */
+    uint32_t device_eos_step;           /* the step at which the device forces eos (forced_eos without the
+                                           processor: the plan's last); UINT32_MAX: none (init) */
     bool done;                          /* ended: its beams lead nowhere */
 } vkf_beam_source;
 vkf_status vkf_beam_source_init(vkf_beam_source *bs, uint32_t beams, uint32_t steps);

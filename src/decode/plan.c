@@ -28,7 +28,8 @@ void vkf_gen_plan_free(vkf_gen_plan *p)
     vkf_cmd_destroy(p->step2);
     vkf_cmd_destroy(p->encode);
     for (uint32_t r = 0; p->slot_step && r < p->batch; r++) vkf_cmd_destroy(p->slot_step[r]);
-    free(p->slot_step);
+    for (uint32_t r = 0; p->slot_step2 && r < p->batch; r++) vkf_cmd_destroy(p->slot_step2[r]);
+    free(p->slot_step), free(p->slot_step2);
     vkf_fwd_plan_free(p->enc);
     for (uint32_t i = 0; i < p->layers; i++) {
         if (p->cross_kv) vkf_tensor_destroy(p->cross_kv[i]);
@@ -131,7 +132,7 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_arch *a, vkf_gen_plan *p, uin
     /* next ids; position += 1 */
     if (p->beams) {
         VKF_TRY(vkf_op_beam_topk(cmd, choose_from, p->beam_scores, p->state, p->topk_stats, p->topk_x, p->topk_id,
-                                 p->topk_chunk, p->cand_scores, p->cand_ids, p->sources, p->beams, s->tgt_vocab,
+                                 p->topk_chunk, p->cand_scores, p->cand_ids, B / p->beams, p->beams, s->tgt_vocab,
                                  p->n_cand, s->eos_id, min_new, force_step, renormalize));
     } else if (p->sample) {
         vkf_generate_options so = p->sampling;
@@ -182,7 +183,8 @@ static vkf_status build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t 
         st = vkf_fail(VKF_ERROR_UNSUPPORTED, "slot plans: lowrank cross-attention keeps its keys per batch, not per row");
     if (st == VKF_OK && slots) {
         p->slot_step = calloc(B, sizeof *p->slot_step);
-        if (!p->slot_step) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        p->slot_step2 = beams ? calloc(B, sizeof *p->slot_step2) : NULL;
+        if (!p->slot_step || (beams && !p->slot_step2)) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     p->cross_keys = lowrank_cross ? a->cross_attn.rank : S;
     for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
@@ -280,23 +282,28 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
     return build(a, sources, beams, S, steps, beam_opts, sampling, proc, false, out);
 }
 
-vkf_status vkf_gen_plan_build_slots(vkf_arch *a, uint32_t slots, uint32_t S, uint32_t steps, const vkf_proc *proc,
-                                    vkf_gen_plan **out)
+vkf_status vkf_gen_plan_build_slots(vkf_arch *a, uint32_t slots, uint32_t beams, uint32_t S, uint32_t steps,
+                                    const vkf_proc *proc, vkf_gen_plan **out)
 {
     *out = NULL;
     if (!slots || !S || !steps)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: slots, source length and steps must be positive");
-    return build(a, slots, 0, S, steps, NULL, NULL, proc, true, out);
+    if (beams && (beams > VKF_MAX_BEAMS || slots % beams))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: %u beams (1..%u) of %u slots (a multiple)",
+                        beams, VKF_MAX_BEAMS, slots);
+    return build(a, beams ? slots / beams : slots, beams, S, steps, NULL, NULL, proc, true, out);
 }
 
-vkf_status vkf_gen_plan_slot_step(vkf_arch *a, vkf_gen_plan *p, uint32_t rows, vkf_cmd **out)
+vkf_status vkf_gen_plan_slot_step(vkf_arch *a, vkf_gen_plan *p, uint32_t rows, uint32_t parity, vkf_cmd **out)
 {
-    if (!p->slots || rows == 0 || rows > p->batch)
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: a step of %u rows (1..%u)", rows, p->batch);
-    vkf_cmd **cmd = &p->slot_step[rows - 1];
+    if (!p->slots || rows == 0 || rows > p->batch || (p->beams && rows % p->beams))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: a step of %u rows (1..%u, a multiple of %u)", rows,
+                        p->batch, p->beams ? p->beams : 1);
+    vkf_cmd **cmd = p->beams && parity % 2 ? &p->slot_step2[rows - 1] : &p->slot_step[rows - 1];
     if (!*cmd) {
         VKF_TRY(vkf_cmd_create(a->ctx, a->cmd_flags, cmd));
-        vkf_status st = rec_step(*cmd, a, p, rows, NULL, NULL);
+        vkf_tensor *from = p->beams ? p->kv_rows[parity % 2] : NULL, *to = p->beams ? p->kv_rows[1 - parity % 2] : NULL;
+        vkf_status st = rec_step(*cmd, a, p, rows, from, to);
         if (st != VKF_OK) {
             vkf_cmd_destroy(*cmd);
             *cmd = NULL;
@@ -315,8 +322,8 @@ vkf_status vkf_gen_plan_encode_slots(vkf_arch *a, vkf_gen_plan *p, vkf_fwd_plan 
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: %u sources of %u tokens do not fit %u rows of %u",
                         enc->batch, enc->src_len, p->batch, p->src_len);
     for (uint32_t i = 0; i < enc->batch; i++)
-        if (slot[i] >= p->batch)
-            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: slot %u of %u", slot[i], p->batch);
+        if (slot[i] >= p->sources)
+            return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: slot %u of %u", slot[i], p->sources);
     vkf_cmd *cmd;
     VKF_TRY(vkf_cmd_create(a->ctx, a->cmd_flags, &cmd));
     /* memory (n * S_enc, d) = Encoder(sources) */

@@ -9,20 +9,24 @@
  *             admitted at a step boundary into a free slot of a running group
  *             whose processor settings it shares and whose source length it
  *             fits: it JOINS the batch that is decoding others. Groups differ
- *             only by those (at most max_groups of them), so greedy requests of
- *             one model normally share one group;
+ *             only by those and by beams (at most max_groups of them), so greedy
+ *             requests of one model normally share one group. A beam group's
+ *             slot is K rows (a request's beams): each step gathers every row's
+ *             table of cache rows from its parent, the GPU keeps each slot's best
+ *             (beam, token) pairs and the host decides on them (vkf_beam_source);
  *   admission the arrivals of a boundary run through the encoder in one batched
  *             pass per group, which writes each one's cross K/V into its slot;
  *   round     one decode step of every group: one submit, the rows 0..top-1
  *             (top: the highest live slot + 1; a free slot below it holds
  *             position -1 and writes nothing); a row that ends is answered at
  *             once and its slot is free at the next boundary;
- *   whole     beam search, sampling and what a slot cannot hold (a target
- *             prefix past PREFIX_ROOM, prefix + max_new past max_len, lowrank
- *             cross-attention) run whole through the model's own calls, one at
- *             a time; between two of its steps a round of the others runs
- *             (greedy requests are admitted and decoded meanwhile), and a cancel
- *             ends it at the next step;
+ *   whole     sampling, beam search with min_new or renormalize, and what a
+ *             slot cannot hold (more beams than max_batch, a target prefix past
+ *             PREFIX_ROOM, prefix + max_new past max_len, lowrank cross-attention)
+ *             run whole through the model's own calls, one run at a time (those
+ *             waiting with the same options as one batch of sources); between
+ *             two of its steps a round of the others runs (requests are admitted
+ *             and decoded meanwhile), and a cancel ends it at the next step;
  *   job       a transcription: one 30-second window per round
  *             (vkf_transcription_next), so that a long recording's windows are
  *             successive jobs between the others' steps.
@@ -50,7 +54,7 @@ typedef struct group group;
 typedef struct request {
     uint64_t id;
     struct request *next;               /* in the queue */
-    bool audio, whole;                  /* a transcription; a whole run (beams, sampling, audio, no slot form) */
+    bool audio, whole;                  /* a transcription; a whole run (sampling, audio, no slot form, ...) */
     bool cancelled, answered;
     int32_t *src;                       /* (n_src) owned */
     uint32_t n_src;
@@ -81,18 +85,26 @@ typedef struct request {
 
 struct group {
     vkf_gen_plan *p;                    /* owned slot plan (batch = slots), or NULL until built */
-    vkf_proc proc;                      /* its processor: always on, PREFIX_ROOM prefix ids per row */
+    vkf_proc proc;                      /* its processor: greedy groups' always on; PREFIX_ROOM prefix ids per row */
     int32_t *lists;                     /* (n_lists) owned: the processor's lists (suppressed, end, bad) */
     uint32_t n_lists;
+    uint32_t beams;                     /* 0: greedy (a slot is a row); K: beam search (a slot is K rows) */
+    uint32_t unit;                      /* rows per slot: 1 or K */
     uint32_t slots, S, steps, row_stride;
     request **req;                      /* (slots) owned: the request in each slot, or NULL (under mu) */
-    int32_t *pos;                       /* (slots) host copy of the positions; -1: free */
-    int32_t *ids;                       /* (slots) host copy of the step's input ids */
-    int32_t *src_len;                   /* (slots) */
-    int32_t *row_data;                  /* (slots, row_stride): prefix length, limit, prefix ids */
-    uint32_t *len;                      /* (slots) new ids so far */
-    int32_t *out;                       /* (slots, steps) new ids so far */
-    uint32_t alive, top, reserved;      /* live slots; rows a step decodes; slots promised to arrivals */
+    int32_t *pos;                       /* (rows) host copy of the positions; -1: free */
+    int32_t *ids;                       /* (rows) host copy of the step's input ids */
+    int32_t *src_len;                   /* (rows) each slot's source length in 0..slots-1 (1 past them) */
+    int32_t *row_data;                  /* (rows, row_stride): prefix length, limit, prefix ids */
+    uint32_t *len;                      /* (slots) greedy: new ids so far */
+    int32_t *out;                       /* (slots, steps) greedy: new ids so far */
+    vkf_beam_source *bs;                /* (slots) beams: each slot's beams and finished hypotheses */
+    int32_t *parent;                    /* (rows) beams: the row each row continues */
+    float *score;                       /* (rows) beams: each beam's score */
+    float *cand_scores;                 /* (slots, n_cand) beams: the step's candidates */
+    int32_t *cand_ids;
+    uint32_t parity;                    /* beams: which table of cache rows the next step reads */
+    uint32_t alive, top, reserved;      /* live slots; slots a step decodes (top x unit rows); slots promised */
     bool dirty;                         /* host copies changed since the last upload */
     group *next;
 };
@@ -205,21 +217,25 @@ static vkf_status copy_options(request *r, const vkf_generate_options *o, uint32
     return VKF_OK;
 }
 
-/* A greedy request's call (one source) and the processor of the group it may
- * join; false where a slot cannot hold it (it runs whole). */
+/* A greedy or beam request's call (one source) and the processor of the group
+ * it may join; false where a slot cannot hold it (it runs whole). */
 static vkf_status prepare_slot(vkf_scheduler *s, request *r, bool *out_fits)
 {
     *out_fits = false;
     const int32_t *ids = r->src;
     vkf_sequences src = {1, &ids, &r->n_src};
-    VKF_TRY(vkf_decode_call_make(s->a, NULL, &r->o, &src, 0, r->o.max_new, &r->call));
+    VKF_TRY(vkf_decode_call_make(s->a, s->d, &r->o, &src, 0, r->o.max_new, &r->call));
     const vkf_decode_call *c = &r->call;
     if (c->prefix_len[0] > PREFIX_ROOM || c->prefix_len[0] + c->limit[0] > s->a->spec.max_len) return VKF_OK;
-    /* the group's processor: this one, always on (a prefix, a row's limit and
-     * forced eos are per row there), with room for PREFIX_ROOM prefix ids; on
-     * greedy rows it changes no choice (argmax of the F32 logits either way) */
+    /* the group's processor: this one, with room for PREFIX_ROOM prefix ids.
+     * Greedy groups keep it always on (a prefix, a row's limit and forced eos
+     * are per row there; on greedy rows it changes no choice: argmax of the F32
+     * logits either way); beam groups as the request has it (the processor's
+     * log-probabilities are the beams' scores, so that a plain beam search is
+     * scored as alone; the host ends a source at its limit) */
     memcpy(&r->proc, &c->proc, sizeof r->proc);
-    r->proc.on = true, r->proc.prefix_max = PREFIX_ROOM;
+    if (r->o.beams < 2) r->proc.on = true;
+    if (r->proc.on) r->proc.prefix_max = PREFIX_ROOM;
     *out_fits = true;
     return VKF_OK;
 }
@@ -282,7 +298,9 @@ static uint32_t group_source_len(const vkf_arch *a, uint32_t n)
 /* Whether request r may take a slot of group g at this boundary. */
 static bool fits(const vkf_scheduler *s, const group *g, const request *r)
 {
-    if (g->alive + g->reserved >= g->slots || r->n_src > g->S || !same_proc(&g->proc, &r->proc)) return false;
+    if (g->alive + g->reserved >= g->slots || r->n_src > g->S || !same_proc(&g->proc, &r->proc) ||
+        g->beams != (r->o.beams > 1 ? r->o.beams : 0))
+        return false;
     if (s->wait_batch && g->alive) return false; /* static batching: only an empty group admits */
     return g->n_lists == r->call.n_lists &&
            (!g->n_lists || !memcmp(g->lists, r->call.lists, g->n_lists * sizeof *g->lists));
@@ -294,7 +312,9 @@ static group *group_new(vkf_scheduler *s, const request *r)
     group *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     g->proc = r->proc;
-    g->slots = s->opt.max_batch;
+    g->beams = r->o.beams > 1 ? r->o.beams : 0;
+    g->unit = g->beams ? g->beams : 1;
+    g->slots = s->opt.max_batch / g->unit; /* at least 1: a beam search wider than max_batch runs whole */
     g->S = group_source_len(s->a, r->n_src);
     g->steps = s->a->spec.max_len;
     g->row_stride = 2 + PREFIX_ROOM;
@@ -325,8 +345,9 @@ static void group_free(vkf_scheduler *s, group *g, bool keep_plan)
     if (keep_plan) cache_plan(s, g->p);
     else vkf_gen_plan_free(g->p);
     for (uint32_t b = 0; g->req && b < g->slots; b++) request_free(g->req[b]);
+    for (uint32_t b = 0; g->bs && b < g->slots; b++) vkf_beam_source_free(&g->bs[b]);
     free(g->lists), free(g->req), free(g->pos), free(g->ids), free(g->src_len), free(g->row_data), free(g->len);
-    free(g->out);
+    free(g->out), free(g->bs), free(g->parent), free(g->score), free(g->cand_scores), free(g->cand_ids);
     free(g);
 }
 
@@ -336,7 +357,8 @@ static vkf_status group_build(vkf_scheduler *s, group *g)
 {
     for (uint32_t i = 0; i < s->n_cache && !g->p; i++) {
         vkf_gen_plan *p = s->cache[i];
-        if (p->batch == g->slots && p->src_len == g->S && p->steps == g->steps && same_proc(&p->proc, &g->proc)) {
+        if (p->batch == g->slots * g->unit && p->beams == g->beams && p->src_len == g->S && p->steps == g->steps &&
+            same_proc(&p->proc, &g->proc)) {
             memmove(s->cache + i, s->cache + i + 1, (s->n_cache - i - 1) * sizeof *s->cache);
             s->n_cache--;
             g->p = p;
@@ -344,7 +366,7 @@ static vkf_status group_build(vkf_scheduler *s, group *g)
     }
     vkf_status st = VKF_OK;
     while (!g->p) {
-        st = vkf_gen_plan_build_slots(s->a, g->slots, g->S, g->steps, &g->proc, &g->p);
+        st = vkf_gen_plan_build_slots(s->a, g->slots * g->unit, g->beams, g->S, g->steps, &g->proc, &g->p);
         if (st == VKF_ERROR_OUT_OF_DEVICE_MEMORY && s->n_cache) {
             while (s->n_cache) vkf_gen_plan_free(s->cache[--s->n_cache]);
             continue;
@@ -356,18 +378,25 @@ static vkf_status group_build(vkf_scheduler *s, group *g)
         }
         if (st != VKF_OK) return st;
     }
-    uint32_t n = g->slots;
+    uint32_t n = g->slots, rows = n * g->unit, nc = g->beams ? g->p->n_cand : 1;
     g->req = calloc(n, sizeof *g->req);
-    g->pos = malloc(n * sizeof *g->pos);
-    g->ids = calloc(n, sizeof *g->ids);
-    g->src_len = calloc(n, sizeof *g->src_len);
-    g->row_data = calloc((size_t)n * g->row_stride, sizeof *g->row_data);
+    g->pos = malloc(rows * sizeof *g->pos);
+    g->ids = calloc(rows, sizeof *g->ids);
+    g->src_len = calloc(rows, sizeof *g->src_len);
+    g->row_data = calloc((size_t)rows * g->row_stride, sizeof *g->row_data);
     g->len = calloc(n, sizeof *g->len);
     g->out = malloc((size_t)n * g->steps * sizeof *g->out);
-    if (!g->req || !g->pos || !g->ids || !g->src_len || !g->row_data || !g->len || !g->out)
+    bool beam_ok = !g->beams || ((g->bs = calloc(n, sizeof *g->bs)) && (g->parent = malloc(rows * sizeof *g->parent)) &&
+                                 (g->score = calloc(rows, sizeof *g->score)) &&
+                                 (g->cand_scores = malloc((size_t)n * nc * sizeof *g->cand_scores)) &&
+                                 (g->cand_ids = malloc((size_t)n * nc * sizeof *g->cand_ids)));
+    if (!g->req || !g->pos || !g->ids || !g->src_len || !g->row_data || !g->len || !g->out || !beam_ok)
         return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (uint32_t b = 0; b < n; b++) g->pos[b] = -1, g->src_len[b] = 1;
-    st = vkf_tensor_upload(g->p->lists, g->lists, (uint64_t)(g->n_lists ? g->n_lists : 1) * sizeof *g->lists);
+    for (uint32_t r = 0; r < rows; r++) g->pos[r] = -1;
+    for (uint32_t r = 0; r < rows; r++) g->src_len[r] = 1;
+    for (uint32_t r = 0; g->beams && r < rows; r++) g->parent[r] = (int32_t)r;
+    if (g->proc.on)
+        st = vkf_tensor_upload(g->p->lists, g->lists, (uint64_t)(g->n_lists ? g->n_lists : 1) * sizeof *g->lists);
     g->dirty = true;
     return st;
 }
@@ -450,15 +479,22 @@ static vkf_status group_admit(vkf_scheduler *s, group *g, request **reqs, uint32
     pthread_mutex_lock(&s->mu);
     s->stats.busy_ms += vkf_now_ms() - t0;
     if (st == VKF_OK && g->alive) s->stats.joined += n;
+    for (uint32_t i = 0; st == VKF_OK && g->beams && i < n; i++) /* each one's beams and hypotheses */
+        st = vkf_beam_source_init(&g->bs[slot[i]], g->beams, g->steps);
     for (uint32_t i = 0; st == VKF_OK && i < n; i++) {
         request *r = reqs[i];
         const vkf_decode_call *c = &r->call;
         uint32_t b = slot[i];
         g->req[b] = r;
-        g->pos[b] = 0, g->ids[b] = a->spec.decoder_start_id, g->src_len[b] = (int32_t)r->n_src, g->len[b] = 0;
-        int32_t *row = g->row_data + (size_t)b * g->row_stride;
-        row[0] = (int32_t)c->prefix_len[0], row[1] = (int32_t)c->limit[0];
-        for (uint32_t j = 0; j < c->prefix_len[0]; j++) row[2 + j] = c->prefix[0][j];
+        g->src_len[b] = (int32_t)r->n_src, g->len[b] = 0;
+        for (uint32_t k = 0; k < g->unit; k++) { /* its rows: beam 0 alone at first (the others at -1e9) */
+            uint32_t rr = b * g->unit + k;
+            g->pos[rr] = 0, g->ids[rr] = a->spec.decoder_start_id;
+            int32_t *row = g->row_data + (size_t)rr * g->row_stride;
+            row[0] = (int32_t)c->prefix_len[0], row[1] = (int32_t)c->limit[0];
+            for (uint32_t j = 0; j < c->prefix_len[0]; j++) row[2 + j] = c->prefix[0][j];
+            if (g->beams) g->parent[rr] = (int32_t)rr, g->score[rr] = k ? -1e9f : 0.0f;
+        }
         g->alive++;
         if (b + 1 > g->top) g->top = b + 1;
     }
@@ -467,7 +503,8 @@ static vkf_status group_admit(vkf_scheduler *s, group *g, request **reqs, uint32
     return st;
 }
 
-/* Answers slot b of a group with its ids so far and frees the slot. */
+/* Answers slot b of a group (greedy: its ids so far; beams: its n_best
+ * hypotheses, where it ended) and frees the slot. */
 static void answer_row(vkf_scheduler *s, group *g, uint32_t b, vkf_status st, const char *message)
 {
     request *r = g->req[b];
@@ -475,16 +512,60 @@ static void answer_row(vkf_scheduler *s, group *g, uint32_t b, vkf_status st, co
     vkf_scheduler_result res = {.status = st, .message = message, .ids = g->out + (size_t)b * g->steps,
                                 .lengths = &g->len[b], .scores = &score, .n_best = 1, .stride = g->steps,
                                 .group_rows = g->alive};
+    int32_t *ids = NULL;
+    uint32_t lengths[VKF_MAX_BEAMS];
+    float scores[VKF_MAX_BEAMS];
+    if (g->beams && st == VKF_OK) {
+        uint32_t nb = r->o.n_best, stride = r->o.max_new;
+        ids = malloc((size_t)nb * stride * sizeof *ids);
+        if (ids) {
+            vkf_beam_source_result(&g->bs[b], s->a, r->call.prefix_len[0], nb, stride, ids, lengths, scores);
+            res.ids = ids, res.lengths = lengths, res.scores = scores, res.n_best = nb, res.stride = stride;
+            /* streaming of beam search: the best hypothesis at the end */
+            if (r->o.on_tokens) r->o.on_tokens(r->o.on_tokens_user, 0, ids, lengths[0]);
+        } else {
+            res.status = VKF_ERROR_OUT_OF_HOST_MEMORY, res.message = "out of host memory for a request's hypotheses";
+        }
+    } else if (g->beams) {
+        res.ids = NULL, res.lengths = NULL, res.scores = NULL, res.n_best = 0, res.stride = 0;
+    }
     answer(s, r, &res, true);
+    free(ids);
     pthread_mutex_lock(&s->mu);
     g->req[b] = NULL;
     pthread_mutex_unlock(&s->mu);
     request_free(r);
-    g->pos[b] = -1, g->alive--, g->dirty = true;
+    if (g->beams) vkf_beam_source_free(&g->bs[b]);
+    for (uint32_t k = 0; k < g->unit; k++) {
+        uint32_t rr = b * g->unit + k;
+        g->pos[rr] = -1;
+        if (g->beams) g->parent[rr] = (int32_t)rr, g->score[rr] = 0.0f, g->ids[rr] = s->a->spec.pad_id;
+    }
+    g->alive--, g->dirty = true;
     while (g->top && !g->req[g->top - 1]) g->top--;
 }
 
-/* One decode step of a group's rows 0..top-1; answers the rows that end.
+/* The host's part of a beam group's step: each live slot's candidates decide
+ * its beams' parents, ids and scores for the next step; a slot that ends is
+ * answered. */
+static void beam_rows(vkf_scheduler *s, group *g, uint32_t top)
+{
+    const uint32_t K = g->beams, NC = g->p->n_cand;
+    for (uint32_t b = 0; b < top; b++) {
+        request *r = g->req[b];
+        if (!r) continue;
+        uint32_t t = (uint32_t)g->pos[b * K];
+        for (uint32_t k = 0; k < K; k++) g->pos[b * K + k]++;
+        int32_t local[VKF_MAX_BEAMS];
+        bool ends = vkf_beam_source_step(&g->bs[b], s->a, &r->call, 0, t, g->cand_scores + (size_t)b * NC,
+                                         g->cand_ids + (size_t)b * NC, NC, local, g->ids + (size_t)b * K,
+                                         g->score + (size_t)b * K);
+        for (uint32_t k = 0; k < K; k++) g->parent[b * K + k] = (int32_t)(b * K) + local[k];
+        if (ends || (uint32_t)g->pos[b * K] == g->steps) answer_row(s, g, b, VKF_OK, NULL);
+    }
+}
+
+/* One decode step of a group's slots 0..top-1; answers the rows that end.
  * Returns false once the group has no live row. */
 static bool group_step(vkf_scheduler *s, group *g)
 {
@@ -497,24 +578,33 @@ static bool group_step(vkf_scheduler *s, group *g)
     for (uint32_t b = 0; b < g->top; b++)
         if (cancelled[b] && g->req[b]) answer_row(s, g, b, VKF_ERROR_STATE, "cancelled");
     if (g->alive == 0) return false;
-    uint32_t R = g->top;
+    uint32_t top = g->top, R = top * g->unit, rows = g->slots * g->unit;
     double t0 = vkf_now_ms();
     vkf_status st = VKF_OK;
     if (g->dirty) { /* rows joined or left: their positions, inputs, lengths and processor rows */
-        uint64_t n = g->slots;
-        st = vkf_tensor_upload(p->state, g->pos, n * sizeof *g->pos);
-        if (st == VKF_OK) st = vkf_tensor_upload(p->step_ids, g->ids, n * sizeof *g->ids);
-        if (st == VKF_OK) st = vkf_tensor_upload(p->src_lengths, g->src_len, n * sizeof *g->src_len);
-        if (st == VKF_OK) st = vkf_tensor_upload(p->row_data, g->row_data, n * g->row_stride * sizeof *g->row_data);
+        st = vkf_tensor_upload(p->state, g->pos, (uint64_t)rows * sizeof *g->pos);
+        if (st == VKF_OK && !g->beams) st = vkf_tensor_upload(p->step_ids, g->ids, (uint64_t)rows * sizeof *g->ids);
+        if (st == VKF_OK) st = vkf_tensor_upload(p->src_lengths, g->src_len, (uint64_t)rows * sizeof *g->src_len);
+        if (st == VKF_OK && g->proc.on)
+            st = vkf_tensor_upload(p->row_data, g->row_data, (uint64_t)rows * g->row_stride * sizeof *g->row_data);
         g->dirty = st != VKF_OK;
     }
+    if (st == VKF_OK && g->beams) { /* every step: the host's choices */
+        st = vkf_tensor_upload(p->step_ids, g->ids, (uint64_t)rows * sizeof *g->ids);
+        if (st == VKF_OK) st = vkf_tensor_upload(p->parent, g->parent, (uint64_t)rows * sizeof *g->parent);
+        if (st == VKF_OK) st = vkf_tensor_upload(p->beam_scores, g->score, (uint64_t)rows * sizeof *g->score);
+    }
     vkf_cmd *step = NULL;
-    if (st == VKF_OK) st = vkf_gen_plan_slot_step(s->a, p, R, &step);
+    if (st == VKF_OK) st = vkf_gen_plan_slot_step(s->a, p, R, g->parity, &step);
     if (st == VKF_OK && s->fault_step && s->stats.steps + 1 == s->fault_step) /* tests: a lost device */
         vkf_test_inject_fault(s->a->ctx, "vkQueueSubmit", VK_ERROR_DEVICE_LOST);
     if (st == VKF_OK) st = vkf_cmd_submit(step);
+    g->parity ^= 1;
     int32_t ids[MAX_BATCH];
-    if (st == VKF_OK) st = vkf_tensor_download(p->step_ids, ids, (uint64_t)g->slots * sizeof *ids);
+    if (st == VKF_OK && !g->beams) st = vkf_tensor_download(p->step_ids, ids, (uint64_t)rows * sizeof *ids);
+    uint64_t nc = g->beams ? (uint64_t)g->slots * p->n_cand : 0;
+    if (st == VKF_OK && g->beams) st = vkf_tensor_download(p->cand_scores, g->cand_scores, nc * sizeof *g->cand_scores);
+    if (st == VKF_OK && g->beams) st = vkf_tensor_download(p->cand_ids, g->cand_ids, nc * sizeof *g->cand_ids);
     pthread_mutex_lock(&s->mu);
     s->stats.busy_ms += vkf_now_ms() - t0;
     s->stats.steps++;
@@ -529,6 +619,10 @@ static bool group_step(vkf_scheduler *s, group *g)
         g->dirty = true; /* the device's copies are unknown now */
         return false;
     }
+    if (g->beams) {
+        beam_rows(s, g, top);
+        return g->alive > 0;
+    }
     for (uint32_t b = 0; b < R; b++) {
         request *r = g->req[b];
         if (!r) continue;
@@ -536,7 +630,7 @@ static bool group_step(vkf_scheduler *s, group *g)
         g->ids[b] = ids[b];
         const vkf_decode_call *c = &r->call;
         if (t < c->prefix_len[0]) continue; /* a prefix id */
-        /* forced eos is the processor's (on in every group) */
+        /* forced eos is the processor's (on in every greedy group) */
         bool end = vkf_is_end(c, ids[b]);
         if (!end) {
             g->out[(size_t)b * g->steps + g->len[b]++] = ids[b];
@@ -578,7 +672,7 @@ static bool same_whole(const request *x, const request *y)
     return same_ids(x->bad_ids, y->bad_ids, total);
 }
 
-/* A whole run: beam search, sampling, or requests no slot holds; reqs[0..n)
+/* A whole run: sampling, or requests no slot holds; reqs[0..n)
  * (same_whole, n > 1) decode as one batch of sources, each with its own prefix. */
 static void run_whole(vkf_scheduler *s, request **reqs, uint32_t n)
 {
@@ -1071,8 +1165,9 @@ vkf_status vkf_scheduler_submit(vkf_scheduler *s, const int32_t *ids, uint32_t c
     request *r = calloc(1, sizeof *r);
     if (!r) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     r->done = done, r->user = user;
-    /* the groups run the greedy step, which leaves min_new and renormalize to beam search */
-    r->whole = o.sample || o.beams > 1 || o.min_new > 0 || o.renormalize || !s->slot_form;
+    /* groups run greedy steps and beam search; min_new and renormalize (beam search's
+     * plan-wide settings) and sampling run whole, as does a beam search wider than max_batch */
+    r->whole = o.sample || o.min_new > 0 || o.renormalize || !s->slot_form || o.beams > s->opt.max_batch;
     r->n_src = count;
     r->src = malloc((size_t)count * sizeof *r->src);
     vkf_status st = r->src ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
