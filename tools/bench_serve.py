@@ -20,8 +20,13 @@ lavapipe's threads included, from /proc): on a machine shared with other jobs
 the wall-clock figures move with their load, the CPU time much less. A benchmark, not a test: nothing is asserted; the targets (>= 3x serial
 at 16 clients, >= 1.5x wait-batch) are reported as met or not.
 
+With --alternatives N every request asks for N alternatives (LibreTranslate's
+field: beam search of N + 1 beams, the n-best), and serial runs --max-batch N + 1
+(one beam search at a time).
+
 usage: tools/bench_serve.py [--vkformer build/vkformer] [--model models/demo.safetensors]
-                            [--requests 256] [--clients 1,4,16,64] [--forms continuous,wait-batch,serial] [--json]
+                            [--requests 256] [--clients 1,4,16,64] [--forms continuous,wait-batch,serial]
+                            [--alternatives N] [--json]
 The Vulkan device is the environment's (VK_ICD_FILENAMES, VKFORMER_DEVICE).
 """
 import argparse
@@ -76,7 +81,7 @@ def cpu_seconds(pid):
         return None
 
 
-def run(url, work, clients, pid=None):
+def run(url, work, clients, pid=None, alternatives=0):
     """Closed loop: `clients` threads take the next text until the list is used up."""
     lock = threading.Lock()
     nxt = [0]
@@ -91,7 +96,10 @@ def run(url, work, clients, pid=None):
             if i >= len(work):
                 return
             t0 = time.perf_counter()
-            r = s.post(url + "/translate", json={"q": work[i], "target": "demo"}, timeout=600)
+            body = {"q": work[i], "target": "demo"}
+            if alternatives:
+                body["alternatives"] = alternatives
+            r = s.post(url + "/translate", json=body, timeout=600)
             dt = time.perf_counter() - t0
             with lock:
                 lat.append(dt)
@@ -122,22 +130,23 @@ def main():
     ap.add_argument("--requests", type=int, default=256)
     ap.add_argument("--clients", default="1,4,16,64")
     ap.add_argument("--forms", default="continuous,wait-batch,serial")
+    ap.add_argument("--alternatives", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     counts = [int(c) for c in a.clients.split(",")]
     work = texts(a.requests)
     forms = [("continuous", ["--max-batch", "64"], {}),
              ("wait-batch", ["--max-batch", "64"], {"VKFORMER_SERVE_MAX_GROUPS": "1", "VKFORMER_SCHEDULER_WAIT_BATCH": "1"}),
-             ("serial", ["--max-batch", "1"], {"VKFORMER_SERVE_MAX_GROUPS": "1"})]
+             ("serial", ["--max-batch", str(a.alternatives + 1)], {"VKFORMER_SERVE_MAX_GROUPS": "1"})]
     forms = [f for f in forms if f[0] in a.forms.split(",")]
     results = {}
     for name, args, extra in forms:
         env = dict(os.environ, **extra)
         p, url = start(a.vkformer, a.model, args, env)
         try:
-            run(url, work[:32], 8)  # warm-up: pipelines compiled, plans recorded
+            run(url, work[:32], 8, alternatives=a.alternatives)  # warm-up: pipelines compiled, plans recorded
             for c in counts:
-                r = run(url, work, c, p.pid)
+                r = run(url, work, c, p.pid, a.alternatives)
                 results[(name, c)] = r
                 if a.json:
                     print(json.dumps(dict(r, form=name)))
