@@ -1361,8 +1361,10 @@ VKF_API vkf_status vkf_pool_collect_transcript(vkf_pool *pool, uint64_t ticket, 
  *  - beam searches join groups of their own beams and processor settings (a
  *    slot holds a request's beams; n_best, length penalty, early stopping,
  *    max_new and prefix are per request), beside the greedy groups;
- *  - requests with sampling, min_new or renormalize (beam search's plan-wide
- *    settings) or more beams than max_batch run whole, one run at a time, on the
+ *  - sampling joins groups of its temperature, top_k and top_p, each row
+ *    drawing with its own request's seed as the request alone would;
+ *  - requests with min_new or renormalize (plan-wide settings of the step) or
+ *    more beams than max_batch run whole, one run at a time, on the
  *    model's own decoder (the waiting ones with the same options but the
  *    target prefix, sampling aside, as one batch of sources); between two of
  *    their steps a round of the groups

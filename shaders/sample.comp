@@ -6,7 +6,9 @@
 // draw from what is left. The k-th largest value and the top-p cut are found by
 // bisection on the bit patterns of the (positive) probabilities, 32 parallel
 // reductions each, so nothing is sorted. The draw: u = hash(seed, row, step) in
-// [0, 1) times the kept mass, walked through the kept tokens in index order (each
+// [0, 1) times the kept mass (with row_seeds, u = hash(seeds[row], 0, step): each
+// row draws as row 0 of a call with its own seed would, a slot plan's rows being
+// requests of their own), walked through the kept tokens in index order (each
 // invocation a contiguous chunk). Deterministic for a seed on one device; other
 // devices may round exp() differently and so draw differently near a boundary.
 // eos is left out while the step (state[0], or state[row] with state_stride 1: per-row
@@ -31,12 +33,14 @@ layout(push_constant) uniform Push {
     uint min_new;
     uint force_step;        // at this step the token is eos (forced_eos_token_id); ~0u: never
     uint state_stride;      // 0: state[0] for every row; 1: state[row]
+    uint row_seeds;         // 1: seeds[row] (lo, hi) and row 0 in the draw's hash
 } pc;
 
 layout(set = 0, binding = 0) readonly buffer BufLogits { ACT_T logits[]; };  // (rows, cols)
 layout(set = 0, binding = 1) readonly buffer BufState { int state[]; };      // (1) or (rows): positions
 layout(set = 0, binding = 2) writeonly buffer BufIds { int ids[]; };         // (rows)
 layout(set = 0, binding = 3) writeonly buffer BufTokens { int tokens[]; };   // (rows, token_capacity)
+layout(set = 0, binding = 4) readonly buffer BufSeeds { uint seeds[]; };     // (rows, 2) with row_seeds
 
 shared float red[WG];
 shared float row_max;
@@ -138,7 +142,9 @@ void main()
     if (tid == 0u) {
         float total = 0.0;
         for (uint t = 0u; t < WG; t++) total += red[t];
-        uint h = hash(hash(hash(pc.seed_lo) ^ pc.seed_hi) + row * 0x9e3779b9u + uint(pos) * 0x85ebca6bu);
+        uint seed_lo = pc.seed_lo, seed_hi = pc.seed_hi, r = row;
+        if (pc.row_seeds != 0u) seed_lo = seeds[row * 2u], seed_hi = seeds[row * 2u + 1u], r = 0u;
+        uint h = hash(hash(hash(seed_lo) ^ seed_hi) + r * 0x9e3779b9u + uint(pos) * 0x85ebca6bu);
         float u = float(h >> 8u) * (1.0 / 16777216.0) * total;
         // the chunk where the running sum passes u (the last one with weight if rounding runs past)
         uint t = 0u, last = 0xffffffffu;

@@ -6,8 +6,11 @@
  * its own: the steps are the long one's) and is answered first; requests
  * submitted one after another at staggered steps all join the running batch,
  * each answered as alone; per-request max_new and target prefixes in one
- * batch; beam search as a whole run, with greedy requests admitted and decoded
- * between its steps and a cancel that ends it; cancel (queued and running), a full
+ * batch; beam search and sampling in groups of their own settings (a short beam
+ * search joins a running one; every hypothesis and score, every draw as alone);
+ * whole runs (min_new), batched when they wait together, with greedy requests
+ * admitted and decoded between their steps and a cancel that ends one; cancel
+ * (queued and running), a full
  * queue, bad input, and destroy with requests left (each cancelled once).
  * usage: test_serve_scheduler MODEL.safetensors HELDOUT.tsv */
 #include "harness.h"
@@ -459,7 +462,7 @@ int main(int argc, char **argv)
 
     /* 4d. whole beam searches (min_new) that wait together run as one batch of
      * sources (a target prefix each, or none), each answered as alone; a
-     * sampling request waits for its own run */
+     * sampling request beside them, in a group of its own */
     {
         enum { NW = 3 };
         answer_slot g1 = {0}, w[NW], smp = {0};
@@ -558,6 +561,56 @@ int main(int argc, char **argv)
         CHECK_OK(vkf_scheduler_get_stats(s, &st));
         if (st.joined - before.joined != 1) fprintf(stderr, "beam groups: %llu joined\n", (unsigned long long)(st.joined - before.joined));
         CHECK(st.joined - before.joined == 1); /* the short beam search joined the long one's group */
+    }
+
+    /* 4f. sampling in groups: each row draws with its own seed as the request
+     * alone would, so two requests with the same temperature and top-k but
+     * other seeds share a group, one with another temperature starts its own,
+     * and forced eos without a processor ends a row at its last step; every
+     * answer equals vkf_model_generate_with alone */
+    {
+        enum { NS = 4 };
+        answer_slot g1 = {0}, sm[NS];
+        memset(sm, 0, sizeof sm);
+        gate gf = {.every = 1, .stops = 1};
+        vkf_generate_options l1 = lo;
+        l1.on_tokens = gate_stream, l1.on_tokens_user = &gf;
+        vkf_generate_options so[NS];
+        for (int i = 0; i < NS; i++) {
+            vkf_generate_options_init(&so[i]);
+            so[i].sample = true, so[i].top_k = 8, so[i].temperature = 1.5f, so[i].max_new = 12;
+            so[i].seed = 1000 + (uint64_t)i * 0x100000001ull; /* both words differ */
+        }
+        so[2].temperature = 0.7f;                        /* a group of its own */
+        so[3].forced_eos = true, so[3].max_new = 5;      /* the host ends it */
+        CHECK_OK(vkf_scheduler_get_stats(s, &before));
+        base = answered_total;
+        CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &l1, on_done, &g1, NULL));
+        CHECK(gate_reached(&gf));
+        for (int i = 0; i < NS; i++) CHECK_OK(vkf_scheduler_submit(s, ids[20 + i], lens[20 + i], &so[i], on_done, &sm[i], NULL));
+        gate_open(&gf);
+        wait_answers(base + NS + 1);
+        for (int i = 0; i < NS; i++) {
+            int32_t got[12];
+            uint32_t got_len = 0;
+            float score;
+            const int32_t *p = ids[20 + i];
+            vkf_sequences one = {1, &p, &lens[20 + i]};
+            CHECK_OK(vkf_model_generate_with(m, &one, &so[i], got, &got_len, &score));
+            bool same = sm[i].calls == 1 && sm[i].status == VKF_OK && sm[i].len == got_len && !memcmp(sm[i].ids, got, got_len * 4);
+            if (!same) fprintf(stderr, "sampling request %d: status %d, %u ids (alone: %u)\n", i, sm[i].status, sm[i].len, got_len);
+            CHECK(same);
+        }
+        /* 0, 1 and 3 share a group (forced eos and max_new are per row), 2 has its
+         * own: the lead's encoder pass, then one per group */
+        CHECK_OK(vkf_scheduler_get_stats(s, &st));
+        uint32_t most = sm[0].rows > sm[1].rows ? sm[0].rows : sm[1].rows;
+        if (sm[3].rows > most) most = sm[3].rows;
+        if (st.encoder_passes - before.encoder_passes != 3 || most < 2 || sm[2].rows != 1)
+            fprintf(stderr, "sampling groups: %llu encoder passes, %u and %u rows\n",
+                    (unsigned long long)(st.encoder_passes - before.encoder_passes), most, sm[2].rows);
+        CHECK(st.encoder_passes - before.encoder_passes == 3 && most >= 2 && sm[2].rows == 1);
+        CHECK(g1.calls == 1 && g1.status == VKF_OK);
     }
 
     /* 5. bad input: refused at once, no done call */

@@ -107,6 +107,7 @@ typedef struct vkf_gen_plan {
      * rows and write the other (slot_step: kv_rows 0 to 1, slot_step2: 1 to 0). */
     bool slots;
     vkf_cmd **slot_step, **slot_step2;  /* (batch) owned, each NULL until used */
+    vkf_tensor *seeds;                  /* (batch, 2) I32: a sampling slot plan's seed per row, or NULL */
 } vkf_gen_plan;
 
 /* A model's generation state: its plan (kept while calls have its shape), the
@@ -149,15 +150,16 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
                               const vkf_generate_options *beam_opts, const vkf_generate_options *sampling,
                               const vkf_proc *proc, vkf_gen_plan **out);
 /* A plan of `slots` rows with one position per row (state (slots) I32): greedy
- * (beams 0), or beam search of slots / beams sources of `beams` rows each (slots
- * a multiple of beams); sources of up to S tokens (cross-attention
+ * (beams 0; sampling with `sampling`'s temperature, top_k and top_p, each row
+ * with its own seed in `seeds`), or beam search of slots / beams sources of
+ * `beams` rows each (slots a multiple of beams); sources of up to S tokens (cross-attention
  * keys), up to `steps` positions, the processor proc (NULL: none). Rows join
  * and leave between steps: the caller writes a row's position (0 to start, -1
  * to free), input id, processor row data, its source's length and cross K/V
  * (vkf_gen_plan_encode_slots), and for beams each row's parent and score.
  * UNSUPPORTED for lowrank cross-attention (keys per batch). */
 vkf_status vkf_gen_plan_build_slots(vkf_arch *a, uint32_t slots, uint32_t beams, uint32_t S, uint32_t steps,
-                                    const vkf_proc *proc, vkf_gen_plan **out);
+                                    const vkf_proc *proc, const vkf_generate_options *sampling, vkf_gen_plan **out);
 /* The recorded step of a slot plan's first `rows` rows (1..batch, a multiple of
  * beams; owned by the plan); beam plans alternate `parity` 0 and 1 step by step
  * (which table of cache rows the step reads). */

@@ -43,7 +43,7 @@ void vkf_gen_plan_free(vkf_gen_plan *p)
                         p->qkv,         p->q,      p->attn,        p->tmp,        p->hidden,  p->scratch, p->logits,
                         p->bb_random,   p->parent, p->beam_scores, p->cand_scores, p->cand_ids,
                         p->topk_stats,  p->topk_x, p->topk_id,    p->kv_rows[0],  p->kv_rows[1],
-                        p->scores,      p->inputs, p->row_data,   p->lists};
+                        p->scores,      p->inputs, p->row_data,   p->lists,     p->seeds};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vkf_tensor_destroy(ts[i]);
     free(p);
 }
@@ -62,7 +62,7 @@ uint64_t vkf_gen_plan_bytes(const vkf_gen_plan *p)
                               p->yn,          p->qkv,    p->q,        p->attn,        p->tmp,         p->hidden,
                               p->scratch,     p->logits, p->bb_random, p->parent,     p->beam_scores,
                               p->cand_scores, p->cand_ids, p->topk_stats, p->topk_x, p->topk_id,
-                              p->kv_rows[0],  p->kv_rows[1], p->scores, p->inputs, p->row_data, p->lists};
+                              p->kv_rows[0],  p->kv_rows[1], p->scores, p->inputs, p->row_data, p->lists, p->seeds};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) n += ts[i] ? vkf_tensor_bytes(ts[i]) : 0;
     if (e) { /* a slot plan has none: its arrivals' encoder plans are the scheduler's */
         const vkf_tensor *es[] = {e->src_ids, e->tgt_ids, e->src_pos,  e->tgt_pos, e->src_mask, e->src_lengths,
@@ -137,8 +137,8 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_arch *a, vkf_gen_plan *p, uin
     } else if (p->sample) {
         vkf_generate_options so = p->sampling;
         so.min_new = min_new, so.forced_eos = force_step != UINT32_MAX;
-        VKF_TRY(vkf_op_sample(cmd, choose_from, p->state, p->step_ids, p->tokens, B, s->tgt_vocab, p->steps, &so,
-                              s->eos_id));
+        VKF_TRY(vkf_op_sample_seeded(cmd, choose_from, p->state, p->step_ids, p->tokens, B, s->tgt_vocab, p->steps,
+                                     &so, s->eos_id, p->seeds));
     } else {
         VKF_TRY(vkf_op_argmax(cmd, choose_from, p->state, p->step_ids, p->tokens, B, s->tgt_vocab, p->steps));
     }
@@ -185,6 +185,7 @@ static vkf_status build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t 
         p->slot_step = calloc(B, sizeof *p->slot_step);
         p->slot_step2 = beams ? calloc(B, sizeof *p->slot_step2) : NULL;
         if (!p->slot_step || (beams && !p->slot_step2)) st = vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        if (st == VKF_OK && sampling) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, 2, &p->seeds);
     }
     p->cross_keys = lowrank_cross ? a->cross_attn.rank : S;
     for (uint32_t i = 0; st == VKF_OK && i < L; i++) {
@@ -283,15 +284,15 @@ vkf_status vkf_gen_plan_build(vkf_arch *a, uint32_t sources, uint32_t beams, uin
 }
 
 vkf_status vkf_gen_plan_build_slots(vkf_arch *a, uint32_t slots, uint32_t beams, uint32_t S, uint32_t steps,
-                                    const vkf_proc *proc, vkf_gen_plan **out)
+                                    const vkf_proc *proc, const vkf_generate_options *sampling, vkf_gen_plan **out)
 {
     *out = NULL;
     if (!slots || !S || !steps)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: slots, source length and steps must be positive");
-    if (beams && (beams > VKF_MAX_BEAMS || slots % beams))
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: %u beams (1..%u) of %u slots (a multiple)",
-                        beams, VKF_MAX_BEAMS, slots);
-    return build(a, beams ? slots / beams : slots, beams, S, steps, NULL, NULL, proc, true, out);
+    if ((beams && (beams > VKF_MAX_BEAMS || slots % beams)) || (beams && sampling))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "slot plans: %u beams (1..%u) of %u slots (a multiple), "
+                        "sampling with beams 0", beams, VKF_MAX_BEAMS, slots);
+    return build(a, beams ? slots / beams : slots, beams, S, steps, NULL, sampling, proc, true, out);
 }
 
 vkf_status vkf_gen_plan_slot_step(vkf_arch *a, vkf_gen_plan *p, uint32_t rows, uint32_t parity, vkf_cmd **out)

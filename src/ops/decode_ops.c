@@ -125,6 +125,13 @@ vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
                          vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity,
                          const vkf_generate_options *o, int32_t eos)
 {
+    return vkf_op_sample_seeded(cmd, logits, state, ids, tokens, rows, cols, token_capacity, o, eos, NULL);
+}
+
+vkf_status vkf_op_sample_seeded(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,
+                                vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity,
+                                const vkf_generate_options *o, int32_t eos, const vkf_tensor *seeds)
+{
     static const char fn[] = "sample";
     VKF_TRY(vkf_check_cmd(cmd, logits, fn));
     vkf_context *ctx = vkf_cmd_context(cmd);
@@ -135,7 +142,8 @@ vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
     VKF_TRY(state_stride(cmd, state, rows, fn, &stride));
     VKF_TRY(vkf_check_tensor(cmd, ids, VKF_DTYPE_I32, rows, fn, "ids"));
     VKF_TRY(vkf_check_tensor(cmd, tokens, VKF_DTYPE_I32, (uint64_t)rows * token_capacity, fn, "tokens"));
-    vkf_push_sample pc = {.state_stride = stride, .rows = rows, .cols = cols, .token_capacity = token_capacity,
+    if (seeds) VKF_TRY(vkf_check_tensor(cmd, seeds, VKF_DTYPE_I32, (uint64_t)rows * 2, fn, "seeds"));
+    vkf_push_sample pc = {.state_stride = stride, .row_seeds = seeds != NULL, .rows = rows, .cols = cols, .token_capacity = token_capacity,
                           .inv_temperature = 1.0f / o->temperature, .top_k = o->top_k, .top_p = o->top_p,
                           .seed_lo = (uint32_t)o->seed, .seed_hi = (uint32_t)(o->seed >> 32), .eos = eos,
                           .min_new = o->min_new, .force_step = o->forced_eos ? token_capacity - 1 : UINT32_MAX};
@@ -151,8 +159,10 @@ vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tenso
     const vkf_pipeline *pipe;
     VKF_TRY(vkf_pipeline_get(ctx, logits->dtype == VKF_DTYPE_F16 ? VKF_VARIANT_SAMPLE_ACT16 : VKF_VARIANT_SAMPLE, spec,
                              1, &pipe));
-    vkf_binding b[4] = {{logits, VKF_READ}, {state, VKF_READ}, {ids, VKF_WRITE}, {tokens, VKF_WRITE}};
-    return vkf_cmd_dispatch(cmd, pipe, b, 4, &pc, sizeof pc, groups, "sample");
+    /* without seeds the state tensor stands in at binding 4 (never read) */
+    vkf_binding b[5] = {{logits, VKF_READ}, {state, VKF_READ}, {ids, VKF_WRITE}, {tokens, VKF_WRITE},
+                        {seeds ? seeds : state, VKF_READ}};
+    return vkf_cmd_dispatch(cmd, pipe, b, 5, &pc, sizeof pc, groups, "sample");
 }
 
 /* ------------------------------------------------------------------ logits processors, scoring */

@@ -104,6 +104,12 @@ vkf_status vkf_op_kv_gather(vkf_cmd *cmd, const vkf_tensor *src, const vkf_tenso
 vkf_status vkf_op_sample(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,
                          vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity,
                          const vkf_generate_options *o, int32_t eos);
+/* The same with each row's own seed: seeds (rows, 2) I32 holds each row's 64-bit
+ * seed (low word first), and each row draws as row 0 of a call with that seed
+ * (o's seed unused); seeds NULL: vkf_op_sample. */
+vkf_status vkf_op_sample_seeded(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *state, vkf_tensor *ids,
+                                vkf_tensor *tokens, uint32_t rows, uint32_t cols, uint32_t token_capacity,
+                                const vkf_generate_options *o, int32_t eos, const vkf_tensor *seeds);
 /* cand_scores/cand_ids (sources, n_cand) = the n_cand best of beam_scores[row] +
  * log_softmax(logits[row]) over each source's beams x vocab (see beam_topk.comp). */
 vkf_status vkf_op_beam_topk(vkf_cmd *cmd, const vkf_tensor *logits, const vkf_tensor *beam_scores,

@@ -187,8 +187,9 @@ typedef struct vkf_push_sample {
     uint32_t min_new;
     uint32_t force_step;                /* UINT32_MAX: never */
     uint32_t state_stride;              /* 0: one position for every row; 1: one per row */
+    uint32_t row_seeds;                 /* 1: each row's seed from the seeds tensor, drawn as row 0 */
 } vkf_push_sample;
-_Static_assert(sizeof(vkf_push_sample) == 12 * 4, "mirror of sample.comp");
+_Static_assert(sizeof(vkf_push_sample) == 13 * 4, "mirror of sample.comp");
 
 /* shaders/logits_process.comp */
 typedef struct vkf_push_logits_process {

@@ -9,7 +9,9 @@
  *             admitted at a step boundary into a free slot of a running group
  *             whose processor settings it shares and whose source length it
  *             fits: it JOINS the batch that is decoding others. Groups differ
- *             only by those and by beams (at most max_groups of them), so greedy
+ *             only by those, by beams and by sampling settings (temperature,
+ *             top_k, top_p; each row draws with its own seed) (at most
+ *             max_groups of them), so greedy
  *             requests of one model normally share one group. A beam group's
  *             slot is K rows (a request's beams): each step gathers every row's
  *             table of cache rows from its parent, the GPU keeps each slot's best
@@ -20,7 +22,7 @@
  *             (top: the highest live slot + 1; a free slot below it holds
  *             position -1 and writes nothing); a row that ends is answered at
  *             once and its slot is free at the next boundary;
- *   whole     sampling, beam search with min_new or renormalize, and what a
+ *   whole     min_new or renormalize (plan-wide settings of the step), and what a
  *             slot cannot hold (more beams than max_batch, a target prefix past
  *             PREFIX_ROOM, prefix + max_new past max_len, lowrank cross-attention)
  *             run whole through the model's own calls, one run at a time (those
@@ -89,6 +91,9 @@ struct group {
     int32_t *lists;                     /* (n_lists) owned: the processor's lists (suppressed, end, bad) */
     uint32_t n_lists;
     uint32_t beams;                     /* 0: greedy (a slot is a row); K: beam search (a slot is K rows) */
+    bool sample;                        /* greedy form: a draw instead of argmax */
+    vkf_generate_options sampling;      /* sample: its temperature, top_k and top_p (no seed, min_new, forced eos) */
+    int32_t *seeds;                     /* (rows, 2) sample: each row's seed, low word first */
     uint32_t unit;                      /* rows per slot: 1 or K */
     uint32_t slots, S, steps, row_stride;
     request **req;                      /* (slots) owned: the request in each slot, or NULL (under mu) */
@@ -234,7 +239,7 @@ static vkf_status prepare_slot(vkf_scheduler *s, request *r, bool *out_fits)
      * log-probabilities are the beams' scores, so that a plain beam search is
      * scored as alone; the host ends a source at its limit) */
     memcpy(&r->proc, &c->proc, sizeof r->proc);
-    if (r->o.beams < 2) r->proc.on = true;
+    if (r->o.beams < 2 && !r->o.sample) r->proc.on = true;
     if (r->proc.on) r->proc.prefix_max = PREFIX_ROOM;
     *out_fits = true;
     return VKF_OK;
@@ -275,10 +280,13 @@ static bool is_cancelled(vkf_scheduler *s, const request *r)
 
 /* ------------------------------------------------------------------ groups */
 
-/* Field by field (the structs' padding is not part of their value). */
+/* Field by field (the structs' padding is not part of their value); processors
+ * that are off are equal (nothing of them is recorded: what a request's
+ * settings ask of the host, as forced eos at its last step, is per request). */
 static bool same_proc(const vkf_proc *x, const vkf_proc *y)
 {
-    return x->on == y->on && x->penalty == y->penalty && x->ngram == y->ngram && x->min_new == y->min_new &&
+    if (!x->on || !y->on) return x->on == y->on;
+    return x->penalty == y->penalty && x->ngram == y->ngram && x->min_new == y->min_new &&
            x->forced_eos == y->forced_eos && x->eos == y->eos && x->forced_bos == y->forced_bos &&
            x->n_suppress == y->n_suppress && x->n_end == y->n_end && x->n_bad == y->n_bad &&
            x->prefix_max == y->prefix_max && x->unbanned_generator == y->unbanned_generator &&
@@ -299,7 +307,10 @@ static uint32_t group_source_len(const vkf_arch *a, uint32_t n)
 static bool fits(const vkf_scheduler *s, const group *g, const request *r)
 {
     if (g->alive + g->reserved >= g->slots || r->n_src > g->S || !same_proc(&g->proc, &r->proc) ||
-        g->beams != (r->o.beams > 1 ? r->o.beams : 0))
+        g->beams != (r->o.beams > 1 ? r->o.beams : 0) || g->sample != r->o.sample)
+        return false;
+    if (g->sample && (g->sampling.temperature != r->o.temperature || g->sampling.top_k != r->o.top_k ||
+                      g->sampling.top_p != r->o.top_p))
         return false;
     if (s->wait_batch && g->alive) return false; /* static batching: only an empty group admits */
     return g->n_lists == r->call.n_lists &&
@@ -313,6 +324,12 @@ static group *group_new(vkf_scheduler *s, const request *r)
     if (!g) return NULL;
     g->proc = r->proc;
     g->beams = r->o.beams > 1 ? r->o.beams : 0;
+    g->sample = r->o.sample;
+    if (g->sample) { /* the draw's settings; seeds per row, min_new runs whole, forced eos is the host's */
+        vkf_generate_options_init(&g->sampling);
+        g->sampling.sample = true, g->sampling.temperature = r->o.temperature;
+        g->sampling.top_k = r->o.top_k, g->sampling.top_p = r->o.top_p;
+    }
     g->unit = g->beams ? g->beams : 1;
     g->slots = s->opt.max_batch / g->unit; /* at least 1: a beam search wider than max_batch runs whole */
     g->S = group_source_len(s->a, r->n_src);
@@ -347,7 +364,7 @@ static void group_free(vkf_scheduler *s, group *g, bool keep_plan)
     for (uint32_t b = 0; g->req && b < g->slots; b++) request_free(g->req[b]);
     for (uint32_t b = 0; g->bs && b < g->slots; b++) vkf_beam_source_free(&g->bs[b]);
     free(g->lists), free(g->req), free(g->pos), free(g->ids), free(g->src_len), free(g->row_data), free(g->len);
-    free(g->out), free(g->bs), free(g->parent), free(g->score), free(g->cand_scores), free(g->cand_ids);
+    free(g->out), free(g->bs), free(g->parent), free(g->score), free(g->cand_scores), free(g->cand_ids), free(g->seeds);
     free(g);
 }
 
@@ -357,8 +374,11 @@ static vkf_status group_build(vkf_scheduler *s, group *g)
 {
     for (uint32_t i = 0; i < s->n_cache && !g->p; i++) {
         vkf_gen_plan *p = s->cache[i];
+        bool same_draw = p->sample == g->sample &&
+                         (!g->sample || (p->sampling.temperature == g->sampling.temperature &&
+                                         p->sampling.top_k == g->sampling.top_k && p->sampling.top_p == g->sampling.top_p));
         if (p->batch == g->slots * g->unit && p->beams == g->beams && p->src_len == g->S && p->steps == g->steps &&
-            same_proc(&p->proc, &g->proc)) {
+            same_proc(&p->proc, &g->proc) && same_draw) {
             memmove(s->cache + i, s->cache + i + 1, (s->n_cache - i - 1) * sizeof *s->cache);
             s->n_cache--;
             g->p = p;
@@ -366,7 +386,8 @@ static vkf_status group_build(vkf_scheduler *s, group *g)
     }
     vkf_status st = VKF_OK;
     while (!g->p) {
-        st = vkf_gen_plan_build_slots(s->a, g->slots * g->unit, g->beams, g->S, g->steps, &g->proc, &g->p);
+        st = vkf_gen_plan_build_slots(s->a, g->slots * g->unit, g->beams, g->S, g->steps, &g->proc,
+                                      g->sample ? &g->sampling : NULL, &g->p);
         if (st == VKF_ERROR_OUT_OF_DEVICE_MEMORY && s->n_cache) {
             while (s->n_cache) vkf_gen_plan_free(s->cache[--s->n_cache]);
             continue;
@@ -386,6 +407,8 @@ static vkf_status group_build(vkf_scheduler *s, group *g)
     g->row_data = calloc((size_t)rows * g->row_stride, sizeof *g->row_data);
     g->len = calloc(n, sizeof *g->len);
     g->out = malloc((size_t)n * g->steps * sizeof *g->out);
+    if (g->sample && !(g->seeds = calloc((size_t)rows * 2, sizeof *g->seeds)))
+        return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     bool beam_ok = !g->beams || ((g->bs = calloc(n, sizeof *g->bs)) && (g->parent = malloc(rows * sizeof *g->parent)) &&
                                  (g->score = calloc(rows, sizeof *g->score)) &&
                                  (g->cand_scores = malloc((size_t)n * nc * sizeof *g->cand_scores)) &&
@@ -494,6 +517,7 @@ static vkf_status group_admit(vkf_scheduler *s, group *g, request **reqs, uint32
             row[0] = (int32_t)c->prefix_len[0], row[1] = (int32_t)c->limit[0];
             for (uint32_t j = 0; j < c->prefix_len[0]; j++) row[2 + j] = c->prefix[0][j];
             if (g->beams) g->parent[rr] = (int32_t)rr, g->score[rr] = k ? -1e9f : 0.0f;
+            if (g->sample) g->seeds[2 * rr] = (int32_t)(uint32_t)r->o.seed, g->seeds[2 * rr + 1] = (int32_t)(uint32_t)(r->o.seed >> 32);
         }
         g->alive++;
         if (b + 1 > g->top) g->top = b + 1;
@@ -587,6 +611,7 @@ static bool group_step(vkf_scheduler *s, group *g)
         if (st == VKF_OK) st = vkf_tensor_upload(p->src_lengths, g->src_len, (uint64_t)rows * sizeof *g->src_len);
         if (st == VKF_OK && g->proc.on)
             st = vkf_tensor_upload(p->row_data, g->row_data, (uint64_t)rows * g->row_stride * sizeof *g->row_data);
+        if (st == VKF_OK && g->sample) st = vkf_tensor_upload(p->seeds, g->seeds, (uint64_t)rows * 2 * sizeof *g->seeds);
         g->dirty = st != VKF_OK;
     }
     if (st == VKF_OK && g->beams) { /* every step: the host's choices */
@@ -630,8 +655,9 @@ static bool group_step(vkf_scheduler *s, group *g)
         g->ids[b] = ids[b];
         const vkf_decode_call *c = &r->call;
         if (t < c->prefix_len[0]) continue; /* a prefix id */
-        /* forced eos is the processor's (on in every greedy group) */
-        bool end = vkf_is_end(c, ids[b]);
+        /* forced eos is the processor's where it is on (every argmax group); else
+         * the row ends at its last step without the id drawn there */
+        bool end = vkf_is_end(c, ids[b]) || (r->o.forced_eos && !g->proc.on && g->len[b] + 1 == c->limit[0]);
         if (!end) {
             g->out[(size_t)b * g->steps + g->len[b]++] = ids[b];
             if (r->o.on_tokens && !r->o.on_tokens(r->o.on_tokens_user, 0, &ids[b], 1)) end = true;
@@ -672,7 +698,7 @@ static bool same_whole(const request *x, const request *y)
     return same_ids(x->bad_ids, y->bad_ids, total);
 }
 
-/* A whole run: sampling, or requests no slot holds; reqs[0..n)
+/* A whole run: requests no slot holds; reqs[0..n)
  * (same_whole, n > 1) decode as one batch of sources, each with its own prefix. */
 static void run_whole(vkf_scheduler *s, request **reqs, uint32_t n)
 {
@@ -1165,9 +1191,9 @@ vkf_status vkf_scheduler_submit(vkf_scheduler *s, const int32_t *ids, uint32_t c
     request *r = calloc(1, sizeof *r);
     if (!r) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     r->done = done, r->user = user;
-    /* groups run greedy steps and beam search; min_new and renormalize (beam search's
-     * plan-wide settings) and sampling run whole, as does a beam search wider than max_batch */
-    r->whole = o.sample || o.min_new > 0 || o.renormalize || !s->slot_form || o.beams > s->opt.max_batch;
+    /* groups run greedy steps, sampling and beam search; min_new and renormalize (plan-wide
+     * settings of the step) run whole, as does a beam search wider than max_batch */
+    r->whole = o.min_new > 0 || o.renormalize || !s->slot_form || o.beams > s->opt.max_batch;
     r->n_src = count;
     r->src = malloc((size_t)count * sizeof *r->src);
     vkf_status st = r->src ? VKF_OK : vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
