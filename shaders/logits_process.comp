@@ -39,7 +39,8 @@ layout(push_constant) uniform Push {
     uint rows, vocab;
     uint steps;             // columns of inputs and row_index
     uint row_stride;        // ints per row of row_data: prefix length, limit, prefix ids
-    uint flags;             // 1: LOG_PROBS (beam search), 2: row_index is bound, 4: state per row
+    uint flags;             // 1: LOG_PROBS (beam search), 2: row_index is bound, 4: state per row,
+                            // 8: forced bos per row (row_data's third int, the prefix ids after it)
     float penalty;          // 1: off
     uint ngram;             // 0: off
     uint n_suppress, n_end, n_bad;
@@ -120,16 +121,18 @@ void main()
     if (tid == 0u && t < pc.steps) inputs[row * pc.steps + t] = step_ids[row];
     const uint P = uint(row_data[row * pc.row_stride]);            // prefix length
     const uint limit = uint(row_data[row * pc.row_stride + 1u]);   // new tokens at most
+    const bool row_bos = (pc.flags & 8u) != 0u;                    // a slot plan's rows: a language each
+    const int forced_bos = row_bos ? row_data[row * pc.row_stride + 2u] : pc.forced_bos;
     // inside the prefix: its next id is the only choice
     if (t < P) {
-        const int id = row_data[row * pc.row_stride + 2u + t];
+        const int id = row_data[row * pc.row_stride + (row_bos ? 3u : 2u) + t];
         for (uint v = tid; v < V; v += WG) scores[base + v] = int(v) == id ? 0.0 : NEG_INF;
         return;
     }
     const uint produced = t - P;                                   // new tokens before this step's
     // forced tokens override everything but the suppressed ids
     int forced = -1;
-    if (pc.forced_bos >= 0 && t == 0u) forced = pc.forced_bos;
+    if (forced_bos >= 0 && t == 0u) forced = forced_bos;
     if (pc.forced_eos != 0u && produced + 1u == limit) forced = pc.eos;
     // LOG_PROBS: log_softmax(x) = (x - m) - log(sum(exp(x - m))), as beam_topk.comp forms it
     float m = 0.0, log_sum = 0.0;

@@ -563,6 +563,48 @@ int main(int argc, char **argv)
         CHECK(st.joined - before.joined == 1); /* the short beam search joined the long one's group */
     }
 
+    /* 4g. a forced bos (a target language) is per row: requests with other
+     * forced first ids join the running group, a beam search with one runs in a
+     * beam group; each as alone */
+    {
+        answer_slot g1 = {0}, fa = {0}, fb = {0}, fc = {0};
+        gate gg = {.every = 1, .stops = 1};
+        vkf_generate_options l1 = lo;
+        l1.on_tokens = gate_stream, l1.on_tokens_user = &gg;
+        vkf_generate_options oa = lo, ob = lo, oc = lo;
+        oa.max_new = 6, oa.forced_bos = true, oa.forced_bos_id = want[(size_t)24 * max_new];
+        ob.max_new = 7, ob.forced_bos = true, ob.forced_bos_id = want[(size_t)25 * max_new + 1];
+        oc.max_new = 8, oc.forced_bos = true, oc.forced_bos_id = ob.forced_bos_id, oc.beams = 2, oc.n_best = 2;
+        CHECK(oa.forced_bos_id != ob.forced_bos_id);
+        CHECK_OK(vkf_scheduler_get_stats(s, &before));
+        base = answered_total;
+        CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &l1, on_done, &g1, NULL));
+        CHECK(gate_reached(&gg));
+        CHECK_OK(vkf_scheduler_submit(s, ids[26], lens[26], &oa, on_done, &fa, NULL));
+        CHECK_OK(vkf_scheduler_submit(s, ids[27], lens[27], &ob, on_done, &fb, NULL));
+        CHECK_OK(vkf_scheduler_submit(s, ids[28], lens[28], &oc, on_done, &fc, NULL));
+        gate_open(&gg);
+        wait_answers(base + 4);
+        const answer_slot *got_slot[3] = {&fa, &fb, &fc};
+        const vkf_generate_options *got_o[3] = {&oa, &ob, &oc};
+        for (int i = 0; i < 3; i++) {
+            int32_t got[2 * 8];
+            uint32_t got_len[2];
+            float score[2];
+            const int32_t *p = ids[26 + i];
+            vkf_sequences one = {1, &p, &lens[26 + i]};
+            CHECK_OK(vkf_model_generate_with(m, &one, got_o[i], got, got_len, score));
+            const answer_slot *a = got_slot[i];
+            bool same = a->calls == 1 && a->status == VKF_OK && a->len == got_len[0] && !memcmp(a->ids, got, got_len[0] * 4) &&
+                        a->len >= 1 && a->ids[0] == got_o[i]->forced_bos_id;
+            if (!same) fprintf(stderr, "forced bos request %d: status %d, %u ids (alone: %u)\n", i, a->status, a->len, got_len[0]);
+            CHECK(same);
+        }
+        CHECK_OK(vkf_scheduler_get_stats(s, &st));
+        if (st.joined - before.joined != 2) fprintf(stderr, "forced bos: %llu joined\n", (unsigned long long)(st.joined - before.joined));
+        CHECK(st.joined - before.joined == 2 && g1.calls == 1 && g1.status == VKF_OK); /* both languages joined the lead */
+    }
+
     /* 4f. sampling in groups: each row draws with its own seed as the request
      * alone would, so two requests with the same temperature and top-k but
      * other seeds share a group, one with another temperature starts its own,
