@@ -375,6 +375,26 @@ static void test_staging(void)
     verify_pattern(before, 201, "neighbour before staged uploads");
     vkf_tensor_destroy(before);
 
+    /* Small transfers (a decode step's) reuse the context's kept staging buffer:
+     * with the next vkAllocateMemory failing they still work; a large one makes
+     * a buffer of its own and fails, as the driver said. */
+    {
+        uint64_t n = 1000, big = (2 * MiB) / 4;
+        vkf_tensor *s = tensor_nd(ctx, VKF_DTYPE_I32, 1, &n), *l = tensor_nd(ctx, VKF_DTYPE_F32, 1, &big);
+        upload_pattern(s, 301); /* the kept buffer exists from here on */
+        vkf_test_inject_fault(ctx, "vkAllocateMemory", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+        upload_pattern(s, 302);
+        verify_pattern(s, 302, "small staged transfers with vkAllocateMemory failing");
+        float *h = calloc(big, sizeof *h);
+        CHECK(h != NULL);
+        if (h) CHECK_STATUS(vkf_tensor_upload(l, h, big * sizeof *h), VKF_ERROR_OUT_OF_DEVICE_MEMORY);
+        free(h);
+        upload_pattern(l, 303); /* the fault was one call's */
+        verify_pattern(l, 303, "a large staged transfer after the fault");
+        vkf_tensor_destroy(s);
+        vkf_tensor_destroy(l);
+    }
+
     check_matmul(ctx, 70, 50, 90, "matmul through staging");
     /* Dependent ops and re-submission with staged uploads in between. */
     test_chain(ctx);

@@ -831,6 +831,9 @@ vkf_status vkf_device_open(vkf_context *ctx, const vkf_context_options *options)
 void vkf_device_close(vkf_context *ctx)
 {
     if (ctx->device) {
+        if (ctx->small_staging) ctx->vk.vkDestroyBuffer(ctx->device, ctx->small_staging, NULL);
+        if (ctx->small_staging_memory) ctx->vk.vkFreeMemory(ctx->device, ctx->small_staging_memory, NULL);
+        ctx->small_staging = VK_NULL_HANDLE, ctx->small_staging_memory = VK_NULL_HANDLE, ctx->small_staging_mapped = NULL;
         if (ctx->transfer_fence) ctx->vk.vkDestroyFence(ctx->device, ctx->transfer_fence, NULL);
         if (ctx->command_pool) ctx->vk.vkDestroyCommandPool(ctx->device, ctx->command_pool, NULL);
         if (ctx->vk.vkDestroyDevice) ctx->vk.vkDestroyDevice(ctx->device, NULL);

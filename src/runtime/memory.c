@@ -8,6 +8,7 @@
 #include <string.h>
 
 #define STAGING_CHUNK (16ull << 20)
+#define VKF_SMALL_STAGING (1ull << 20) /* transfers up to this size go through the context's kept buffer */
 
 uint32_t vkf_dtype_size(vkf_dtype dtype)
 {
@@ -323,7 +324,14 @@ static vkf_status staged_copy(vkf_tensor *t, void *host, uint64_t bytes, bool up
     VkBuffer staging;
     VkDeviceMemory memory;
     void *mapped;
-    VKF_TRY(buffer_create(ctx, chunk, ctx->staging_memory_type, /*map=*/true, &staging, &memory, &mapped));
+    /* small transfers (every decode step has some): the context's kept buffer,
+     * so that they allocate no memory; larger ones a buffer of their own */
+    bool kept = bytes <= VKF_SMALL_STAGING;
+    if (kept && !ctx->small_staging)
+        VKF_TRY(buffer_create(ctx, VKF_SMALL_STAGING, ctx->staging_memory_type, /*map=*/true, &ctx->small_staging,
+                              &ctx->small_staging_memory, &ctx->small_staging_mapped));
+    if (kept) staging = ctx->small_staging, memory = ctx->small_staging_memory, mapped = ctx->small_staging_mapped;
+    else VKF_TRY(buffer_create(ctx, chunk, ctx->staging_memory_type, /*map=*/true, &staging, &memory, &mapped));
     vkf_status st = VKF_OK;
     for (uint64_t done = 0; done < bytes && st == VKF_OK; done += chunk) {
         uint64_t n = bytes - done < chunk ? bytes - done : chunk;
@@ -358,8 +366,10 @@ static vkf_status staged_copy(vkf_tensor *t, void *host, uint64_t bytes, bool up
         st = vkf_oneshot_end(ctx, cb);
         if (st == VKF_OK && !upload) memcpy((char *)host + done, mapped, n);
     }
-    ctx->vk.vkDestroyBuffer(ctx->device, staging, NULL);
-    ctx->vk.vkFreeMemory(ctx->device, memory, NULL);
+    if (!kept) {
+        ctx->vk.vkDestroyBuffer(ctx->device, staging, NULL);
+        ctx->vk.vkFreeMemory(ctx->device, memory, NULL);
+    }
     return st;
 }
 

@@ -445,6 +445,12 @@ struct vkf_context {
     uint32_t queue_family;
     VkCommandPool command_pool;         /* owned */
     VkFence transfer_fence;             /* owned, for uploads/downloads */
+    /* owned, made on first use: the staging buffer of transfers up to
+     * VKF_SMALL_STAGING bytes (a decode step's ids, positions and candidates),
+     * kept so that a step's transfers allocate nothing; larger ones make their own */
+    VkBuffer small_staging;
+    VkDeviceMemory small_staging_memory;
+    void *small_staging_mapped;
     VkPipelineCache pipeline_cache;     /* owned */
     char cache_dir[512];                /* pipeline-cache and tune files; "" none */
     bool pipeline_cache_on;             /* read at create, written at destroy */
