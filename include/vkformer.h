@@ -1346,7 +1346,8 @@ VKF_API vkf_status vkf_pool_collect_transcript(vkf_pool *pool, uint64_t ticket, 
  *  - requests wait in a queue; at each decode-step boundary the scheduler admits
  *    waiting greedy requests into free slots of a group: a running batch whose
  *    rows are slots, each with its own position, cross-attention keys/values,
- *    self-attention KV cache and processor row (target prefix, max_new). A
+ *    self-attention KV cache and processor row (target prefix, max_new, forced
+ *    bos, repetition penalty, no-repeat n-gram size). A
  *    request JOINS a running group whose logits-processor settings it shares
  *    and whose source length class (a power of two from 16) it fits; else it
  *    starts a new group (at most max_groups run). The arrivals of a boundary run

@@ -40,7 +40,8 @@ layout(push_constant) uniform Push {
     uint steps;             // columns of inputs and row_index
     uint row_stride;        // ints per row of row_data: prefix length, limit, prefix ids
     uint flags;             // 1: LOG_PROBS (beam search), 2: row_index is bound, 4: state per row,
-                            // 8: forced bos per row (row_data's third int, the prefix ids after it)
+                            // 8: settings per row (row_data: prefix length, limit, forced bos,
+                            // repetition penalty's float bits, n-gram size, then the prefix ids)
     float penalty;          // 1: off
     uint ngram;             // 0: off
     uint n_suppress, n_end, n_bad;
@@ -121,11 +122,13 @@ void main()
     if (tid == 0u && t < pc.steps) inputs[row * pc.steps + t] = step_ids[row];
     const uint P = uint(row_data[row * pc.row_stride]);            // prefix length
     const uint limit = uint(row_data[row * pc.row_stride + 1u]);   // new tokens at most
-    const bool row_bos = (pc.flags & 8u) != 0u;                    // a slot plan's rows: a language each
-    const int forced_bos = row_bos ? row_data[row * pc.row_stride + 2u] : pc.forced_bos;
+    const bool per_row = (pc.flags & 8u) != 0u;                    // a slot plan's rows: requests of their own
+    const int forced_bos = per_row ? row_data[row * pc.row_stride + 2u] : pc.forced_bos;
+    const float penalty = per_row ? intBitsToFloat(row_data[row * pc.row_stride + 3u]) : pc.penalty;
+    const uint ngram = per_row ? uint(row_data[row * pc.row_stride + 4u]) : pc.ngram;
     // inside the prefix: its next id is the only choice
     if (t < P) {
-        const int id = row_data[row * pc.row_stride + (row_bos ? 3u : 2u) + t];
+        const int id = row_data[row * pc.row_stride + (per_row ? 5u : 2u) + t];
         for (uint v = tid; v < V; v += WG) scores[base + v] = int(v) == id ? 0.0 : NEG_INF;
         return;
     }
@@ -151,18 +154,18 @@ void main()
         for (uint v = tid; v < V; v += WG) scores[base + v] = (float(logits[base + v]) - m) - log_sum;
         sync_writes();
         // repetition penalty on each id of the sequence (an id twice writes the same value)
-        if (pc.penalty != 1.0) {
+        if (penalty != 1.0) {
             for (uint j = tid; j <= t; j += WG) {
                 const int id = history(row, j, t);
                 if (id < 0 || uint(id) >= V) continue;
                 const float s = (float(logits[base + uint(id)]) - m) - log_sum;
-                scores[base + uint(id)] = s < 0.0 ? s * pc.penalty : s / pc.penalty;
+                scores[base + uint(id)] = s < 0.0 ? s * penalty : s / penalty;
             }
             sync_writes();
         }
         // no-repeat n-gram: n-gram i (i + n <= t + 1) whose first n - 1 ids are the
         // sequence's last n - 1 bans its last id
-        const uint n = pc.ngram, len = t + 1u;
+        const uint n = ngram, len = t + 1u;
         if (n > 0u && len + 1u >= n && len >= n) {
             for (uint i = tid; i + n <= len; i += WG) {
                 bool same = true;

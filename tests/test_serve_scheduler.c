@@ -563,19 +563,22 @@ int main(int argc, char **argv)
         CHECK(st.joined - before.joined == 1); /* the short beam search joined the long one's group */
     }
 
-    /* 4g. a forced bos (a target language) is per row: requests with other
-     * forced first ids join the running group, a beam search with one runs in a
-     * beam group; each as alone */
+    /* 4g. a forced bos (a target language), the repetition penalty and the
+     * n-gram size are per row: requests with other forced first ids, a penalty
+     * and an n-gram size join the running group, a beam search with a forced bos
+     * runs in a beam group; each as alone */
     {
-        answer_slot g1 = {0}, fa = {0}, fb = {0}, fc = {0};
+        answer_slot g1 = {0}, fa = {0}, fb = {0}, fc = {0}, fd = {0}, fe = {0};
         gate gg = {.every = 1, .stops = 1};
         vkf_generate_options l1 = lo;
         l1.on_tokens = gate_stream, l1.on_tokens_user = &gg;
-        vkf_generate_options oa = lo, ob = lo, oc = lo;
+        vkf_generate_options oa = lo, ob = lo, oc = lo, od = lo, oe = lo;
         oa.max_new = 6, oa.forced_bos = true, oa.forced_bos_id = want[(size_t)24 * max_new];
         ob.max_new = 7, ob.forced_bos = true, ob.forced_bos_id = want[(size_t)25 * max_new + 1];
         oc.max_new = 8, oc.forced_bos = true, oc.forced_bos_id = ob.forced_bos_id, oc.beams = 2, oc.n_best = 2;
         CHECK(oa.forced_bos_id != ob.forced_bos_id);
+        od.max_new = 12, od.repetition_penalty = 1.7f;
+        oe.max_new = 12, oe.no_repeat_ngram = 2;
         CHECK_OK(vkf_scheduler_get_stats(s, &before));
         base = answered_total;
         CHECK_OK(vkf_scheduler_submit(s, ids[0], lens[0], &l1, on_done, &g1, NULL));
@@ -583,12 +586,14 @@ int main(int argc, char **argv)
         CHECK_OK(vkf_scheduler_submit(s, ids[26], lens[26], &oa, on_done, &fa, NULL));
         CHECK_OK(vkf_scheduler_submit(s, ids[27], lens[27], &ob, on_done, &fb, NULL));
         CHECK_OK(vkf_scheduler_submit(s, ids[28], lens[28], &oc, on_done, &fc, NULL));
+        CHECK_OK(vkf_scheduler_submit(s, ids[29], lens[29], &od, on_done, &fd, NULL));
+        CHECK_OK(vkf_scheduler_submit(s, ids[30], lens[30], &oe, on_done, &fe, NULL));
         gate_open(&gg);
-        wait_answers(base + 4);
-        const answer_slot *got_slot[3] = {&fa, &fb, &fc};
-        const vkf_generate_options *got_o[3] = {&oa, &ob, &oc};
-        for (int i = 0; i < 3; i++) {
-            int32_t got[2 * 8];
+        wait_answers(base + 6);
+        const answer_slot *got_slot[5] = {&fa, &fb, &fc, &fd, &fe};
+        const vkf_generate_options *got_o[5] = {&oa, &ob, &oc, &od, &oe};
+        for (int i = 0; i < 5; i++) {
+            int32_t got[2 * 12];
             uint32_t got_len[2];
             float score[2];
             const int32_t *p = ids[26 + i];
@@ -596,13 +601,28 @@ int main(int argc, char **argv)
             CHECK_OK(vkf_model_generate_with(m, &one, got_o[i], got, got_len, score));
             const answer_slot *a = got_slot[i];
             bool same = a->calls == 1 && a->status == VKF_OK && a->len == got_len[0] && !memcmp(a->ids, got, got_len[0] * 4) &&
-                        a->len >= 1 && a->ids[0] == got_o[i]->forced_bos_id;
-            if (!same) fprintf(stderr, "forced bos request %d: status %d, %u ids (alone: %u)\n", i, a->status, a->len, got_len[0]);
+                        a->len >= 1 && (!got_o[i]->forced_bos || a->ids[0] == got_o[i]->forced_bos_id);
+            if (!same) fprintf(stderr, "per-row settings request %d: status %d, %u ids (alone: %u)\n", i, a->status, a->len, got_len[0]);
             CHECK(same);
         }
         CHECK_OK(vkf_scheduler_get_stats(s, &st));
-        if (st.joined - before.joined != 2) fprintf(stderr, "forced bos: %llu joined\n", (unsigned long long)(st.joined - before.joined));
-        CHECK(st.joined - before.joined == 2 && g1.calls == 1 && g1.status == VKF_OK); /* both languages joined the lead */
+        if (st.joined - before.joined != 4) fprintf(stderr, "per-row settings: %llu joined\n", (unsigned long long)(st.joined - before.joined));
+        CHECK(st.joined - before.joined == 4 && g1.calls == 1 && g1.status == VKF_OK); /* all four joined the lead */
+        /* the penalty and the n-gram size changed those answers (else the test shows nothing of them) */
+        const int32_t *p = ids[29];
+        vkf_sequences one = {1, &p, &lens[29]};
+        int32_t plain[12];
+        uint32_t plain_len;
+        float plain_score;
+        vkf_generate_options pl = lo;
+        pl.max_new = 12;
+        CHECK_OK(vkf_model_generate_with(m, &one, &pl, plain, &plain_len, &plain_score));
+        bool differs_d = fd.len != plain_len || memcmp(fd.ids, plain, plain_len * 4);
+        p = ids[30], one.lengths = &lens[30];
+        CHECK_OK(vkf_model_generate_with(m, &one, &pl, plain, &plain_len, &plain_score));
+        bool differs_e = fe.len != plain_len || memcmp(fe.ids, plain, plain_len * 4);
+        if (!differs_d || !differs_e) fprintf(stderr, "penalty changed the answer: %d, n-gram: %d\n", differs_d, differs_e);
+        CHECK(differs_d && differs_e);
     }
 
     /* 4f. sampling in groups: each row draws with its own seed as the request

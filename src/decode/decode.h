@@ -33,8 +33,9 @@ typedef struct vkf_proc {
     int32_t forced_bos;                 /* the first new token after the start alone, or -1 */
     uint32_t n_suppress, n_end, n_bad;  /* lengths of the lists: suppressed ids, end ids, bad-sequence ints */
     uint32_t prefix_max;                /* longest target prefix of the batch */
-    bool bos_per_row;                   /* slot plans: forced bos per row (row data: prefix length, limit, forced
-                                           bos or -1, prefix ids); forced_bos unused */
+    bool row_settings;                  /* slot plans: forced bos, repetition penalty and n-gram size per row (row
+                                           data: prefix length, limit, forced bos or -1, penalty's float bits,
+                                           n-gram size, prefix ids); forced_bos, penalty and ngram unused */
     bool unbanned_generator;            /* the step's generator leaves the model's banned ids in (beam search
                                            with processors bans them after the log-softmax, as generate()) */
     /* Whisper: begin-suppressed ids (after the other lists) and the timestamp rules (ts_begin > 0) */

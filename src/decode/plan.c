@@ -117,7 +117,7 @@ static vkf_status rec_step(vkf_cmd *cmd, const vkf_arch *a, vkf_gen_plan *p, uin
         vkf_logits_process_desc d = {
             .rows = B, .vocab = s->tgt_vocab, .steps = p->steps, .logits = p->logits, .state = p->state,
             .step_ids = p->step_ids, .row_index = rows, .inputs = p->inputs, .row_data = p->row_data,
-            .row_stride = (pr->bos_per_row ? 3 : 2) + pr->prefix_max, .bos_per_row = pr->bos_per_row, .lists = p->lists, .n_suppress = pr->n_suppress, .n_end = pr->n_end,
+            .row_stride = (pr->row_settings ? 5 : 2) + pr->prefix_max, .row_settings = pr->row_settings, .lists = p->lists, .n_suppress = pr->n_suppress, .n_end = pr->n_end,
             .n_bad = pr->n_bad, .log_probs = p->beams > 1, .penalty = pr->penalty, .ngram = pr->ngram,
             .min_new = pr->min_new, .forced_bos = pr->forced_bos, .forced_eos = pr->forced_eos, .eos = pr->eos,
             .scores = p->scores, .n_begin = pr->n_begin, .ts_begin = pr->ts_begin,
@@ -229,7 +229,7 @@ static vkf_status build(vkf_arch *a, uint32_t sources, uint32_t beams, uint32_t 
         uint32_t lists = pr->n_suppress + pr->n_end + pr->n_bad + pr->n_begin;
         st = vkf_tensor2(ctx, VKF_DTYPE_F32, B, s->tgt_vocab, &p->scores);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, steps, &p->inputs);
-        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, (pr->bos_per_row ? 3 : 2) + pr->prefix_max, &p->row_data);
+        if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, B, (pr->row_settings ? 5 : 2) + pr->prefix_max, &p->row_data);
         if (st == VKF_OK) st = vkf_tensor2(ctx, VKF_DTYPE_I32, 1, lists ? lists : 1, &p->lists);
     }
     vkf_tensor **acts[] = {&p->y, &p->y2, &p->yn, &p->tmp};
@@ -354,7 +354,7 @@ vkf_status vkf_gen_plan_encode_slots(vkf_arch *a, vkf_gen_plan *p, vkf_fwd_plan 
 vkf_status vkf_gen_plan_upload_call(vkf_gen_plan *p, const vkf_decode_call *c, uint32_t rows_per_source)
 {
     if (!p->proc.on) return VKF_OK;
-    if (p->proc.bos_per_row) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "a slot plan's row data is its caller's");
+    if (p->proc.row_settings) return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "a slot plan's row data is its caller's");
     uint32_t stride = 2 + p->proc.prefix_max, B = p->batch;
     int32_t *h = calloc((size_t)B * stride, sizeof *h);
     if (!h) return vkf_fail(VKF_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");

@@ -174,9 +174,9 @@ vkf_status vkf_op_logits_process(vkf_cmd *cmd, const vkf_logits_process_desc *d)
     vkf_context *ctx = vkf_cmd_context(cmd);
     if (!d->logits || d->logits->dtype == VKF_DTYPE_I32 || d->logits->dtype == VKF_DTYPE_I8)
         return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: logits must be an F32 or F16 tensor", fn);
-    if (!d->rows || !d->vocab || !d->steps || d->row_stride < (d->bos_per_row ? 3u : 2u) || !(d->penalty > 0))
-        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: rows, vocab, steps must be positive, row_stride >= 2 (3 with "
-                        "bos per row), "
+    if (!d->rows || !d->vocab || !d->steps || d->row_stride < (d->row_settings ? 5u : 2u) || !(d->penalty > 0))
+        return vkf_fail(VKF_ERROR_INVALID_ARGUMENT, "%s: rows, vocab, steps must be positive, row_stride >= 2 (5 with "
+                        "settings per row), "
                         "penalty > 0", fn);
     uint64_t cells = (uint64_t)d->rows * d->vocab;
     VKF_TRY(vkf_check_tensor(cmd, d->logits, d->logits->dtype, cells, fn, "logits"));
@@ -195,7 +195,7 @@ vkf_status vkf_op_logits_process(vkf_cmd *cmd, const vkf_logits_process_desc *d)
     VKF_TRY(vkf_check_tensor(cmd, d->scores, VKF_DTYPE_F32, cells, fn, "scores"));
     vkf_push_logits_process pc = {.rows = d->rows, .vocab = d->vocab, .steps = d->steps, .row_stride = d->row_stride,
                                   .flags = (d->log_probs ? 1u : 0u) | (d->row_index ? 2u : 0u) | (per_row ? 4u : 0u) |
-                                           (d->bos_per_row ? 8u : 0u),
+                                           (d->row_settings ? 8u : 0u),
                                   .penalty = d->penalty,
                                   .ngram = d->ngram, .n_suppress = d->n_suppress, .n_end = d->n_end, .n_bad = d->n_bad,
                                   .min_new = d->min_new, .forced_bos = d->forced_bos,

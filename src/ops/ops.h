@@ -135,7 +135,8 @@ typedef struct vkf_logits_process_desc {
     const vkf_tensor *lists;            /* I32: n_suppress suppressed ids, n_end end ids, n_bad bad-sequence ints */
     uint32_t n_suppress, n_end, n_bad;
     bool log_probs;
-    bool bos_per_row;                   /* forced bos from each row's row_data[2] (the prefix ids from [3]) */
+    bool row_settings;                  /* each row's forced bos, repetition penalty (float bits) and n-gram size
+                                           in row_data[2..4] (the prefix ids from [5]); the push constants' unused */
     float penalty;                      /* 1: off */
     uint32_t ngram, min_new;
     int32_t forced_bos;                 /* -1: none */

@@ -74,6 +74,8 @@ typedef struct request {
     vkf_decode_call call;               /* slot requests: the call of its one source (proc, limit, lists), owned */
     vkf_proc proc;                      /* slot requests: the processor of the group it may join */
     int32_t bos;                        /* slot requests: its forced bos (a language), in its rows' data; -1: none */
+    float penalty;                      /* slot requests: its repetition penalty and n-gram size, in its rows' data */
+    uint32_t ngram;
     group *target;                      /* admission: the group it goes into */
     float *samples;                     /* (n_samples) owned: audio */
     uint64_t n_samples;
@@ -101,7 +103,7 @@ struct group {
     int32_t *pos;                       /* (rows) host copy of the positions; -1: free */
     int32_t *ids;                       /* (rows) host copy of the step's input ids */
     int32_t *src_len;                   /* (rows) each slot's source length in 0..slots-1 (1 past them) */
-    int32_t *row_data;                  /* (rows, row_stride): prefix length, limit, forced bos, prefix ids */
+    int32_t *row_data;                  /* (rows, row_stride): prefix length, limit, forced bos, penalty, n-gram, prefix */
     uint32_t *len;                      /* (slots) greedy: new ids so far */
     int32_t *out;                       /* (slots, steps) greedy: new ids so far */
     vkf_beam_source *bs;                /* (slots) beams: each slot's beams and finished hypotheses */
@@ -241,12 +243,15 @@ static vkf_status prepare_slot(vkf_scheduler *s, request *r, bool *out_fits)
      * scored as alone; the host ends a source at its limit) */
     memcpy(&r->proc, &c->proc, sizeof r->proc);
     if (r->o.beams < 2 && !r->o.sample) r->proc.on = true;
-    /* a forced bos (the target language of NLLB, M2M-100, mBART-50) is per row:
-     * requests for other languages share a group */
-    r->bos = -1;
+    /* a forced bos (the target language of NLLB, M2M-100, mBART-50), the
+     * repetition penalty and the n-gram size are per row: requests that differ
+     * in them share a group */
+    r->bos = -1, r->penalty = 1.0f, r->ngram = 0;
     if (r->proc.on) {
-        r->proc.prefix_max = PREFIX_ROOM, r->proc.bos_per_row = true;
+        r->proc.prefix_max = PREFIX_ROOM, r->proc.row_settings = true;
         r->bos = r->proc.forced_bos, r->proc.forced_bos = -1;
+        r->penalty = r->proc.penalty, r->proc.penalty = 1.0f;
+        r->ngram = r->proc.ngram, r->proc.ngram = 0;
     }
     *out_fits = true;
     return VKF_OK;
@@ -297,7 +302,7 @@ static bool same_proc(const vkf_proc *x, const vkf_proc *y)
            x->forced_eos == y->forced_eos && x->eos == y->eos && x->forced_bos == y->forced_bos &&
            x->n_suppress == y->n_suppress && x->n_end == y->n_end && x->n_bad == y->n_bad &&
            x->prefix_max == y->prefix_max && x->unbanned_generator == y->unbanned_generator &&
-           x->bos_per_row == y->bos_per_row &&
+           x->row_settings == y->row_settings &&
            x->n_begin == y->n_begin && x->ts_begin == y->ts_begin && x->no_timestamps == y->no_timestamps &&
            x->ts_max_initial == y->ts_max_initial && x->ts_eos == y->ts_eos;
 }
@@ -342,7 +347,7 @@ static group *group_new(vkf_scheduler *s, const request *r)
     g->slots = s->opt.max_batch / g->unit; /* at least 1: a beam search wider than max_batch runs whole */
     g->S = group_source_len(s->a, r->n_src);
     g->steps = s->a->spec.max_len;
-    g->row_stride = 3 + PREFIX_ROOM; /* prefix length, limit, forced bos, prefix ids */
+    g->row_stride = 5 + PREFIX_ROOM; /* prefix length, limit, forced bos, penalty's bits, n-gram size, prefix ids */
     g->n_lists = r->call.n_lists;
     g->lists = malloc((g->n_lists ? g->n_lists : 1) * sizeof *g->lists);
     if (!g->lists) {
@@ -523,7 +528,9 @@ static vkf_status group_admit(vkf_scheduler *s, group *g, request **reqs, uint32
             g->pos[rr] = 0, g->ids[rr] = a->spec.decoder_start_id;
             int32_t *row = g->row_data + (size_t)rr * g->row_stride;
             row[0] = (int32_t)c->prefix_len[0], row[1] = (int32_t)c->limit[0], row[2] = r->bos;
-            for (uint32_t j = 0; j < c->prefix_len[0]; j++) row[3 + j] = c->prefix[0][j];
+            memcpy(&row[3], &r->penalty, sizeof r->penalty);
+            row[4] = (int32_t)r->ngram;
+            for (uint32_t j = 0; j < c->prefix_len[0]; j++) row[5 + j] = c->prefix[0][j];
             if (g->beams) g->parent[rr] = (int32_t)rr, g->score[rr] = k ? -1e9f : 0.0f;
             if (g->sample) g->seeds[2 * rr] = (int32_t)(uint32_t)r->o.seed, g->seeds[2 * rr + 1] = (int32_t)(uint32_t)(r->o.seed >> 32);
         }
