@@ -134,7 +134,7 @@ MUTANTS = [
            "eps left out of the variance: a constant row divides by zero"),
     # ---- logits processors (shaders/logits_process.comp)
     Mutant("repetition-penalty-sign", "logits_process.comp",
-           "s < 0.0 ? s * pc.penalty : s / pc.penalty", "s < 0.0 ? s / pc.penalty : s * pc.penalty",
+           "s < 0.0 ? s * penalty : s / penalty", "s < 0.0 ? s / penalty : s * penalty",
            ["decoding-{driver}"],
            "the repetition penalty rewards repeated ids instead of penalising them"),
     # ---- greedy choice (shaders/argmax.comp): ties to the lowest id, as torch.argmax
