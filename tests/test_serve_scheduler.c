@@ -163,6 +163,17 @@ int main(int argc, char **argv)
         harness_close(ctx);
         return harness_result("serve-scheduler");
     }
+    /* the references while the scheduler runs: the same model on a context of
+     * their own (the scheduler's model and context are its thread's alone) */
+    vkf_context *ref_ctx = harness_context();
+    vkf_model *ref = NULL;
+    CHECK_OK(vkf_model_load(ref_ctx, argv[1], &ref));
+    if (!ref) {
+        vkf_model_destroy(m);
+        harness_close(ref_ctx);
+        harness_close(ctx);
+        return harness_result("serve-scheduler");
+    }
     vkf_model_config cfg;
     CHECK_OK(vkf_model_get_config(m, &cfg));
     static int32_t ids[MAX_SOURCES][64];
@@ -194,6 +205,8 @@ int main(int argc, char **argv)
     vkf_scheduler *s = NULL;
     CHECK_OK(vkf_scheduler_create(m, &so, &s));
     if (!s) {
+        vkf_model_destroy(ref);
+        harness_close(ref_ctx);
         vkf_model_destroy(m);
         harness_close(ctx);
         return harness_result("serve-scheduler");
@@ -259,7 +272,7 @@ int main(int argc, char **argv)
         float score;
         const int32_t *p = ids[1];
         vkf_sequences one = {1, &p, &lens[1]};
-        CHECK_OK(vkf_model_generate_with(m, &one, &sh, got, &got_len, &score));
+        CHECK_OK(vkf_model_generate_with(ref, &one, &sh, got, &got_len, &score));
         CHECK(shorter.len == got_len && got_len == 4 && memcmp(shorter.ids, got, got_len * 4) == 0);
     }
     {
@@ -268,7 +281,7 @@ int main(int argc, char **argv)
         float score;
         const int32_t *p = ids[0];
         vkf_sequences one = {1, &p, &lens[0]};
-        CHECK_OK(vkf_model_generate_with(m, &one, &lo, got, &got_len, &score));
+        CHECK_OK(vkf_model_generate_with(ref, &one, &lo, got, &got_len, &score));
         CHECK(longer.len == got_len && longer.len == lo.max_new && memcmp(longer.ids, got, got_len * 4) == 0);
     }
     /* the short one joined the long one's batch: the steps were the long one's alone */
@@ -315,7 +328,7 @@ int main(int argc, char **argv)
             float score;
             const int32_t *p = ids[5 + i];
             vkf_sequences one = {1, &p, &lens[5 + i]};
-            CHECK_OK(vkf_model_generate_with(m, &one, &lt, got, &got_len, &score));
+            CHECK_OK(vkf_model_generate_with(ref, &one, &lt, got, &got_len, &score));
             bad += late[i].len != got_len || got_len != lt.max_new || memcmp(late[i].ids, got, got_len * 4);
             CHECK(late[i].order < lead.order);
         }
@@ -351,7 +364,7 @@ int main(int argc, char **argv)
         float score;
         const int32_t *p = big;
         vkf_sequences one = {1, &p, &big_len};
-        CHECK_OK(vkf_model_generate_with(m, &one, &wo, got, &got_len, &score));
+        CHECK_OK(vkf_model_generate_with(ref, &one, &wo, got, &got_len, &score));
         CHECK(wide.calls == 1 && wide.status == VKF_OK && wide.len == got_len && !memcmp(wide.ids, got, got_len * 4));
         CHECK(lead.calls == 1 && lead.status == VKF_OK && lead.len == longer.len && wide.order < lead.order);
     }
@@ -391,7 +404,7 @@ int main(int argc, char **argv)
         float score;
         const int32_t *p = ids[4];
         vkf_sequences one = {1, &p, &lens[4]};
-        CHECK_OK(vkf_model_generate_with(m, &one, &bo, got, &got_len, &score));
+        CHECK_OK(vkf_model_generate_with(ref, &one, &bo, got, &got_len, &score));
         CHECK(beam.calls == 1 && beam.status == VKF_OK && beam.len == got_len && !memcmp(beam.ids, got, got_len * 4));
     }
 
@@ -423,10 +436,10 @@ int main(int argc, char **argv)
         float score;
         const int32_t *p = ids[6];
         vkf_sequences one = {1, &p, &lens[6]};
-        CHECK_OK(vkf_model_generate_with(m, &one, &wo4, got, &got_len, &score));
+        CHECK_OK(vkf_model_generate_with(ref, &one, &wo4, got, &got_len, &score));
         CHECK(w.calls == 1 && w.status == VKF_OK && w.len == got_len && !memcmp(w.ids, got, got_len * 4));
         p = ids[7], one.lengths = &lens[7];
-        CHECK_OK(vkf_model_generate_with(m, &one, &so4, got, &got_len, &score));
+        CHECK_OK(vkf_model_generate_with(ref, &one, &so4, got, &got_len, &score));
         CHECK(sh4.calls == 1 && sh4.status == VKF_OK && sh4.len == got_len && !memcmp(sh4.ids, got, got_len * 4));
         CHECK(g1.calls == 1 && g1.status == VKF_OK && g1.len == longer.len && !memcmp(g1.ids, longer.ids, g1.len * 4));
         if (!(sh4.order < w.order && g1.order < w.order))
@@ -499,7 +512,7 @@ int main(int argc, char **argv)
             float score[2];
             const int32_t *p = ids[10 + i];
             vkf_sequences one = {1, &p, &lens[10 + i]};
-            CHECK_OK(vkf_model_generate_with(m, &one, &wo[i], got, got_len, score));
+            CHECK_OK(vkf_model_generate_with(ref, &one, &wo[i], got, got_len, score));
             CHECK(w[i].calls == 1 && w[i].status == VKF_OK && w[i].len == got_len[0] && !memcmp(w[i].ids, got, got_len[0] * 4));
             if (w[i].rows != NW) fprintf(stderr, "beam request %d ran in a batch of %u\n", i, w[i].rows);
             CHECK(w[i].rows == NW);
@@ -509,7 +522,7 @@ int main(int argc, char **argv)
         float score;
         const int32_t *p = ids[13];
         vkf_sequences one = {1, &p, &lens[13]};
-        CHECK_OK(vkf_model_generate_with(m, &one, &sa, got, &got_len, &score));
+        CHECK_OK(vkf_model_generate_with(ref, &one, &sa, got, &got_len, &score));
         CHECK(smp.calls == 1 && smp.status == VKF_OK && smp.rows == 1 && smp.len == got_len && !memcmp(smp.ids, got, got_len * 4));
         CHECK(g1.calls == 1 && g1.status == VKF_OK && g1.len == longer.len);
     }
@@ -547,7 +560,7 @@ int main(int argc, char **argv)
             float score[3];
             const int32_t *p = ids[14 + i];
             vkf_sequences one = {1, &p, &lens[14 + i]};
-            CHECK_OK(vkf_model_generate_with(m, &one, got_o[i], got, got_len, score));
+            CHECK_OK(vkf_model_generate_with(ref, &one, got_o[i], got, got_len, score));
             const answer_slot *a = got_slot[i];
             const uint32_t nb = got_o[i]->n_best, stride = got_o[i]->max_new;
             bool same = a->calls == 1 && a->status == VKF_OK && a->n_best == nb;
@@ -598,7 +611,7 @@ int main(int argc, char **argv)
             float score[2];
             const int32_t *p = ids[26 + i];
             vkf_sequences one = {1, &p, &lens[26 + i]};
-            CHECK_OK(vkf_model_generate_with(m, &one, got_o[i], got, got_len, score));
+            CHECK_OK(vkf_model_generate_with(ref, &one, got_o[i], got, got_len, score));
             const answer_slot *a = got_slot[i];
             bool same = a->calls == 1 && a->status == VKF_OK && a->len == got_len[0] && !memcmp(a->ids, got, got_len[0] * 4) &&
                         a->len >= 1 && (!got_o[i]->forced_bos || a->ids[0] == got_o[i]->forced_bos_id);
@@ -616,10 +629,10 @@ int main(int argc, char **argv)
         float plain_score;
         vkf_generate_options pl = lo;
         pl.max_new = 12;
-        CHECK_OK(vkf_model_generate_with(m, &one, &pl, plain, &plain_len, &plain_score));
+        CHECK_OK(vkf_model_generate_with(ref, &one, &pl, plain, &plain_len, &plain_score));
         bool differs_d = fd.len != plain_len || memcmp(fd.ids, plain, plain_len * 4);
         p = ids[30], one.lengths = &lens[30];
-        CHECK_OK(vkf_model_generate_with(m, &one, &pl, plain, &plain_len, &plain_score));
+        CHECK_OK(vkf_model_generate_with(ref, &one, &pl, plain, &plain_len, &plain_score));
         bool differs_e = fe.len != plain_len || memcmp(fe.ids, plain, plain_len * 4);
         if (!differs_d || !differs_e) fprintf(stderr, "penalty changed the answer: %d, n-gram: %d\n", differs_d, differs_e);
         CHECK(differs_d && differs_e);
@@ -658,7 +671,7 @@ int main(int argc, char **argv)
             float score;
             const int32_t *p = ids[20 + i];
             vkf_sequences one = {1, &p, &lens[20 + i]};
-            CHECK_OK(vkf_model_generate_with(m, &one, &so[i], got, &got_len, &score));
+            CHECK_OK(vkf_model_generate_with(ref, &one, &so[i], got, &got_len, &score));
             bool same = sm[i].calls == 1 && sm[i].status == VKF_OK && sm[i].len == got_len && !memcmp(sm[i].ids, got, got_len * 4);
             if (!same) fprintf(stderr, "sampling request %d: status %d, %u ids (alone: %u)\n", i, sm[i].status, sm[i].len, got_len);
             CHECK(same);
@@ -740,6 +753,8 @@ int main(int argc, char **argv)
     CHECK_STATUS(vkf_scheduler_create(NULL, NULL, &s), VKF_ERROR_INVALID_ARGUMENT);
 
     free(want);
+    vkf_model_destroy(ref);
+    harness_close(ref_ctx);
     vkf_model_destroy(m);
     harness_close(ctx);
     return harness_result("serve-scheduler");
