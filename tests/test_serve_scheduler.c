@@ -148,6 +148,36 @@ static void gate_open(gate *g)
     pthread_mutex_unlock(&mu);
 }
 
+/* Whether answer a is what options o give the source (src, n) alone on the
+ * reference model: every hypothesis kept (up to 4), and for beam search its
+ * score, bit for bit (tol 0) or within tol relative (a batch of sources sums a
+ * padded encoder pass in another order). Says what differs on stderr. */
+static bool as_alone(vkf_model *ref, const int32_t *src, uint32_t n, const vkf_generate_options *o,
+                     const answer_slot *a, double tol, const char *what, int index)
+{
+    const uint32_t nb = o->sample ? 1 : o->n_best, stride = o->max_new;
+    int32_t *got = calloc((size_t)nb * stride, sizeof *got);
+    uint32_t got_len[16] = {0};
+    float score[16];
+    vkf_sequences one = {1, &src, &n};
+    vkf_status st = got ? vkf_model_generate_with(ref, &one, o, got, got_len, score) : VKF_ERROR_OUT_OF_HOST_MEMORY;
+    bool same = st == VKF_OK && a->calls == 1 && a->status == VKF_OK && a->n_best == nb && a->len == got_len[0] &&
+                !memcmp(a->ids, got, got_len[0] * 4);
+    for (uint32_t j = 0; same && j < nb && j < 4; j++)
+        same = a->hyp_len[j] == got_len[j] && !memcmp(a->hyp[j], got + j * stride, got_len[j] * 4) &&
+               (o->beams < 2 || (tol == 0 ? memcmp(&a->score[j], &score[j], sizeof score[j]) == 0
+                                          : fabs((double)a->score[j] - score[j]) <= tol * fabs((double)score[j])));
+    if (!same) {
+        fprintf(stderr, "%s %d: status %d, %u ids, %u hypotheses (alone: status %d, %u ids)\n", what, index, a->status,
+                a->len, a->n_best, st, got_len[0]);
+        for (uint32_t j = 0; got && j < nb && j < 4 && j < a->n_best; j++)
+            fprintf(stderr, "  hypothesis %u: %u ids (alone %u), score %.9g (alone %.9g)\n", j, a->hyp_len[j], got_len[j],
+                    a->score[j], score[j]);
+    }
+    free(got);
+    return same;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -507,23 +537,11 @@ int main(int argc, char **argv)
         gate_open(&gd);
         wait_answers(base + NW + 2);
         for (int i = 0; i < NW; i++) {
-            int32_t got[2 * 12];
-            uint32_t got_len[2];
-            float score[2];
-            const int32_t *p = ids[10 + i];
-            vkf_sequences one = {1, &p, &lens[10 + i]};
-            CHECK_OK(vkf_model_generate_with(ref, &one, &wo[i], got, got_len, score));
-            CHECK(w[i].calls == 1 && w[i].status == VKF_OK && w[i].len == got_len[0] && !memcmp(w[i].ids, got, got_len[0] * 4));
+            CHECK(as_alone(ref, ids[10 + i], lens[10 + i], &wo[i], &w[i], 1e-5, "whole beam search", i));
             if (w[i].rows != NW) fprintf(stderr, "beam request %d ran in a batch of %u\n", i, w[i].rows);
             CHECK(w[i].rows == NW);
         }
-        int32_t got[12];
-        uint32_t got_len;
-        float score;
-        const int32_t *p = ids[13];
-        vkf_sequences one = {1, &p, &lens[13]};
-        CHECK_OK(vkf_model_generate_with(ref, &one, &sa, got, &got_len, &score));
-        CHECK(smp.calls == 1 && smp.status == VKF_OK && smp.rows == 1 && smp.len == got_len && !memcmp(smp.ids, got, got_len * 4));
+        CHECK(as_alone(ref, ids[13], lens[13], &sa, &smp, 0, "sampling beside whole runs", 0) && smp.rows == 1);
         CHECK(g1.calls == 1 && g1.status == VKF_OK && g1.len == longer.len);
     }
 
@@ -554,22 +572,8 @@ int main(int argc, char **argv)
         wait_answers(base + 4);
         const answer_slot *got_slot[3] = {&bl, &bsh, &bw};
         const vkf_generate_options *got_o[3] = {&bl_o, &bsh_o, &bw_o};
-        for (int i = 0; i < 3; i++) {
-            int32_t got[3 * 20];
-            uint32_t got_len[3];
-            float score[3];
-            const int32_t *p = ids[14 + i];
-            vkf_sequences one = {1, &p, &lens[14 + i]};
-            CHECK_OK(vkf_model_generate_with(ref, &one, got_o[i], got, got_len, score));
-            const answer_slot *a = got_slot[i];
-            const uint32_t nb = got_o[i]->n_best, stride = got_o[i]->max_new;
-            bool same = a->calls == 1 && a->status == VKF_OK && a->n_best == nb;
-            for (uint32_t j = 0; same && j < nb; j++) /* every hypothesis and its score, bit for bit */
-                same = a->hyp_len[j] == got_len[j] && !memcmp(a->hyp[j], got + j * stride, got_len[j] * 4) &&
-                       memcmp(&a->score[j], &score[j], sizeof score[j]) == 0;
-            if (!same) fprintf(stderr, "beam group request %d: status %d, %u ids (alone: %u)\n", i, a->status, a->len, got_len[0]);
-            CHECK(same);
-        }
+        for (int i = 0; i < 3; i++) /* every hypothesis and its score, bit for bit */
+            CHECK(as_alone(ref, ids[14 + i], lens[14 + i], got_o[i], got_slot[i], 0, "beam group request", i));
         CHECK(bsh.order < bl.order && g1.calls == 1 && g1.status == VKF_OK);
         CHECK_OK(vkf_scheduler_get_stats(s, &st));
         if (st.joined - before.joined != 1) fprintf(stderr, "beam groups: %llu joined\n", (unsigned long long)(st.joined - before.joined));
@@ -606,17 +610,9 @@ int main(int argc, char **argv)
         const answer_slot *got_slot[5] = {&fa, &fb, &fc, &fd, &fe};
         const vkf_generate_options *got_o[5] = {&oa, &ob, &oc, &od, &oe};
         for (int i = 0; i < 5; i++) {
-            int32_t got[2 * 12];
-            uint32_t got_len[2];
-            float score[2];
-            const int32_t *p = ids[26 + i];
-            vkf_sequences one = {1, &p, &lens[26 + i]};
-            CHECK_OK(vkf_model_generate_with(ref, &one, got_o[i], got, got_len, score));
             const answer_slot *a = got_slot[i];
-            bool same = a->calls == 1 && a->status == VKF_OK && a->len == got_len[0] && !memcmp(a->ids, got, got_len[0] * 4) &&
-                        a->len >= 1 && (!got_o[i]->forced_bos || a->ids[0] == got_o[i]->forced_bos_id);
-            if (!same) fprintf(stderr, "per-row settings request %d: status %d, %u ids (alone: %u)\n", i, a->status, a->len, got_len[0]);
-            CHECK(same);
+            CHECK(as_alone(ref, ids[26 + i], lens[26 + i], got_o[i], a, 0, "per-row settings request", i));
+            CHECK(a->len >= 1 && (!got_o[i]->forced_bos || a->ids[0] == got_o[i]->forced_bos_id));
         }
         CHECK_OK(vkf_scheduler_get_stats(s, &st));
         if (st.joined - before.joined != 4) fprintf(stderr, "per-row settings: %llu joined\n", (unsigned long long)(st.joined - before.joined));
@@ -665,17 +661,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < NS; i++) CHECK_OK(vkf_scheduler_submit(s, ids[20 + i], lens[20 + i], &so[i], on_done, &sm[i], NULL));
         gate_open(&gf);
         wait_answers(base + NS + 1);
-        for (int i = 0; i < NS; i++) {
-            int32_t got[12];
-            uint32_t got_len = 0;
-            float score;
-            const int32_t *p = ids[20 + i];
-            vkf_sequences one = {1, &p, &lens[20 + i]};
-            CHECK_OK(vkf_model_generate_with(ref, &one, &so[i], got, &got_len, &score));
-            bool same = sm[i].calls == 1 && sm[i].status == VKF_OK && sm[i].len == got_len && !memcmp(sm[i].ids, got, got_len * 4);
-            if (!same) fprintf(stderr, "sampling request %d: status %d, %u ids (alone: %u)\n", i, sm[i].status, sm[i].len, got_len);
-            CHECK(same);
-        }
+        for (int i = 0; i < NS; i++) CHECK(as_alone(ref, ids[20 + i], lens[20 + i], &so[i], &sm[i], 0, "sampling request", i));
         /* 0, 1 and 3 share a group (forced eos and max_new are per row), 2 has its
          * own: the lead's encoder pass, then one per group */
         CHECK_OK(vkf_scheduler_get_stats(s, &st));
