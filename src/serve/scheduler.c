@@ -316,14 +316,18 @@ static uint32_t group_source_len(const vkf_arch *a, uint32_t n)
     return S < a->spec.max_len ? S : a->spec.max_len;
 }
 
+/* Whether two draws' settings are equal (sample off: argmax, nothing else read). */
+static bool same_draw(bool sample_a, const vkf_generate_options *a, bool sample_b, const vkf_generate_options *b)
+{
+    return sample_a == sample_b && (!sample_a || (a->temperature == b->temperature && a->top_k == b->top_k &&
+                                                  a->top_p == b->top_p));
+}
+
 /* Whether request r may take a slot of group g at this boundary. */
 static bool fits(const vkf_scheduler *s, const group *g, const request *r)
 {
     if (g->alive + g->reserved >= g->slots || r->n_src > g->S || !same_proc(&g->proc, &r->proc) ||
-        g->beams != (r->o.beams > 1 ? r->o.beams : 0) || g->sample != r->o.sample)
-        return false;
-    if (g->sample && (g->sampling.temperature != r->o.temperature || g->sampling.top_k != r->o.top_k ||
-                      g->sampling.top_p != r->o.top_p))
+        g->beams != (r->o.beams > 1 ? r->o.beams : 0) || !same_draw(g->sample, &g->sampling, r->o.sample, &r->o))
         return false;
     if (s->wait_batch && g->alive) return false; /* static batching: only an empty group admits */
     return g->n_lists == r->call.n_lists &&
@@ -387,11 +391,8 @@ static vkf_status group_build(vkf_scheduler *s, group *g)
 {
     for (uint32_t i = 0; i < s->n_cache && !g->p; i++) {
         vkf_gen_plan *p = s->cache[i];
-        bool same_draw = p->sample == g->sample &&
-                         (!g->sample || (p->sampling.temperature == g->sampling.temperature &&
-                                         p->sampling.top_k == g->sampling.top_k && p->sampling.top_p == g->sampling.top_p));
         if (p->batch == g->slots * g->unit && p->beams == g->beams && p->src_len == g->S && p->steps == g->steps &&
-            same_proc(&p->proc, &g->proc) && same_draw) {
+            same_proc(&p->proc, &g->proc) && same_draw(p->sample, &p->sampling, g->sample, &g->sampling)) {
             memmove(s->cache + i, s->cache + i + 1, (s->n_cache - i - 1) * sizeof *s->cache);
             s->n_cache--;
             g->p = p;
